@@ -1,0 +1,390 @@
+// Package agent is the contract between the chat actor's turn engine and
+// the coding agents that answer turns (claude, pi, acp, cofold, bot, script).
+//
+// A backend says what it can do (Capabilities, as data) and reports what
+// happened (Events); the turn engine in internal/chat implements the rules of
+// CHATS.md once, against those capabilities. Backends never see protocol
+// state: they do not import internal/ahp state types, and they never decide
+// when a turn starts or which pending message runs next.
+//
+// Lifecycle (Caddy-style): a backend value is built without side effects and
+// registered explicitly (see Registry); Open does the I/O; Close works even
+// after a failed or partial Open.
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+)
+
+// Capabilities are what a backend declares it can do. The turn engine reads
+// them; it never asks a backend to do something it has not declared.
+type Capabilities struct {
+	// Steering: the backend takes a steering message into a running turn.
+	Steering bool
+	// Withdraw: a steering message handed to the backend can be taken back
+	// until the model has read it.
+	Withdraw bool
+	// OneTurnAtATime: the backend runs one turn at a time; a turn sent while
+	// another runs is sent once the one in front of it ends (C-TURN-103).
+	OneTurnAtATime bool
+	// Fork: the backend can fork a conversation at a point it named.
+	Fork bool
+	// Rewind: the backend can resume a conversation cut back to a point.
+	Rewind bool
+	// Delete: the backend can delete a conversation it wrote.
+	Delete bool
+	// Resume: the backend can restart on a conversation it kept.
+	Resume bool
+	// Subagents: the backend spawns worker conversations.
+	Subagents bool
+	// SideChat: the backend can open a side chat (a fresh conversation told
+	// what a turn said on its first prompt).
+	SideChat bool
+}
+
+// Model is one model a backend offers.
+type Model struct {
+	ID   string
+	Name string
+}
+
+// Info describes a backend for the root state's agents list.
+type Info struct {
+	Provider    string
+	DisplayName string
+	Description string
+	Models      []Model
+	// Unavailable, when set, says why the backend cannot run here (for
+	// example "claude CLI not found; run make agents"). An unavailable
+	// backend is still listed so a client can show the reason.
+	Unavailable string
+}
+
+// OpenMode says how a conversation is opened.
+type OpenMode int
+
+const (
+	// OpenNew starts a conversation under ConversationID with nothing before it.
+	OpenNew OpenMode = iota
+	// OpenResume restarts on the kept conversation ConversationID.
+	OpenResume
+	// OpenFork starts ConversationID as a copy of Source cut at Point.
+	OpenFork
+	// OpenRewind restarts on ConversationID cut back to Point.
+	OpenRewind
+)
+
+func (m OpenMode) String() string {
+	switch m {
+	case OpenNew:
+		return "new"
+	case OpenResume:
+		return "resume"
+	case OpenFork:
+		return "fork"
+	case OpenRewind:
+		return "rewind"
+	}
+	return fmt.Sprintf("OpenMode(%d)", int(m))
+}
+
+// OpenParams are what a backend needs to open a conversation.
+type OpenParams struct {
+	Mode OpenMode
+	// ConversationID is the backend conversation this chat writes under.
+	// For the first chat of a session it is the session URI's id, so the
+	// backend's transcript lines up with the session (Claude's --session-id).
+	ConversationID string
+	// Source is the conversation a fork copies (OpenFork only).
+	Source string
+	// Point is the backend's own name for where a turn ended (OpenFork,
+	// OpenRewind): the only point a backend can be asked to resume from.
+	Point string
+	// Directories are the chat's working directories as local paths; the
+	// first is where the backend runs.
+	Directories []string
+	Model       string
+	// Settings are the backend's daemon settings (binary path, extra args,
+	// environment, ...), opaque to everyone but the backend.
+	Settings json.RawMessage
+	Logger   *slog.Logger
+}
+
+// Turn is one turn handed to a backend.
+type Turn struct {
+	// ID is the host's turn id; every Event the backend reports for this
+	// turn carries it.
+	ID string
+	// Text is what was said.
+	Text string
+	// HostContext is what the host has to say on this turn (a side chat's
+	// source turn, resolved chat attachments, ...). A backend puts it in its
+	// system prompt or ahead of Text (C-TURN-109..111).
+	HostContext string
+	// Attachments as resolved by the host (paths, inlined text, images).
+	Attachments []Attachment
+	Model       string
+}
+
+// Attachment is one resolved attachment of a turn.
+type Attachment struct {
+	// As is how the attachment reaches the model: "image", "inline" or "path".
+	As       string
+	Label    string
+	Path     string
+	MimeType string
+	// Text is the inlined text ("inline") or the model representation of a
+	// resolved chat attachment.
+	Text string
+	// Data is an image's bytes ("image").
+	Data []byte
+}
+
+// SteerResult is a backend's answer to a steering message.
+type SteerResult int
+
+const (
+	// SteerTaken: the backend holds the message and will take it into the
+	// running turn; it reports SteeringConsumed (or SteeringReturned) later.
+	SteerTaken SteerResult = iota
+	// SteerNotYet: the backend cannot take it yet (the turn is still
+	// preparing its prompt); the host hands it again on the turn's next
+	// action (C-TURN-42).
+	SteerNotYet
+	// SteerUnsupported: the backend takes no steering at all (C-TURN-49).
+	SteerUnsupported
+	// SteerRefused: the backend would not take this message; the host takes
+	// it out and logs the reason (C-TURN-85).
+	SteerRefused
+)
+
+func (r SteerResult) String() string {
+	switch r {
+	case SteerTaken:
+		return "taken"
+	case SteerNotYet:
+		return "not-yet"
+	case SteerUnsupported:
+		return "unsupported"
+	case SteerRefused:
+		return "refused"
+	}
+	return fmt.Sprintf("SteerResult(%d)", int(r))
+}
+
+// Steering is a steering message handed to a running turn.
+type Steering struct {
+	ID     string
+	TurnID string
+	Text   string
+}
+
+// Conversation is one open backend conversation: one chat's agent.
+// Methods may be called from the chat actor only; a backend reports
+// everything else through Events. Send, Steer, Withdraw, Confirm and Stop
+// must not block on the model: they hand work to the backend's own
+// goroutines and return.
+type Conversation interface {
+	// Send hands a turn to the backend. A backend that runs one turn at a
+	// time may hold it until the turn in front of it ends.
+	Send(ctx context.Context, t Turn) error
+	// Steer hands a steering message to the running turn.
+	Steer(s Steering) SteerResult
+	// Withdraw takes back a steering message handed earlier. false: the
+	// backend keeps it (the model read it, or the backend cannot withdraw).
+	Withdraw(id string) bool
+	// Confirm answers a tool call that waits for confirmation.
+	Confirm(turnID, toolCallID string, approved bool) error
+	// Stop stops the running turn and every turn sent behind it. The
+	// backend ends each with TurnCancelled.
+	Stop(ctx context.Context) error
+	// Events is the stream of what happened, closed when the conversation
+	// is closed or its process has exited.
+	Events() <-chan Event
+	// Close ends the conversation's process; its kept conversation stays.
+	Close() error
+}
+
+// Agent is one backend.
+type Agent interface {
+	Provider() string
+	Info(ctx context.Context) Info
+	Capabilities() Capabilities
+	Open(ctx context.Context, p OpenParams) (Conversation, error)
+	// Delete removes a kept conversation (Capabilities.Delete).
+	Delete(ctx context.Context, conversationID string, directories []string) error
+}
+
+// EventKind says what an Event reports.
+type EventKind int
+
+const (
+	// EventText: Text is more markdown of the answer. A new PartID starts a
+	// new markdown part; an empty PartID continues the last one.
+	EventText EventKind = iota + 1
+	// EventReasoning: Text is more reasoning.
+	EventReasoning
+	// EventToolStart: a tool call began (ToolCall.ID, Name, DisplayName).
+	EventToolStart
+	// EventToolInput: Text is more of the tool's input.
+	EventToolInput
+	// EventToolReady: the tool's input is complete (ToolCall.Input,
+	// Invocation); NeedsConfirmation says it waits for Confirm.
+	EventToolReady
+	// EventToolDone: the tool call finished (ToolCall.Success, Output, Error).
+	EventToolDone
+	// EventUsage: token counts for the turn so far.
+	EventUsage
+	// EventNotice: a system notification in the turn (Text), for example a
+	// compaction saying how many tokens went where.
+	EventNotice
+	// EventSteeringConsumed: the steering message SteeringID went into the
+	// turn; the host takes it out of the chat's pending messages.
+	EventSteeringConsumed
+	// EventSteeringReturned: the steering message SteeringID was not used
+	// by the turn it was handed to; the host steers the next turn with it
+	// or runs it next.
+	EventSteeringReturned
+	// EventTurnStarted: the backend began a turn the host did not send
+	// (Claude answering a held steering message after a stop); SteeringID
+	// names the message it answers.
+	EventTurnStarted
+	// EventTurnEnd: the turn ended (End).
+	EventTurnEnd
+	// EventExited: the backend's process ended (Err says why). Every turn
+	// still open is ended by the host with an error.
+	EventExited
+)
+
+// Outcome is how a turn ended.
+type Outcome int
+
+const (
+	OutcomeComplete Outcome = iota + 1
+	OutcomeError
+	OutcomeCancelled
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case OutcomeComplete:
+		return "complete"
+	case OutcomeError:
+		return "error"
+	case OutcomeCancelled:
+		return "cancelled"
+	}
+	return fmt.Sprintf("Outcome(%d)", int(o))
+}
+
+// ToolCall describes a tool call in Events.
+type ToolCall struct {
+	ID          string
+	Name        string
+	DisplayName string
+	// Invocation is a one-line description of what the call does.
+	Invocation string
+	// Input is the tool's input as JSON text.
+	Input             string
+	NeedsConfirmation bool
+	Success           bool
+	// PastTense describes what the call did, once done.
+	PastTense string
+	Output    string
+	Error     string
+}
+
+// End says how a turn ended.
+type End struct {
+	Outcome Outcome
+	// ErrorType and Message describe an OutcomeError.
+	ErrorType string
+	Message   string
+	// Resumable: a client can resume the turn (chat/turnResume).
+	Resumable bool
+	// Point is the backend's own name for where this turn ended: the point
+	// a fork or rewind at this turn resumes from. Empty when it names none.
+	Point string
+	// ExitCode is set by local command turns.
+	ExitCode *int
+}
+
+// Usage counts tokens.
+type Usage struct {
+	InputTokens  int
+	OutputTokens int
+	CacheRead    int
+	Model        string
+}
+
+// Event is one thing a backend reports.
+type Event struct {
+	Kind       EventKind
+	TurnID     string
+	PartID     string
+	Text       string
+	ToolCall   *ToolCall
+	Usage      *Usage
+	SteeringID string
+	End        *End
+	Err        error
+}
+
+// Registry holds the backends a daemon offers, by provider. Build it
+// explicitly (in serve, or per test); there is no global registry.
+type Registry struct {
+	// mu guards agents.
+	mu     sync.RWMutex
+	agents map[string]Agent
+}
+
+// NewRegistry returns a registry holding the given backends.
+func NewRegistry(agents ...Agent) (*Registry, error) {
+	r := &Registry{agents: make(map[string]Agent)}
+	for _, a := range agents {
+		if err := r.Register(a); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// Register adds a backend; two backends with one provider are an error.
+func (r *Registry) Register(a Agent) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := a.Provider()
+	if p == "" {
+		return fmt.Errorf("register agent: empty provider")
+	}
+	if _, dup := r.agents[p]; dup {
+		return fmt.Errorf("register agent %s: provider already registered", p)
+	}
+	r.agents[p] = a
+	return nil
+}
+
+// Get returns the backend for provider.
+func (r *Registry) Get(provider string) (Agent, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	a, ok := r.agents[provider]
+	return a, ok
+}
+
+// Providers lists the registered providers in name order.
+func (r *Registry) Providers() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]string, 0, len(r.agents))
+	for p := range r.agents {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}

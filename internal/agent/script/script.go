@@ -1,0 +1,321 @@
+// Package script is ahpd's built-in agent: it needs nothing installed and
+// answers every turn deterministically ("echo: <text>"), streamed as several
+// deltas. Markers in a turn's text make it do what a test needs: reason, call
+// a tool, wait for a confirmation, stream slowly, hold until stopped, fail,
+// prepare its prompt for a while, or die. It is what `ahpd serve` offers out
+// of the box and what most of the daemon's tests drive, through the
+// agent.Conversation contract only.
+//
+// Markers, anywhere in Turn.Text and combinable:
+//
+//	[think]            reasoning deltas before the answer
+//	[tool]             one tool call ("<turnID>-tool-1", echo) before the answer
+//	[confirm]          that tool call needs confirmation; the turn waits for Confirm
+//	[slow]             the answer in many deltas, SlowDelay apart
+//	[hold]             one delta of the answer, then wait until Stop or Close
+//	[error]            the turn ends with an error after its answer
+//	[error:resumable]  the same, resumable: a resumed send of the turn completes
+//	[prep]             the turn prepares its prompt for SlowDelay×3 first
+//	[exit]             the conversation's process dies after one delta
+//	[deaf]             the turn takes steering but never reads it (returned at its end)
+//
+// A steering message whose text holds [refuse] is refused.
+//
+// Conversations are kept in memory in the *Script value, so resume, fork,
+// rewind and delete work within one process.
+package script
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ahpd/ahpd/internal/agent"
+)
+
+// Options configure a Script. The zero value is a usable default.
+type Options struct {
+	// Provider is the backend's provider id; default "script".
+	Provider string
+	// DisplayName is shown in the root state's agents list; default "Script".
+	DisplayName string
+	// Caps are the declared capabilities. The zero value means the defaults
+	// (see DefaultCapabilities) unless ExactCaps is set.
+	Caps agent.Capabilities
+	// ExactCaps makes Caps be used as given even when it is the zero value,
+	// for tests of a backend that declares nothing.
+	ExactCaps bool
+	// DeltaDelay is the pause between the streamed deltas of a normal
+	// answer; default 0 (as fast as possible, still several deltas).
+	DeltaDelay time.Duration
+	// SlowDelay is the pause between the deltas of a [slow] answer, and a
+	// third of how long a [prep] turn prepares; default 50ms, negative
+	// means no pause.
+	SlowDelay time.Duration
+	// Clock is accepted for symmetry with the other backends; the script
+	// agent's answers never depend on the time, so it is not read.
+	Clock func() time.Time
+}
+
+// DefaultCapabilities are what a Script declares when Options.Caps is zero:
+// everything but subagents.
+func DefaultCapabilities() agent.Capabilities {
+	return agent.Capabilities{
+		Steering:       true,
+		Withdraw:       true,
+		OneTurnAtATime: true,
+		Fork:           true,
+		Rewind:         true,
+		Delete:         true,
+		Resume:         true,
+		SideChat:       true,
+	}
+}
+
+// Script is the built-in backend. Build it with New; it has no side effects
+// until Open.
+type Script struct {
+	opts Options
+
+	// mu guards convs, prompts and resumable.
+	mu sync.Mutex
+	// convs holds every kept conversation by ConversationID.
+	convs map[string]*record
+	// prompts holds every turn handed to Send, by ConversationID. It is a
+	// log for tests and outlives Delete.
+	prompts map[string][]agent.Turn
+	// resumable holds the ids of the turns that ended with a resumable
+	// error and have not been resumed yet; a turn sent again under one of
+	// them completes.
+	resumable map[string]bool
+}
+
+// record is one kept conversation: the turns it has seen, in order. The
+// point of turn n (1-based) is "<conversationID>#<n>".
+type record struct {
+	turns []entry
+}
+
+type entry struct {
+	turnID string
+	text   string
+}
+
+// New returns a Script with o's defaults filled in.
+func New(o Options) *Script {
+	if o.Provider == "" {
+		o.Provider = "script"
+	}
+	if o.DisplayName == "" {
+		o.DisplayName = "Script"
+	}
+	if !o.ExactCaps && o.Caps == (agent.Capabilities{}) {
+		o.Caps = DefaultCapabilities()
+	}
+	switch {
+	case o.SlowDelay == 0:
+		o.SlowDelay = 50 * time.Millisecond
+	case o.SlowDelay < 0:
+		o.SlowDelay = 0
+	}
+	if o.DeltaDelay < 0 {
+		o.DeltaDelay = 0
+	}
+	return &Script{
+		opts:      o,
+		convs:     make(map[string]*record),
+		prompts:   make(map[string][]agent.Turn),
+		resumable: make(map[string]bool),
+	}
+}
+
+// Provider returns the provider id.
+func (s *Script) Provider() string { return s.opts.Provider }
+
+// Info describes the backend; it is always available.
+func (s *Script) Info(ctx context.Context) agent.Info {
+	return agent.Info{
+		Provider:    s.opts.Provider,
+		DisplayName: s.opts.DisplayName,
+		Description: "Built-in scripted agent: deterministic echo answers, driven by markers in the prompt",
+		Models:      []agent.Model{{ID: "script", Name: "Script"}},
+	}
+}
+
+// Capabilities returns the declared capabilities.
+func (s *Script) Capabilities() agent.Capabilities { return s.opts.Caps }
+
+// Open opens a conversation. OpenNew starts ConversationID empty (forgetting
+// what it held); OpenResume keeps what it holds, or starts empty when it is
+// unknown (the daemon may have restarted); OpenFork copies Source's turns
+// through Point; OpenRewind cuts ConversationID back to Point. A point is
+// "<id>#<n>", and n counts turns from the conversation's start, so a point a
+// fork copied names the same turn in the copy.
+func (s *Script) Open(ctx context.Context, p agent.OpenParams) (agent.Conversation, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("open %s conversation %s: %w", p.Mode, p.ConversationID, err)
+	}
+	if p.ConversationID == "" {
+		return nil, fmt.Errorf("open %s conversation: empty conversation id", p.Mode)
+	}
+	if err := s.prepare(p); err != nil {
+		return nil, fmt.Errorf("open %s conversation %s: %w", p.Mode, p.ConversationID, err)
+	}
+	logger := p.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	model := p.Model
+	if model == "" {
+		model = "script"
+	}
+	c := newConversation(s, p.ConversationID, model, logger.With("agent", s.opts.Provider, "conversation", p.ConversationID))
+	go c.loop()
+	return c, nil
+}
+
+// prepare sets up the kept conversation p opens.
+func (s *Script) prepare(p agent.OpenParams) error {
+	caps := s.opts.Caps
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch p.Mode {
+	case agent.OpenNew:
+		s.convs[p.ConversationID] = &record{}
+	case agent.OpenResume:
+		if !caps.Resume {
+			return errors.New("backend cannot resume")
+		}
+		if s.convs[p.ConversationID] == nil {
+			s.convs[p.ConversationID] = &record{}
+		}
+	case agent.OpenFork:
+		if !caps.Fork {
+			return errors.New("backend cannot fork")
+		}
+		src := s.convs[p.Source]
+		if src == nil {
+			return fmt.Errorf("fork source %q: unknown conversation", p.Source)
+		}
+		n, err := parsePoint(p.Point, len(src.turns))
+		if err != nil {
+			return fmt.Errorf("fork source %q: %w", p.Source, err)
+		}
+		s.convs[p.ConversationID] = &record{turns: append([]entry(nil), src.turns[:n]...)}
+	case agent.OpenRewind:
+		if !caps.Rewind {
+			return errors.New("backend cannot rewind")
+		}
+		rec := s.convs[p.ConversationID]
+		if rec == nil {
+			return errors.New("rewind: unknown conversation")
+		}
+		n, err := parsePoint(p.Point, len(rec.turns))
+		if err != nil {
+			return fmt.Errorf("rewind: %w", err)
+		}
+		rec.turns = rec.turns[:n:n]
+	default:
+		return fmt.Errorf("unknown open mode %d", int(p.Mode))
+	}
+	return nil
+}
+
+// parsePoint returns the turn count a point names in a conversation holding
+// have turns.
+func parsePoint(point string, have int) (int, error) {
+	i := strings.LastIndexByte(point, '#')
+	if i <= 0 {
+		return 0, fmt.Errorf("point %q: want <conversation>#<n>", point)
+	}
+	n, err := strconv.Atoi(point[i+1:])
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("point %q: want <conversation>#<n>", point)
+	}
+	if n > have {
+		return 0, fmt.Errorf("point %q: the conversation holds %d turns", point, have)
+	}
+	return n, nil
+}
+
+// Delete forgets a kept conversation; an unknown one is an error.
+func (s *Script) Delete(ctx context.Context, conversationID string, directories []string) error {
+	if !s.opts.Caps.Delete {
+		return fmt.Errorf("delete conversation %s: backend cannot delete", conversationID)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.convs[conversationID] == nil {
+		return fmt.Errorf("delete conversation %s: unknown conversation", conversationID)
+	}
+	delete(s.convs, conversationID)
+	return nil
+}
+
+// History returns the texts of the turns conversationID holds, in order; nil
+// for an unknown conversation.
+func (s *Script) History(conversationID string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec := s.convs[conversationID]
+	if rec == nil {
+		return nil
+	}
+	out := make([]string, len(rec.turns))
+	for i, e := range rec.turns {
+		out[i] = e.text
+	}
+	return out
+}
+
+// Prompts returns every turn handed to Send on conversationID, held or
+// rejected-later ones included, HostContext and all, in the order sent.
+func (s *Script) Prompts(conversationID string) []agent.Turn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]agent.Turn(nil), s.prompts[conversationID]...)
+}
+
+// recordPrompt logs a turn handed to Send.
+func (s *Script) recordPrompt(conversationID string, t agent.Turn) {
+	t.Attachments = append([]agent.Attachment(nil), t.Attachments...)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.prompts[conversationID] = append(s.prompts[conversationID], t)
+}
+
+// admit adds a turn whose prompt went out to conversationID's history and
+// returns its 1-based index. A turn sent again after a resumable error keeps
+// the index it had (resumed true) when it is still the conversation's last.
+func (s *Script) admit(conversationID string, t agent.Turn) (index int, resumed bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec := s.convs[conversationID]
+	if rec == nil { // deleted while open
+		rec = &record{}
+		s.convs[conversationID] = rec
+	}
+	if s.resumable[t.ID] {
+		delete(s.resumable, t.ID)
+		resumed = true
+		if n := len(rec.turns); n > 0 && rec.turns[n-1].turnID == t.ID {
+			return n, true
+		}
+	}
+	rec.turns = append(rec.turns, entry{turnID: t.ID, text: t.Text})
+	return len(rec.turns), resumed
+}
+
+// markResumable remembers that turnID ended with a resumable error.
+func (s *Script) markResumable(turnID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.resumable[turnID] = true
+}
+
+var _ agent.Agent = (*Script)(nil)

@@ -1,0 +1,66 @@
+// Package auth says who a connection is and what it may do: principals
+// (the typed reference their turns name) and grants of the form
+// "<subject>:<operation>". The host checks a grant before every gated
+// request and client action; the rules are pure and table-tested.
+package auth
+
+import "strings"
+
+// Chat grants (CHATS.md "Grants").
+const (
+	ChatTurns    = "chat:turns"
+	ChatCreate   = "chat:create"
+	ChatDispose  = "chat:dispose"
+	ChatSend     = "chat:send"
+	ChatCancel   = "chat:cancel"
+	ChatAnswer   = "chat:answer"
+	ChatTool     = "chat:tool"
+	ChatDraft    = "chat:draft"
+	ChatFolders  = "chat:folders"
+	ChatMark     = "chat:mark"
+	ChatTruncate = "chat:truncate"
+)
+
+// groups maps a group grant to the grants it covers. A session's group
+// covers the chat operations the same way (C-GRANT-05): "session:write"
+// holds every chat write, "session:read" chat reading.
+var groups = map[string][]string{
+	"chat:read":     {ChatTurns},
+	"chat:write":    {ChatCreate, ChatDispose, ChatSend, ChatCancel, ChatAnswer, ChatTool, ChatDraft, ChatFolders, ChatMark, ChatTruncate},
+	"session:read":  {"session:list", "session:state", ChatTurns},
+	"session:write": {"session:create", "session:dispose", "session:rename", "session:configure", "session:folders", "session:mark", ChatCreate, ChatDispose, ChatSend, ChatCancel, ChatAnswer, ChatTool, ChatDraft, ChatFolders, ChatMark, ChatTruncate},
+}
+
+// Principal is who a connection is.
+type Principal struct {
+	// Sender is the typed reference turns sent by this principal name:
+	// "user:<id>" or "root:<host>" (C-TURN-04..06).
+	Sender string
+	// Grants held; "*" holds all, "<subject>:*" every operation of a
+	// subject, and group grants cover their members.
+	Grants []string
+}
+
+// Root is the deployment itself: it holds every grant.
+func Root(host string) Principal {
+	return Principal{Sender: "root:" + host, Grants: []string{"*"}}
+}
+
+// Can reports whether p holds grant.
+func (p Principal) Can(grant string) bool {
+	subject, _, _ := strings.Cut(grant, ":")
+	for _, g := range p.Grants {
+		switch {
+		case g == "*", g == grant, g == subject+":*":
+			return true
+		case g == "session:*" && subject == "chat":
+			return true
+		}
+		for _, member := range groups[g] {
+			if member == grant {
+				return true
+			}
+		}
+	}
+	return false
+}

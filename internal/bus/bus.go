@@ -1,0 +1,244 @@
+// Package bus assigns serverSeq, keeps the replay log and fans action
+// envelopes out to the connections that subscribe to each channel. Every
+// owner of a channel (host, session and chat actors) publishes through it.
+package bus
+
+import (
+	"encoding/json"
+	"sync"
+
+	"github.com/ahpd/ahpd/internal/ahp"
+)
+
+// Subscriber is what the bus delivers to: one client connection.
+type Subscriber interface {
+	// Deliver queues one pre-marshalled notification; it never blocks.
+	Deliver(method string, params json.RawMessage)
+	// Knows reports whether the connection's protocol version knows the
+	// action type (canvas actions need 0.10.0, AHP-1.0.md §11).
+	Knows(actionType string) bool
+	ClientID() string
+}
+
+// logEntry is one envelope kept for reconnect.
+type logEntry struct {
+	seq     int64
+	channel string
+	// onlyClient is set on a refusal: it was sent to that client alone.
+	onlyClient string
+	envelope   json.RawMessage
+}
+
+// Bus assigns serverSeq, keeps the replay log and fans envelopes out to the
+// Subscribers of each channel.
+//
+// Every owner (the host for root, session and chat actors for theirs)
+// publishes through Publish after applying the action to its state. Taking
+// the sequence number, appending to the log and queueing to every
+// Subscriber happen under seqMu as one step, so every connection receives
+// envelopes in strictly increasing serverSeq. Queueing never blocks: a
+// connection that cannot keep up is cut by its own outbox.
+type Bus struct {
+	// seqMu guards seq, log, logStart and subs.
+	seqMu sync.Mutex
+	seq   int64
+	// log is a ring of the newest envelopes; logStart indexes the oldest.
+	log      []logEntry
+	logStart int
+	logCap   int
+	subs     map[string]map[Subscriber]struct{}
+}
+
+// NewBus returns a bus whose replay log keeps the newest logCap envelopes.
+func NewBus(logCap int) *Bus {
+	if logCap <= 0 {
+		logCap = 4096
+	}
+	return &Bus{logCap: logCap, subs: make(map[string]map[Subscriber]struct{})}
+}
+
+// Seq is the newest serverSeq handed out.
+func (b *Bus) Seq() int64 {
+	b.seqMu.Lock()
+	defer b.seqMu.Unlock()
+	return b.seq
+}
+
+type envelopeJSON struct {
+	Channel         string            `json:"channel"`
+	Action          ahp.Action        `json:"action"`
+	ServerSeq       int64             `json:"serverSeq"`
+	Origin          *ahp.ActionOrigin `json:"origin,omitempty"`
+	RejectionReason string            `json:"rejectionReason,omitempty"`
+}
+
+// Publish stamps the next serverSeq on the action and sends it to every
+// Subscriber of channel. A refusal (rejection != "") moves serverSeq too
+// (C-TURN-122) but goes to the client that sent the action alone: the
+// others never applied it.
+func (b *Bus) Publish(channel string, action ahp.Action, origin *ahp.ActionOrigin, rejection string) int64 {
+	b.seqMu.Lock()
+	defer b.seqMu.Unlock()
+	b.seq++
+	raw, err := json.Marshal(envelopeJSON{Channel: channel, Action: action, ServerSeq: b.seq, Origin: origin, RejectionReason: rejection})
+	if err != nil {
+		// An action we built ourselves failed to marshal: a bug, never input.
+		panic("marshal envelope: " + err.Error())
+	}
+	e := logEntry{seq: b.seq, channel: channel, envelope: raw}
+	if rejection != "" && origin != nil {
+		e.onlyClient = origin.ClientID
+	}
+	b.appendLog(e)
+	typ := action.ActionType()
+	for s := range b.subs[channel] {
+		if e.onlyClient != "" && s.ClientID() != e.onlyClient {
+			continue
+		}
+		if s.Knows(typ) {
+			s.Deliver("action", raw)
+		}
+	}
+	return b.seq
+}
+
+// Refuse answers a client's action with a refusal sent to that client
+// only, also when it is not subscribed to the channel.
+func (b *Bus) Refuse(to Subscriber, channel string, action ahp.Action, origin *ahp.ActionOrigin, reason string) int64 {
+	b.seqMu.Lock()
+	defer b.seqMu.Unlock()
+	b.seq++
+	raw, err := json.Marshal(envelopeJSON{Channel: channel, Action: action, ServerSeq: b.seq, Origin: origin, RejectionReason: reason})
+	if err != nil {
+		panic("marshal envelope: " + err.Error())
+	}
+	b.appendLog(logEntry{seq: b.seq, channel: channel, onlyClient: to.ClientID(), envelope: raw})
+	to.Deliver("action", raw)
+	return b.seq
+}
+
+func (b *Bus) appendLog(e logEntry) {
+	if len(b.log) < b.logCap {
+		b.log = append(b.log, e)
+		return
+	}
+	b.log[b.logStart] = e
+	b.logStart = (b.logStart + 1) % b.logCap
+}
+
+// Notify sends a protocol notification (root/sessionAdded, ...) to the
+// Subscribers of channel. Notifications carry no serverSeq and are never
+// replayed.
+func (b *Bus) Notify(channel, method string, params any) {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		panic("marshal notification: " + err.Error())
+	}
+	b.seqMu.Lock()
+	defer b.seqMu.Unlock()
+	for s := range b.subs[channel] {
+		s.Deliver(method, raw)
+	}
+}
+
+// Subscribe adds s to channel and returns the serverSeq the caller's
+// snapshot must be taken at. The caller is the channel's owner, inside its
+// own loop, so nothing is published on channel between the snapshot and
+// the subscription (C-TURN-123, C-TURN-124).
+func (b *Bus) Subscribe(s Subscriber, channel string) int64 {
+	b.seqMu.Lock()
+	defer b.seqMu.Unlock()
+	b.subscribeLocked(s, channel)
+	return b.seq
+}
+
+func (b *Bus) subscribeLocked(s Subscriber, channel string) {
+	m := b.subs[channel]
+	if m == nil {
+		m = make(map[Subscriber]struct{})
+		b.subs[channel] = m
+	}
+	m[s] = struct{}{}
+}
+
+// Unsubscribe removes s from channel.
+func (b *Bus) Unsubscribe(s Subscriber, channel string) {
+	b.seqMu.Lock()
+	defer b.seqMu.Unlock()
+	if m := b.subs[channel]; m != nil {
+		delete(m, s)
+		if len(m) == 0 {
+			delete(b.subs, channel)
+		}
+	}
+}
+
+// Subscribed reports whether s watches channel.
+func (b *Bus) Subscribed(s Subscriber, channel string) bool {
+	b.seqMu.Lock()
+	defer b.seqMu.Unlock()
+	_, ok := b.subs[channel][s]
+	return ok
+}
+
+// Subscribers counts the watchers of channel.
+func (b *Bus) Subscribers(channel string) int {
+	b.seqMu.Lock()
+	defer b.seqMu.Unlock()
+	return len(b.subs[channel])
+}
+
+// DropChannel forgets every subscription to channel (a disposed chat).
+func (b *Bus) DropChannel(channel string) {
+	b.seqMu.Lock()
+	defer b.seqMu.Unlock()
+	delete(b.subs, channel)
+}
+
+// DropSubscriber removes s from every channel.
+func (b *Bus) DropSubscriber(s Subscriber) {
+	b.seqMu.Lock()
+	defer b.seqMu.Unlock()
+	for ch, m := range b.subs {
+		delete(m, s)
+		if len(m) == 0 {
+			delete(b.subs, ch)
+		}
+	}
+}
+
+// Replay returns, for a client that last saw serverSeq after, every
+// envelope since then on the given channels, and subscribes it to those
+// channels in the same step so nothing falls between the replay and the
+// live stream. ok is false when the log no longer reaches back to after:
+// the caller answers with snapshots instead.
+func (b *Bus) Replay(s Subscriber, after int64, channels []string) (envelopes []json.RawMessage, ok bool) {
+	b.seqMu.Lock()
+	defer b.seqMu.Unlock()
+	if after > b.seq {
+		return nil, false
+	}
+	if after < b.seq {
+		if len(b.log) == 0 || b.log[b.logStart].seq > after+1 {
+			return nil, false
+		}
+	}
+	want := make(map[string]bool, len(channels))
+	for _, ch := range channels {
+		want[ch] = true
+	}
+	for i := range b.log {
+		e := b.log[(b.logStart+i)%len(b.log)]
+		if e.seq <= after || !want[e.channel] {
+			continue
+		}
+		if e.onlyClient != "" && e.onlyClient != s.ClientID() {
+			continue
+		}
+		envelopes = append(envelopes, e.envelope)
+	}
+	for _, ch := range channels {
+		b.subscribeLocked(s, ch)
+	}
+	return envelopes, true
+}

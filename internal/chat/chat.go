@@ -1,0 +1,470 @@
+// Package chat is the chat actor: one goroutine per open chat owns its
+// ChatState, its pending messages, its agent conversation and the turn
+// engine. Clients, the session, timers and the agent reach it only through
+// its mailbox (or, for agent events, the conversation's event channel the
+// loop selects on). Nothing else reads or writes a chat's state.
+//
+// The host's router calls Subscribe, Dispatch, FetchTurns and Close; the
+// session actor opens chats and receives their summaries through
+// Config.OnSummary.
+package chat
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/bus"
+	"github.com/ahpd/ahpd/internal/mailbox"
+	"github.com/ahpd/ahpd/internal/reduce"
+	"github.com/ahpd/ahpd/internal/store"
+)
+
+// SenderMetaKey is the _meta key of a message that names who sent it, as a
+// typed reference: "user:<id>" or "root:<host>" (C-TURN-04..07).
+const SenderMetaKey = "ahpd.sender"
+
+// ErrClosed is returned by a chat that has been closed.
+var ErrClosed = errors.New("chat closed")
+
+// Client is who sent an action or a request.
+type Client struct {
+	Sub bus.Subscriber
+	// ID is the client's clientId.
+	ID string
+	// Sender is the typed reference turns sent by this client name.
+	Sender string
+	// Can reports whether the client holds a grant; nil holds all.
+	Can func(grant string) bool
+}
+
+func (cl Client) can(grant string) bool { return cl.Can == nil || cl.Can(grant) }
+
+// Config is what a chat actor needs.
+type Config struct {
+	URI     string
+	Session string
+	// Record is the chat's stored record; its turns are read from Store.
+	Record store.ChatRecord
+	// Directories are the chat's working directories as local paths.
+	Directories []string
+	// Provider names the agent; Agent is nil when the provider is unknown
+	// here (a turn then ends in an error saying so).
+	Provider string
+	Agent    agent.Agent
+	Settings json.RawMessage
+	Bus      *bus.Bus
+	Store    *store.Store
+	Logger   *slog.Logger
+	Now      func() time.Time
+	// OnSummary receives the chat's summary whenever it changes. It is
+	// called from the actor's goroutine and must not block.
+	OnSummary func(ahp.ChatSummary)
+	// TurnsView is the page size of fetchTurns and of a view without a count.
+	TurnsView int
+	// CommandShell runs ! commands ("/bin/sh" when empty).
+	CommandShell string
+}
+
+// Chat is one chat actor.
+type Chat struct {
+	cfg  Config
+	log  *slog.Logger
+	box  *mailbox.Box[func()]
+	done chan struct{}
+	// stopping is closed by Close to end the loop.
+	stopping  chan struct{}
+	closeOnce sync.Once
+
+	// Everything below is owned by run; only it reads or writes them.
+	state       ahp.ChatState
+	lastSummary ahp.ChatSummary
+	record      store.ChatRecord
+	points      map[string]string // turn id → backend fork/rewind point
+	commands    map[string]bool   // turn ids of ! command turns
+	senders     map[string]string // turn id → sender
+	conv        agent.Conversation
+	caps        agent.Capabilities
+	turn        *runningTurn
+	steer       steeringState
+	cmdEvents   chan agent.Event
+	// loadedFrom is the index of the oldest turn a paged watcher holds
+	// (-1: none), where fetchTurns without a cursor continues.
+	loadedFrom int
+}
+
+// Open builds the chat's state from the store and starts its actor.
+func Open(ctx context.Context, cfg Config) (*Chat, error) {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.TurnsView <= 0 {
+		cfg.TurnsView = 50
+	}
+	c := &Chat{
+		cfg:      cfg,
+		log:      cfg.Logger.With("chat", cfg.URI),
+		box:      mailbox.New[func()](4096),
+		done:     make(chan struct{}),
+		stopping: make(chan struct{}),
+		record:   cfg.Record,
+		points:   make(map[string]string),
+		commands: make(map[string]bool),
+		senders:  make(map[string]string),
+		// No watcher holds a page yet: fetchTurns without a cursor has
+		// nothing older to load (C-CMD-12).
+		loadedFrom: -1,
+		cmdEvents:  make(chan agent.Event, 64),
+	}
+	if cfg.Agent != nil {
+		c.caps = cfg.Agent.Capabilities()
+	}
+	recs, err := cfg.Store.Turns(ctx, cfg.URI)
+	if err != nil {
+		return nil, fmt.Errorf("open chat %s: %w", cfg.URI, err)
+	}
+	c.state = c.initialState()
+	var crashed *store.TurnRecord
+	for i := range recs {
+		r := recs[i]
+		if r.State == store.TurnRunning {
+			crashed = &r
+			continue
+		}
+		var t ahp.Turn
+		if err := json.Unmarshal(r.Body, &t); err != nil {
+			return nil, fmt.Errorf("open chat %s: turn %s: %w", cfg.URI, r.ID, err)
+		}
+		c.state.Turns = append(c.state.Turns, t)
+		c.remember(r)
+	}
+	if crashed != nil {
+		var at ahp.ActiveTurn
+		if err := json.Unmarshal(crashed.Body, &at); err != nil {
+			return nil, fmt.Errorf("open chat %s: running turn %s: %w", cfg.URI, crashed.ID, err)
+		}
+		c.state.ActiveTurn = &at
+		c.state.Status = c.state.Status.WithActivity(ahp.StatusInProgress)
+		c.remember(*crashed)
+	}
+	c.lastSummary = reduce.ChatSummaryOf(&c.state)
+	go c.run(crashed)
+	return c, nil
+}
+
+func (c *Chat) remember(r store.TurnRecord) {
+	if r.Point != "" {
+		c.points[r.ID] = r.Point
+	}
+	if r.Command {
+		c.commands[r.ID] = true
+	}
+	if r.Sender != "" {
+		c.senders[r.ID] = r.Sender
+	}
+}
+
+func (c *Chat) initialState() ahp.ChatState {
+	r := c.record
+	s := ahp.ChatState{
+		Resource:           c.cfg.URI,
+		Title:              r.Title,
+		Status:             ahp.StatusIdle | ahp.SessionStatus(r.Flags),
+		ModifiedAt:         isoTime(r.ModifiedAt),
+		Interactivity:      r.Interactivity,
+		WorkingDirectories: r.WorkingDirectories,
+		Turns:              []ahp.Turn{},
+	}
+	if len(r.Origin) > 0 {
+		var o ahp.ChatOrigin
+		if json.Unmarshal(r.Origin, &o) == nil {
+			s.Origin = &o
+		}
+	}
+	if len(r.Draft) > 0 && string(r.Draft) != "null" {
+		var m ahp.Message
+		if json.Unmarshal(r.Draft, &m) == nil {
+			s.Draft = &m
+		}
+	}
+	return s
+}
+
+// URI is the chat's URI.
+func (c *Chat) URI() string { return c.cfg.URI }
+
+// Done is closed when the actor has stopped.
+func (c *Chat) Done() <-chan struct{} { return c.done }
+
+// do runs fn on the actor's goroutine.
+func (c *Chat) do(fn func()) error {
+	select {
+	case <-c.done:
+		return ErrClosed
+	default:
+	}
+	if err := c.box.Push(fn); err != nil {
+		if errors.Is(err, mailbox.ErrClosed) {
+			return ErrClosed
+		}
+		return fmt.Errorf("chat %s: %w", c.cfg.URI, err)
+	}
+	return nil
+}
+
+// call runs fn on the actor's goroutine and waits for it.
+func (c *Chat) call(ctx context.Context, fn func()) error {
+	finished := make(chan struct{})
+	if err := c.do(func() { defer close(finished); fn() }); err != nil {
+		return err
+	}
+	select {
+	case <-finished:
+		return nil
+	case <-c.done:
+		select {
+		case <-finished:
+			return nil
+		default:
+		}
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// run is the chat actor's loop; only it touches the fields documented as
+// owned by run.
+func (c *Chat) run(crashed *store.TurnRecord) {
+	defer close(c.done)
+	if crashed != nil {
+		// C-TURN-10: a turn that was running when the process died ends
+		// once, with an error saying so.
+		c.endTurnRecovered(crashed)
+	}
+	var batch []func()
+	flush := time.NewTicker(5 * time.Second)
+	defer flush.Stop()
+	for {
+		var events <-chan agent.Event
+		if c.conv != nil {
+			events = c.conv.Events()
+		}
+		select {
+		case <-c.stopping:
+			for _, fn := range c.box.Pop(batch) {
+				fn()
+			}
+			c.shutdown()
+			return
+		case <-c.box.Wake():
+			batch = c.box.Pop(batch)
+			for i, fn := range batch {
+				fn()
+				batch[i] = nil
+			}
+		case ev, ok := <-events:
+			if !ok {
+				c.conversationGone(errors.New("agent conversation ended"))
+				continue
+			}
+			c.onAgentEvent(ev)
+		case ev := <-c.cmdEvents:
+			c.onCommandEvent(ev)
+		case <-flush.C:
+			c.persistRunning()
+		}
+	}
+}
+
+// Close stops the actor. With deleteConversation the backend's
+// conversation is deleted too (closedChats "delete").
+func (c *Chat) Close(ctx context.Context, deleteConversation bool) error {
+	var err error
+	if deleteConversation {
+		err = c.call(ctx, func() { c.deleteConversation(ctx) })
+	}
+	c.closeOnce.Do(func() {
+		c.box.Close()
+		close(c.stopping)
+	})
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return err
+}
+
+func (c *Chat) shutdown() {
+	if c.turn != nil {
+		c.persistRunning()
+	}
+	if c.turn != nil && c.turn.command != nil {
+		c.turn.command.kill()
+	}
+	if c.conv != nil {
+		if err := c.conv.Close(); err != nil {
+			c.log.Warn("close agent conversation", "err", err)
+		}
+		c.conv = nil
+	}
+}
+
+func (c *Chat) deleteConversation(ctx context.Context) {
+	if c.conv != nil {
+		_ = c.conv.Close()
+		c.conv = nil
+	}
+	if c.cfg.Agent == nil || !c.caps.Delete || c.record.ConversationID == "" {
+		return
+	}
+	if err := c.cfg.Agent.Delete(ctx, c.record.ConversationID, c.cfg.Directories); err != nil {
+		c.log.Warn("delete agent conversation", "conversation", c.record.ConversationID, "err", err)
+	}
+}
+
+// apply runs a's reducer on the chat's state and publishes it.
+func (c *Chat) apply(a ahp.Action, origin *ahp.ActionOrigin) {
+	reduce.Chat(&c.state, a)
+	c.cfg.Bus.Publish(c.cfg.URI, a, origin, "")
+	c.summaryChanged()
+}
+
+// refuse answers a client's action with a refusal, to that client alone.
+func (c *Chat) refuse(cl Client, origin *ahp.ActionOrigin, a ahp.Action, reason string) {
+	c.cfg.Bus.Refuse(cl.Sub, c.cfg.URI, a, origin, reason)
+}
+
+func (c *Chat) summaryChanged() {
+	s := reduce.ChatSummaryOf(&c.state)
+	if summaryEqual(s, c.lastSummary) {
+		return
+	}
+	c.lastSummary = s
+	if c.cfg.OnSummary != nil {
+		c.cfg.OnSummary(s)
+	}
+}
+
+func summaryEqual(a, b ahp.ChatSummary) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return string(ja) == string(jb)
+}
+
+// Subscribe returns the chat's snapshot for a new watcher and adds it to
+// the channel in the same step (C-CMD-03, C-CMD-04). A view with Turns
+// holds only the newest turns and a cursor to fetch older ones.
+func (c *Chat) Subscribe(ctx context.Context, sub bus.Subscriber, view *ahp.SubscribeView) (ahp.Snapshot, error) {
+	var snap ahp.Snapshot
+	err := c.call(ctx, func() {
+		seq := c.cfg.Bus.Subscribe(sub, c.cfg.URI)
+		st := c.state
+		if view != nil && view.Turns != nil {
+			n := *view.Turns
+			if n < 0 {
+				n = 0
+			}
+			if n < len(st.Turns) {
+				from := len(st.Turns) - n
+				st.Turns = st.Turns[from:]
+				cur := turnCursor(c.state.Turns[from].ID)
+				st.TurnsNextCursor = &cur
+				if c.loadedFrom < 0 || from < c.loadedFrom {
+					c.loadedFrom = from
+				}
+			}
+		}
+		raw, err := json.Marshal(st)
+		if err != nil {
+			c.log.Error("marshal chat snapshot", "err", err)
+			return
+		}
+		snap = ahp.Snapshot{Resource: c.cfg.URI, State: json.RawMessage(raw), FromSeq: seq}
+	})
+	if err != nil {
+		return ahp.Snapshot{}, err
+	}
+	if snap.State == nil {
+		return ahp.Snapshot{}, fmt.Errorf("snapshot chat %s: marshal failed", c.cfg.URI)
+	}
+	return snap, nil
+}
+
+// State returns a copy of the chat's state (for forks, tests and the
+// session's catalogue).
+func (c *Chat) State(ctx context.Context) (ahp.ChatState, error) {
+	var raw []byte
+	err := c.call(ctx, func() { raw, _ = json.Marshal(c.state) })
+	if err != nil {
+		return ahp.ChatState{}, err
+	}
+	var st ahp.ChatState
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return ahp.ChatState{}, fmt.Errorf("copy chat state: %w", err)
+	}
+	return st, nil
+}
+
+// Dispatch hands a client's action to the actor. It never blocks; an error
+// means the action was not taken (the chat is closed or overloaded).
+func (c *Chat) Dispatch(cl Client, clientSeq int64, a ahp.Action) error {
+	origin := &ahp.ActionOrigin{ClientID: cl.ID, ClientSeq: clientSeq}
+	return c.do(func() { c.onClientAction(cl, origin, a) })
+}
+
+// SetTitle renames the chat (a client's rename, or the host's title).
+func (c *Chat) SetTitle(title string, provisional bool) error {
+	return c.do(func() { c.setTitle(title, provisional) })
+}
+
+func (c *Chat) setTitle(title string, provisional bool) {
+	if title == c.state.Title && provisional == c.record.TitleProvisional {
+		return
+	}
+	c.state.Title = title
+	c.record.Title = title
+	c.record.TitleProvisional = provisional
+	c.persistRecord()
+	c.summaryChanged()
+}
+
+// persistRecord writes the chat's record behind the actor's back.
+func (c *Chat) persistRecord() {
+	rec := c.record
+	rec.Title = c.state.Title
+	rec.Flags = int(c.state.Status & (ahp.StatusIsRead | ahp.StatusIsArchived))
+	rec.WorkingDirectories = c.state.WorkingDirectories
+	if m, err := time.Parse(time.RFC3339Nano, c.state.ModifiedAt); err == nil {
+		rec.ModifiedAt = m
+	}
+	c.record = rec
+	c.cfg.Store.Enqueue(func(ctx context.Context, s *store.Store) error {
+		return s.PutChat(ctx, rec)
+	})
+}
+
+func parseISO(s string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+func isoTime(t time.Time) string {
+	if t.IsZero() {
+		t = time.Unix(0, 0)
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000Z")
+}

@@ -1,0 +1,211 @@
+package chat
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/ahp"
+)
+
+// onAgentEvent turns one backend event into chat actions. An event for a
+// turn that has ended is dropped: an ended turn takes no more results
+// (C-TURN-15, 16).
+func (c *Chat) onAgentEvent(ev agent.Event) {
+	switch ev.Kind {
+	case agent.EventExited:
+		err := ev.Err
+		if err == nil {
+			err = fmt.Errorf("agent process exited")
+		}
+		c.log.Warn("agent conversation exited", "err", err)
+		c.conversationGone(err)
+		return
+	case agent.EventSteeringConsumed:
+		c.steeringConsumed(ev.SteeringID)
+		c.handSteering()
+		return
+	case agent.EventSteeringReturned:
+		if c.steer.id == ev.SteeringID {
+			c.steer = steeringState{}
+		}
+		if c.turn != nil && c.turn.id != ev.TurnID {
+			c.handSteering()
+		} else if c.turn == nil {
+			c.startNext()
+		}
+		return
+	case agent.EventTurnStarted:
+		c.backendTurnStarted(ev)
+		return
+	}
+	t := c.turn
+	if t == nil || t.command != nil || ev.TurnID != t.id {
+		c.log.Debug("dropped event of an ended turn", "turn", ev.TurnID, "kind", ev.Kind)
+		return
+	}
+	c.applyTurnEvent(t, ev)
+	if c.turn == t {
+		// Steering is handed again on each of the turn's actions until the
+		// backend takes it (C-TURN-42).
+		c.handSteering()
+	}
+}
+
+// steeringConsumed: the backend took the steering message into its turn;
+// the host takes it out of the chat's pending messages.
+func (c *Chat) steeringConsumed(id string) {
+	if c.steer.id == id {
+		c.steer = steeringState{}
+	}
+	if s := c.state.SteeringMessage; s != nil && s.ID == id {
+		c.apply(ahp.ChatPendingMessageRemoved{Kind: ahp.PendingSteering, ID: id}, nil)
+	}
+}
+
+// backendTurnStarted: the backend runs a steering message it held as a
+// turn of its own (Claude after a stop, C-TURN-75).
+func (c *Chat) backendTurnStarted(ev agent.Event) {
+	if c.turn != nil || c.state.ActiveTurn != nil {
+		c.log.Warn("backend started a turn while another runs", "turn", ev.TurnID)
+		return
+	}
+	var msg ahp.Message
+	queued := ""
+	if s := c.state.SteeringMessage; s != nil && s.ID == ev.SteeringID {
+		msg, queued = s.Message, s.ID
+	} else {
+		msg = ahp.Message{Text: ev.Text, Origin: ahp.MessageOrigin{Kind: "user"}}
+	}
+	if c.steer.id == ev.SteeringID {
+		c.steer = steeringState{}
+	}
+	a := ahp.ChatTurnStarted{TurnID: ev.TurnID, StartedAt: isoTime(c.cfg.Now()), Message: msg, QueuedMessageID: queued}
+	sender, _ := msg.Meta[SenderMetaKey].(string)
+	c.apply(a, nil)
+	c.turn = &runningTurn{id: ev.TurnID, started: c.cfg.Now(), sender: sender, sent: true, tools: make(map[string]bool)}
+	if sender != "" {
+		c.senders[ev.TurnID] = sender
+	}
+	c.persistRunning()
+}
+
+// applyTurnEvent maps a backend event of the running turn onto actions.
+func (c *Chat) applyTurnEvent(t *runningTurn, ev agent.Event) {
+	switch ev.Kind {
+	case agent.EventText:
+		if ev.Text == "" {
+			return
+		}
+		if t.lastKind != ahp.PartMarkdown || (ev.PartID != "" && ev.PartID != t.mdPart) {
+			t.mdPart = c.partID(t, ev.PartID, "md")
+			t.lastKind = ahp.PartMarkdown
+			c.apply(ahp.ChatResponsePart{TurnID: t.id, Part: ahp.MarkdownPart(t.mdPart, ev.Text)}, nil)
+			return
+		}
+		c.apply(ahp.ChatDelta{TurnID: t.id, PartID: t.mdPart, Content: ev.Text}, nil)
+	case agent.EventReasoning:
+		if ev.Text == "" {
+			return
+		}
+		if t.lastKind != ahp.PartReasoning || (ev.PartID != "" && ev.PartID != t.rsPart) {
+			t.rsPart = c.partID(t, ev.PartID, "rs")
+			t.lastKind = ahp.PartReasoning
+			c.apply(ahp.ChatResponsePart{TurnID: t.id, Part: ahp.ReasoningPart(t.rsPart, ev.Text)}, nil)
+			return
+		}
+		c.apply(ahp.ChatReasoning{TurnID: t.id, PartID: t.rsPart, Content: ev.Text}, nil)
+	case agent.EventToolStart:
+		tc := ev.ToolCall
+		if tc == nil || tc.ID == "" || t.tools[tc.ID] {
+			return
+		}
+		t.tools[tc.ID] = true
+		t.lastKind = ahp.PartToolCall
+		name := tc.DisplayName
+		if name == "" {
+			name = tc.Name
+		}
+		c.apply(ahp.ChatToolCallStart{TurnID: t.id, ToolCallID: tc.ID, ToolName: tc.Name, DisplayName: name}, nil)
+	case agent.EventToolInput:
+		tc := ev.ToolCall
+		if tc == nil || !t.tools[tc.ID] {
+			return
+		}
+		c.apply(ahp.ChatToolCallDelta{TurnID: t.id, ToolCallID: tc.ID, Content: ev.Text}, nil)
+	case agent.EventToolReady:
+		tc := ev.ToolCall
+		if tc == nil {
+			return
+		}
+		if !t.tools[tc.ID] {
+			c.applyTurnEvent(t, agent.Event{Kind: agent.EventToolStart, TurnID: t.id, ToolCall: tc})
+		}
+		a := ahp.ChatToolCallReady{TurnID: t.id, ToolCallID: tc.ID}
+		inv := tc.Invocation
+		if inv == "" {
+			inv = tc.Name
+		}
+		a.InvocationMessage = ahp.Plain(inv)
+		if tc.Input != "" {
+			a.ToolInput = ahp.ToolInputString(tc.Input)
+		}
+		if !tc.NeedsConfirmation {
+			a.Confirmed = ahp.ConfirmedNotNeeded
+		}
+		c.apply(a, nil)
+	case agent.EventToolDone:
+		tc := ev.ToolCall
+		if tc == nil || !t.tools[tc.ID] {
+			return
+		}
+		res := ahp.ToolCallResult{Success: tc.Success}
+		if tc.PastTense != "" {
+			res.PastTenseMessage = ahp.Plain(tc.PastTense)
+		}
+		if tc.Output != "" {
+			res.Content = []ahp.ToolResultContent{ahp.TextContent(tc.Output)}
+		}
+		if tc.Error != "" {
+			res.Error = errorJSON(tc.Error)
+		}
+		c.apply(ahp.ChatToolCallComplete{TurnID: t.id, ToolCallID: tc.ID, Result: res}, nil)
+	case agent.EventUsage:
+		if ev.Usage == nil {
+			return
+		}
+		u := ahp.UsageInfo{InputTokens: int64(ev.Usage.InputTokens), OutputTokens: int64(ev.Usage.OutputTokens), Model: ev.Usage.Model}
+		if ev.Usage.CacheRead > 0 {
+			n := int64(ev.Usage.CacheRead)
+			u.CacheReadTokens = &n
+		}
+		c.apply(ahp.ChatUsage{TurnID: t.id, Usage: u}, nil)
+	case agent.EventNotice:
+		t.lastKind = ahp.PartSystemNotification
+		c.apply(ahp.ChatResponsePart{TurnID: t.id, Part: ahp.SystemNotificationPart(ev.Text, nil)}, nil)
+	case agent.EventTurnEnd:
+		end := agent.End{Outcome: agent.OutcomeComplete}
+		if ev.End != nil {
+			end = *ev.End
+		}
+		if c.steer.handed && end.Outcome != agent.OutcomeComplete {
+			// A failed or stopped turn takes the steering it held with it
+			// (C-TURN-67); the chat no longer shows it pending.
+			c.steeringConsumed(c.steer.id)
+		}
+		c.endTurn(end)
+	}
+}
+
+func (c *Chat) partID(t *runningTurn, want, prefix string) string {
+	if want != "" {
+		return want
+	}
+	t.nextPart++
+	return fmt.Sprintf("%s-%s-%d", t.id, prefix, t.nextPart)
+}
+
+func errorJSON(msg string) []byte {
+	b, _ := json.Marshal(map[string]string{"message": msg})
+	return b
+}

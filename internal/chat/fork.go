@@ -1,0 +1,141 @@
+package chat
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/store"
+)
+
+// RecordMeta is what a chat keeps in its record's Meta.
+type RecordMeta struct {
+	// PendingOpen says how the backend conversation is opened the first
+	// time the chat sends a turn (a fork resumes its source at a point).
+	PendingOpen *PendingOpen `json:"pendingOpen,omitempty"`
+	// FirstPromptContext goes into the chat's first prompt as what the host
+	// has to say (a side chat's source turn, C-FROM-13); never into its
+	// visible history (C-FROM-14).
+	FirstPromptContext string `json:"firstPromptContext,omitempty"`
+}
+
+// PendingOpen is a fork waiting for the chat's first turn.
+type PendingOpen struct {
+	Source string `json:"source"`
+	Point  string `json:"point"`
+}
+
+// ParseRecordMeta reads a chat record's Meta.
+func ParseRecordMeta(raw json.RawMessage) RecordMeta {
+	var m RecordMeta
+	if len(raw) > 0 {
+		_ = json.Unmarshal(raw, &m)
+	}
+	return m
+}
+
+// Raw encodes the meta for a record.
+func (m RecordMeta) Raw() json.RawMessage {
+	if m.PendingOpen == nil && m.FirstPromptContext == "" {
+		return nil
+	}
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// ForkSource is what a fork at a turn copies out of its source chat.
+type ForkSource struct {
+	// Turns are the source's turns up to and including the named turn, as
+	// records ready to store under the new chat (C-FROM-03).
+	Turns []store.TurnRecord
+	// ConversationID and Point: resume the source's conversation at Point
+	// (empty Point: the backend names no point for that turn, and the new
+	// chat begins a conversation of its own, C-FROM-08, 09).
+	ConversationID string
+	Point          string
+}
+
+// ForkAt returns what a fork of this chat at turnID copies. A fork at a !
+// command's turn forks the backend at the turn before it (C-FROM-10) and
+// keeps the command turns it copied (C-FROM-11).
+func (c *Chat) ForkAt(ctx context.Context, newChat, turnID string) (ForkSource, error) {
+	var fs ForkSource
+	var ferr error
+	err := c.call(ctx, func() {
+		idx := -1
+		for i := range c.state.Turns {
+			if c.state.Turns[i].ID == turnID {
+				idx = i
+				break
+			}
+		}
+		if idx < 0 {
+			ferr = ahp.Errorf(ahp.ErrInvalidParams, "params.source.turnId: %q is not a completed turn of %s", turnID, c.cfg.URI)
+			return
+		}
+		for i := 0; i <= idx; i++ {
+			t := c.state.Turns[i]
+			body, err := json.Marshal(t)
+			if err != nil {
+				ferr = fmt.Errorf("copy turn %s: %w", t.ID, err)
+				return
+			}
+			started := parseISO(t.StartedAt)
+			fs.Turns = append(fs.Turns, store.TurnRecord{
+				Chat: newChat, ID: t.ID, Seq: i, State: string(t.State), Sender: c.senders[t.ID],
+				Point: c.points[t.ID], Command: c.commands[t.ID], StartedAt: started, Body: body,
+			})
+		}
+		fs.ConversationID = c.record.ConversationID
+		for i := idx; i >= 0; i-- {
+			id := c.state.Turns[i].ID
+			if c.commands[id] {
+				continue
+			}
+			fs.Point = c.points[id]
+			break
+		}
+	})
+	if err != nil {
+		return ForkSource{}, err
+	}
+	return fs, ferr
+}
+
+// SideChatContext is what a side chat is told about the turn it was opened
+// on: what was said and what the agent answered, for its first prompt.
+func (c *Chat) SideChatContext(ctx context.Context, turnID string, selection *ahp.ChatSelection) (string, error) {
+	var text string
+	var ferr error
+	err := c.call(ctx, func() {
+		for i := range c.state.Turns {
+			t := &c.state.Turns[i]
+			if t.ID != turnID {
+				continue
+			}
+			var b strings.Builder
+			b.WriteString("This is a side chat about a turn of another conversation.\n")
+			b.WriteString("The user said:\n")
+			b.WriteString(t.Message.Text)
+			b.WriteString("\n\nThe assistant answered:\n")
+			for _, p := range t.ResponseParts {
+				if p.Kind == ahp.PartMarkdown {
+					b.WriteString(p.Content)
+				}
+			}
+			if selection != nil && selection.Text != "" {
+				b.WriteString("\n\nThe user picked out this part of it:\n")
+				b.WriteString(selection.Text)
+			}
+			text = b.String()
+			return
+		}
+		ferr = ahp.Errorf(ahp.ErrInvalidParams, "params.source.turnId: %q is not a completed turn of %s", turnID, c.cfg.URI)
+	})
+	if err != nil {
+		return "", err
+	}
+	return text, ferr
+}

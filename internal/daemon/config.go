@@ -1,0 +1,177 @@
+// Package daemon assembles ahpd: it reads the configuration, opens the
+// store, builds the agent registry, and serves the host over a websocket
+// listener. cmd/ahpd calls it; tests start one in-process per test.
+package daemon
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Config is the daemon's configuration: embedded defaults, then a config
+// file, then flags.
+type Config struct {
+	// Host and Port are where the websocket listens. Port 0 picks a free one.
+	Host string `json:"host,omitempty"`
+	Port int    `json:"port,omitempty"`
+	// DataDir holds ahpd.db.
+	DataDir string `json:"dataDir,omitempty"`
+	// Paths are the served directories; the first is the default directory.
+	Paths []string `json:"paths,omitempty"`
+
+	ConnectionToken        string `json:"connectionToken,omitempty"`
+	ConnectionTokenFile    string `json:"connectionTokenFile,omitempty"`
+	WithoutConnectionToken bool   `json:"withoutConnectionToken,omitempty"`
+
+	// ClosedChats is what a closed chat leaves of its backend conversation:
+	// "hidden" (default) keeps it, "delete" removes it (C-FIRST-20..24).
+	ClosedChats string `json:"closedChats,omitempty"`
+
+	// Tokens are extra connection tokens, each with the grants it carries.
+	Tokens []TokenConfig `json:"tokens,omitempty"`
+
+	// ReplayLog is how many envelopes reconnect can replay.
+	ReplayLog int `json:"replayLog,omitempty"`
+	// OutboxBytes is each connection's budget of unsent bytes.
+	OutboxBytes int `json:"outboxBytes,omitempty"`
+	// TurnsView is how many turns a chat snapshot holds when a subscribe
+	// names a view without a count, and the fetchTurns page size.
+	TurnsView int `json:"turnsView,omitempty"`
+
+	// Agents holds each backend's settings, by provider.
+	Agents map[string]json.RawMessage `json:"agents,omitempty"`
+}
+
+// TokenConfig is one connection token and the grants it carries.
+type TokenConfig struct {
+	Token string `json:"token"`
+	// Principal is the typed reference turns sent with this token name,
+	// e.g. "user:alice".
+	Principal string   `json:"principal"`
+	Grants    []string `json:"grants"`
+}
+
+// Defaults returns the embedded defaults.
+func Defaults() Config {
+	return Config{
+		Host:        "127.0.0.1",
+		Port:        9187,
+		DataDir:     defaultDataDir(),
+		ClosedChats: "hidden",
+		ReplayLog:   8192,
+		OutboxBytes: 16 << 20,
+		TurnsView:   50,
+	}
+}
+
+func defaultDataDir() string {
+	if x := os.Getenv("XDG_DATA_HOME"); x != "" {
+		return filepath.Join(x, "ahpd")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "share", "ahpd")
+	}
+	return filepath.Join(os.TempDir(), "ahpd")
+}
+
+// DefaultConfigFile is $XDG_CONFIG_HOME/ahpd/config.json (or
+// ~/.config/ahpd/config.json).
+func DefaultConfigFile() string {
+	if x := os.Getenv("XDG_CONFIG_HOME"); x != "" {
+		return filepath.Join(x, "ahpd", "config.json")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".config", "ahpd", "config.json")
+	}
+	return ""
+}
+
+// LoadFile lays the JSON config file at path over c. A missing file is no
+// error when optional is true. Unknown keys are an error naming the file.
+func (c *Config) LoadFile(path string, optional bool) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if optional && errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("read config %s: %w", path, err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(c); err != nil {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	return nil
+}
+
+// ErrUsage marks a configuration the daemon refuses to start with; the
+// command exits 2.
+var ErrUsage = errors.New("usage")
+
+// Validate checks the configuration and settles the token: it reads
+// ConnectionTokenFile (creating it with a fresh token, mode 0600, when
+// absent). A non-loopback host with no token choice is refused.
+func (c *Config) Validate() error {
+	if c.Port < 0 || c.Port > 65535 {
+		return fmt.Errorf("%w: --port %d is out of range", ErrUsage, c.Port)
+	}
+	switch c.ClosedChats {
+	case "", "hidden", "delete":
+	default:
+		return fmt.Errorf("%w: closedChats must be hidden or delete, not %q", ErrUsage, c.ClosedChats)
+	}
+	if c.ConnectionToken != "" && c.WithoutConnectionToken {
+		return fmt.Errorf("%w: --connection-token and --without-connection-token exclude each other", ErrUsage)
+	}
+	if c.ConnectionTokenFile != "" && c.ConnectionToken == "" {
+		tok, err := readOrCreateToken(c.ConnectionTokenFile)
+		if err != nil {
+			return err
+		}
+		c.ConnectionToken = tok
+	}
+	if !isLoopback(c.Host) && c.ConnectionToken == "" && !c.WithoutConnectionToken && len(c.Tokens) == 0 {
+		return fmt.Errorf("%w: --host %s is not loopback: choose --connection-token, --connection-token-file or --without-connection-token", ErrUsage, c.Host)
+	}
+	for i, t := range c.Tokens {
+		if t.Token == "" {
+			return fmt.Errorf("%w: tokens[%d]: empty token", ErrUsage, i)
+		}
+	}
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func readOrCreateToken(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err == nil {
+		tok := strings.TrimSpace(string(data))
+		if tok == "" {
+			return "", fmt.Errorf("%w: connection token file %s is empty", ErrUsage, path)
+		}
+		return tok, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("read connection token file: %w", err)
+	}
+	tok := newToken()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", fmt.Errorf("create connection token file: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("create connection token file: %w", err)
+	}
+	return tok, nil
+}

@@ -1,0 +1,186 @@
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/agent/script"
+	"github.com/ahpd/ahpd/internal/auth"
+	"github.com/ahpd/ahpd/internal/host"
+	"github.com/ahpd/ahpd/internal/rpc"
+	"github.com/ahpd/ahpd/internal/store"
+)
+
+// Version is the daemon's version, set at build time.
+var Version = "0.1.0-dev"
+
+// Daemon is one running ahpd: a store, a host and a websocket listener.
+type Daemon struct {
+	cfg      Config
+	log      *slog.Logger
+	store    *store.Store
+	host     *host.Host
+	rpc      *rpc.Server
+	listener net.Listener
+	http     *http.Server
+	served   chan error
+}
+
+// Options are what a caller adds to the configuration: the agents (nil
+// means the built-in ones) and a logger.
+type Options struct {
+	Agents *agent.Registry
+	Logger *slog.Logger
+}
+
+// BuiltinAgents is the registry ahpd serve offers on its embedded defaults.
+func BuiltinAgents(cfg Config) (*agent.Registry, error) {
+	return agent.NewRegistry(script.New(script.Options{}))
+}
+
+// Start opens the store, restores every session and starts serving.
+func Start(ctx context.Context, cfg Config, o Options) (*Daemon, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	reg := o.Agents
+	if reg == nil {
+		var err error
+		if reg, err = BuiltinAgents(cfg); err != nil {
+			return nil, err
+		}
+	}
+	if len(cfg.Paths) == 0 {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, fmt.Errorf("working directory: %w", err)
+		}
+		cfg.Paths = []string{wd}
+	}
+	for i, p := range cfg.Paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, fmt.Errorf("--path %s: %w", p, err)
+		}
+		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("%w: --path %s is not a directory", ErrUsage, p)
+		}
+		cfg.Paths[i] = abs
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	st, err := store.Open(filepath.Join(cfg.DataDir, "ahpd.db"), log)
+	if err != nil {
+		return nil, err
+	}
+	principals := make(map[string]auth.Principal, len(cfg.Tokens))
+	for _, t := range cfg.Tokens {
+		principals[t.Token] = auth.Principal{Sender: t.Principal, Grants: t.Grants}
+	}
+	defaultProvider := "script"
+	if provs := reg.Providers(); len(provs) > 0 {
+		if _, ok := reg.Get(defaultProvider); !ok {
+			defaultProvider = provs[0]
+		}
+	}
+	h, err := host.New(ctx, host.Options{
+		Store:           st,
+		Agents:          reg,
+		DefaultProvider: defaultProvider,
+		AgentSettings:   cfg.Agents,
+		Paths:           cfg.Paths,
+		Logger:          log,
+		ReplayLog:       cfg.ReplayLog,
+		TurnsView:       cfg.TurnsView,
+		ClosedChats:     cfg.ClosedChats,
+		Principals:      principals,
+		RootToken:       cfg.ConnectionToken,
+		ServerVersion:   Version,
+	})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	srv := rpc.NewServer(rpc.Options{
+		Handler:     h,
+		Token:       cfg.ConnectionToken,
+		Logger:      log,
+		OutboxBytes: cfg.OutboxBytes,
+	})
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
+	if err != nil {
+		h.Close(ctx)
+		st.Close()
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	d := &Daemon{
+		cfg: cfg, log: log, store: st, host: h, rpc: srv, listener: ln,
+		http:   &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second},
+		served: make(chan error, 1),
+	}
+	go func() {
+		// Owned by this goroutine: the HTTP server's accept loop.
+		err := d.http.Serve(ln)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		d.served <- err
+	}()
+	return d, nil
+}
+
+// Addr is the address the daemon listens on.
+func (d *Daemon) Addr() string { return d.listener.Addr().String() }
+
+// URL is the websocket URL clients connect to.
+func (d *Daemon) URL() string { return "ws://" + d.Addr() }
+
+// Host is the daemon's protocol host.
+func (d *Daemon) Host() *host.Host { return d.host }
+
+// Store is the daemon's store.
+func (d *Daemon) Store() *store.Store { return d.store }
+
+// Close stops serving, ends every connection, stops every actor and flushes
+// the store.
+func (d *Daemon) Close(ctx context.Context) error {
+	var errs []error
+	if err := d.http.Shutdown(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if err := d.rpc.Shutdown(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if err := d.host.Close(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if err := d.store.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := <-d.served; err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func newToken() string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,148 @@
+package daemon_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/agent/script"
+	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/daemon"
+	"github.com/ahpd/ahpd/internal/testutil/ahptest"
+)
+
+// testEnv is one in-process daemon with its own data dir and served dir.
+type testEnv struct {
+	t       *testing.T
+	cfg     daemon.Config
+	d       *daemon.Daemon
+	agents  *agent.Registry
+	script  *script.Script
+	workDir string
+}
+
+type tlogWriter struct{ t testing.TB }
+
+func (w tlogWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}
+
+func newEnv(t *testing.T, mutate ...func(*daemon.Config)) *testEnv {
+	t.Helper()
+	sc := script.New(script.Options{SlowDelay: 20 * time.Millisecond})
+	reg, err := agent.NewRegistry(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &testEnv{t: t, agents: reg, script: sc, workDir: t.TempDir()}
+	e.cfg = daemon.Defaults()
+	e.cfg.Port = 0
+	e.cfg.DataDir = t.TempDir()
+	e.cfg.Paths = []string{e.workDir}
+	for _, m := range mutate {
+		m(&e.cfg)
+	}
+	e.start()
+	t.Cleanup(func() { e.stop() })
+	return e
+}
+
+func (e *testEnv) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(tlogWriter{e.t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+func (e *testEnv) start() {
+	e.t.Helper()
+	cfg := e.cfg
+	cfg.Paths = append([]string(nil), e.cfg.Paths...)
+	d, err := daemon.Start(context.Background(), cfg, daemon.Options{Agents: e.agents, Logger: e.logger()})
+	if err != nil {
+		e.t.Fatalf("start daemon: %v", err)
+	}
+	e.d = d
+}
+
+func (e *testEnv) stop() {
+	if e.d == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := e.d.Close(ctx); err != nil {
+		e.t.Errorf("close daemon: %v", err)
+	}
+	e.d = nil
+}
+
+// restart stops the daemon and starts a new one on the same data dir.
+func (e *testEnv) restart() {
+	e.t.Helper()
+	e.stop()
+	e.start()
+}
+
+// client dials and initializes a client subscribed to the root channel.
+func (e *testEnv) client(id string) *ahptest.Client {
+	e.t.Helper()
+	c := ahptest.Dial(e.t, e.d.URL(), "")
+	c.Initialize(id, ahp.RootURI)
+	return c
+}
+
+// createSession creates a session and returns its URI and default chat.
+func (e *testEnv) createSession(c *ahptest.Client, uri string) (sessionURI, defaultChat string) {
+	e.t.Helper()
+	c.MustCall("createSession", map[string]any{"channel": uri, "provider": "script"})
+	st, _ := c.Subscribe(uri)
+	var s ahp.SessionState
+	if err := json.Unmarshal(st, &s); err != nil {
+		e.t.Fatalf("session state: %v", err)
+	}
+	if s.DefaultChat == "" {
+		e.t.Fatalf("session %s has no default chat: %s", uri, st)
+	}
+	return uri, s.DefaultChat
+}
+
+func chatState(t testing.TB, raw json.RawMessage) ahp.ChatState {
+	t.Helper()
+	var s ahp.ChatState
+	if err := json.Unmarshal(raw, &s); err != nil {
+		t.Fatalf("chat state: %v\n%s", err, raw)
+	}
+	return s
+}
+
+func turnStarted(id, text string) map[string]any {
+	return map[string]any{
+		"type": "chat/turnStarted", "turnId": id, "startedAt": time.Now().UTC().Format(time.RFC3339Nano),
+		"message": map[string]any{"text": text, "origin": map[string]any{"kind": "user"}},
+	}
+}
+
+// sendTurn starts a turn and waits until it ended, returning the ending.
+func sendTurn(t testing.TB, c *ahptest.Client, chat, id, text string) ahptest.Envelope {
+	t.Helper()
+	c.Dispatch(chat, turnStarted(id, text))
+	return awaitEnd(t, c, chat, id)
+}
+
+func awaitEnd(t testing.TB, c *ahptest.Client, chat, id string) ahptest.Envelope {
+	t.Helper()
+	return c.AwaitEnvelope("end of turn "+id, func(e ahptest.Envelope) bool {
+		if e.Channel != chat {
+			return false
+		}
+		switch e.Type() {
+		case "chat/turnComplete", "chat/error", "chat/turnCancelled":
+			var tid string
+			_ = e.Field("turnId", &tid)
+			return tid == id
+		}
+		return false
+	})
+}

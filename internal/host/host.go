@@ -1,0 +1,315 @@
+// Package host is the protocol's front desk: it owns the root state, the
+// catalogue of sessions and the index of their chats, and routes every
+// request and action to the owner of its channel (host for root, session
+// and chat actors for theirs). It implements rpc.Handler.
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/auth"
+	"github.com/ahpd/ahpd/internal/bus"
+	"github.com/ahpd/ahpd/internal/reduce"
+	"github.com/ahpd/ahpd/internal/rpc"
+	"github.com/ahpd/ahpd/internal/session"
+	"github.com/ahpd/ahpd/internal/store"
+)
+
+// Options configure a host.
+type Options struct {
+	Store  *store.Store
+	Agents *agent.Registry
+	// DefaultProvider is used by createSession when the client names none.
+	DefaultProvider string
+	// AgentSettings are each backend's settings by provider.
+	AgentSettings map[string]json.RawMessage
+	// Paths are the served directories (local paths); the first is the
+	// default directory.
+	Paths  []string
+	Logger *slog.Logger
+	Now    func() time.Time
+	// ReplayLog is how many envelopes reconnect can replay.
+	ReplayLog int
+	// TurnsView is the fetchTurns page size.
+	TurnsView int
+	// ClosedChats: "hidden" | "delete".
+	ClosedChats string
+	// Principals maps connection tokens to who they are and what they may
+	// do. A connection with no token, or with RootToken, is the deployment
+	// itself and holds every grant.
+	Principals map[string]auth.Principal
+	RootToken  string
+	// HostName names the deployment in root:<host> senders.
+	HostName      string
+	ServerVersion string
+}
+
+// Host is the protocol host.
+type Host struct {
+	opts Options
+	log  *slog.Logger
+	bus  *bus.Bus
+
+	// rootMu guards root: root actions are applied and published under it,
+	// so the root snapshot and the envelopes after it agree.
+	rootMu sync.Mutex
+	root   ahp.RootState
+
+	// sessionsMu guards sessions, summaries and chatIndex.
+	sessionsMu sync.Mutex
+	sessions   map[string]*session.Session
+	summaries  map[string]ahp.SessionSummary
+	chatIndex  map[string]string // chat URI → session URI
+
+	// connsMu guards conns.
+	connsMu sync.Mutex
+	conns   map[*rpc.Conn]*client
+
+	closing chan struct{}
+}
+
+// New builds a host, restoring every stored session. A turn left running
+// by a process that died is ended with an error (C-TURN-10).
+func New(ctx context.Context, opts Options) (*Host, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.TurnsView <= 0 {
+		opts.TurnsView = 50
+	}
+	if opts.HostName == "" {
+		opts.HostName, _ = os.Hostname()
+		if opts.HostName == "" {
+			opts.HostName = "localhost"
+		}
+	}
+	h := &Host{
+		opts:      opts,
+		log:       opts.Logger,
+		bus:       bus.NewBus(opts.ReplayLog),
+		sessions:  make(map[string]*session.Session),
+		summaries: make(map[string]ahp.SessionSummary),
+		chatIndex: make(map[string]string),
+		conns:     make(map[*rpc.Conn]*client),
+		closing:   make(chan struct{}),
+	}
+	h.root = ahp.RootState{Agents: h.agentInfos(ctx)}
+	recs, err := opts.Store.Sessions(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("restore sessions: %w", err)
+	}
+	for _, r := range recs {
+		if _, err := h.openSession(ctx, r); err != nil {
+			h.log.Error("restore session", "session", r.URI, "err", err)
+		}
+	}
+	if err := h.recoverRunningTurns(ctx); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// Bus is the host's envelope bus (for tests and status).
+func (h *Host) Bus() *bus.Bus { return h.bus }
+
+func (h *Host) agentInfos(ctx context.Context) []ahp.AgentInfo {
+	var out []ahp.AgentInfo
+	for _, p := range h.opts.Agents.Providers() {
+		a, _ := h.opts.Agents.Get(p)
+		info := a.Info(ctx)
+		caps := a.Capabilities()
+		ai := ahp.AgentInfo{
+			Provider:    p,
+			DisplayName: info.DisplayName,
+			Description: info.Description,
+			Models:      []ahp.SessionModelInfo{},
+			Capabilities: &ahp.AgentCapabilities{
+				MultipleChats: &ahp.MultipleChatsCapability{Fork: caps.Fork, SideChat: caps.SideChat},
+			},
+		}
+		if ai.DisplayName == "" {
+			ai.DisplayName = p
+		}
+		if info.Unavailable != "" {
+			if ai.Description != "" {
+				ai.Description += " "
+			}
+			ai.Description += "(unavailable: " + info.Unavailable + ")"
+		}
+		for _, m := range info.Models {
+			ai.Models = append(ai.Models, ahp.SessionModelInfo{ID: m.ID, Provider: p, Name: m.Name})
+		}
+		out = append(out, ai)
+	}
+	return out
+}
+
+// openSession starts the actor of a stored session and indexes its chats.
+func (h *Host) openSession(ctx context.Context, r store.SessionRecord) (*session.Session, error) {
+	a, _ := h.opts.Agents.Get(r.Provider)
+	uri := r.URI
+	s, err := session.Open(ctx, session.Config{
+		Record:      r,
+		Agent:       a,
+		Settings:    h.opts.AgentSettings[r.Provider],
+		Bus:         h.bus,
+		Store:       h.opts.Store,
+		Logger:      h.log,
+		Now:         h.opts.Now,
+		TurnsView:   h.opts.TurnsView,
+		ClosedChats: h.opts.ClosedChats,
+		OnSummary:   func(sum ahp.SessionSummary) { h.sessionSummaryChanged(uri, sum) },
+		OnChatIndex: func(chat string, added bool) {
+			h.sessionsMu.Lock()
+			defer h.sessionsMu.Unlock()
+			if added {
+				h.chatIndex[chat] = uri
+			} else {
+				delete(h.chatIndex, chat)
+			}
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	sum, err := s.Summary(ctx)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := s.ChatRecords(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h.sessionsMu.Lock()
+	h.sessions[uri] = s
+	h.summaries[uri] = sum
+	for _, c := range recs {
+		h.chatIndex[c.URI] = uri
+	}
+	h.sessionsMu.Unlock()
+	return s, nil
+}
+
+// recoverRunningTurns opens every chat that has a turn left running, whose
+// actor then ends it with chat/error.
+func (h *Host) recoverRunningTurns(ctx context.Context) error {
+	running, err := h.opts.Store.RunningTurns(ctx)
+	if err != nil {
+		return fmt.Errorf("find interrupted turns: %w", err)
+	}
+	for _, t := range running {
+		if _, _, err := h.resolveChat(ctx, t.Chat); err != nil {
+			h.log.Warn("interrupted turn of an unknown chat", "chat", t.Chat, "turn", t.ID, "err", err)
+		}
+	}
+	return nil
+}
+
+// sessionSummaryChanged keeps the catalogue entry and tells root watchers
+// what changed (root/sessionSummaryChanged).
+func (h *Host) sessionSummaryChanged(uri string, sum ahp.SessionSummary) {
+	h.sessionsMu.Lock()
+	old, ok := h.summaries[uri]
+	h.summaries[uri] = sum
+	h.sessionsMu.Unlock()
+	if !ok {
+		return
+	}
+	changes, changed := diffSummary(old, sum)
+	if !changed {
+		return
+	}
+	h.bus.Notify(ahp.RootURI, "root/sessionSummaryChanged", ahp.SessionSummaryChangedParams{Channel: ahp.RootURI, Session: uri, Changes: changes})
+}
+
+func diffSummary(a, b ahp.SessionSummary) (ahp.PartialSessionSummary, bool) {
+	var p ahp.PartialSessionSummary
+	changed := false
+	if a.Title != b.Title {
+		p.Title, changed = &b.Title, true
+	}
+	if a.Status != b.Status {
+		p.Status, changed = &b.Status, true
+	}
+	if a.Activity != b.Activity {
+		p.Activity, changed = &b.Activity, true
+	}
+	if a.ModifiedAt != b.ModifiedAt {
+		p.ModifiedAt, changed = &b.ModifiedAt, true
+	}
+	if a.DefaultChat != b.DefaultChat {
+		p.DefaultChat, changed = &b.DefaultChat, true
+	}
+	if ja, jb := jsonString(a.Chats), jsonString(b.Chats); ja != jb {
+		p.Chats, changed = b.Chats, true
+	}
+	if ja, jb := jsonString(a.WorkingDirectories), jsonString(b.WorkingDirectories); ja != jb {
+		p.WorkingDirectories, changed = b.WorkingDirectories, true
+	}
+	return p, changed
+}
+
+func jsonString(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+// applyRoot applies a root action and publishes it.
+func (h *Host) applyRoot(a ahp.Action, origin *ahp.ActionOrigin) {
+	h.rootMu.Lock()
+	defer h.rootMu.Unlock()
+	reduce.Root(&h.root, a)
+	h.bus.Publish(ahp.RootURI, a, origin, "")
+}
+
+// rootSnapshot subscribes sub to the root channel and returns its snapshot.
+func (h *Host) rootSnapshot(sub bus.Subscriber) (ahp.Snapshot, error) {
+	h.rootMu.Lock()
+	defer h.rootMu.Unlock()
+	seq := h.bus.Subscribe(sub, ahp.RootURI)
+	raw, err := json.Marshal(h.root)
+	if err != nil {
+		return ahp.Snapshot{}, fmt.Errorf("marshal root state: %w", err)
+	}
+	return ahp.Snapshot{Resource: ahp.RootURI, State: json.RawMessage(raw), FromSeq: seq}, nil
+}
+
+// session returns the live session of uri.
+func (h *Host) session(uri string) (*session.Session, bool) {
+	h.sessionsMu.Lock()
+	defer h.sessionsMu.Unlock()
+	s, ok := h.sessions[uri]
+	return s, ok
+}
+
+// Close stops every session (and so every chat) and waits for them.
+func (h *Host) Close(ctx context.Context) error {
+	select {
+	case <-h.closing:
+		return nil
+	default:
+		close(h.closing)
+	}
+	h.sessionsMu.Lock()
+	all := make([]*session.Session, 0, len(h.sessions))
+	for _, s := range h.sessions {
+		all = append(all, s)
+	}
+	h.sessionsMu.Unlock()
+	var errs []error
+	for _, s := range all {
+		if err := s.Close(ctx); err != nil && !errors.Is(err, session.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

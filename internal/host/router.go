@@ -1,0 +1,338 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/auth"
+	"github.com/ahpd/ahpd/internal/rpc"
+	"github.com/ahpd/ahpd/internal/session"
+)
+
+var _ rpc.Handler = (*Host)(nil)
+
+// Connected registers a new connection. Its principal comes from the token
+// it presented: none (loopback) or the root token is the deployment
+// itself.
+func (h *Host) Connected(c *rpc.Conn) {
+	p := auth.Root(h.opts.HostName)
+	if tok := c.Token(); tok != "" && tok != h.opts.RootToken {
+		if q, ok := h.opts.Principals[tok]; ok {
+			p = q
+		}
+	}
+	h.connsMu.Lock()
+	h.conns[c] = &client{conn: c, principal: p}
+	h.connsMu.Unlock()
+}
+
+// Disconnected forgets a connection and its subscriptions.
+func (h *Host) Disconnected(c *rpc.Conn, reason rpc.CloseReason) {
+	h.connsMu.Lock()
+	cl := h.conns[c]
+	delete(h.conns, c)
+	h.connsMu.Unlock()
+	if cl != nil {
+		h.bus.DropSubscriber(cl)
+	}
+}
+
+func (h *Host) client(c *rpc.Conn) *client {
+	h.connsMu.Lock()
+	defer h.connsMu.Unlock()
+	cl := h.conns[c]
+	if cl == nil {
+		// A connection the host never saw connect: serve it as root over
+		// loopback rather than fail.
+		cl = &client{conn: c, principal: auth.Root(h.opts.HostName)}
+		h.conns[c] = cl
+	}
+	return cl
+}
+
+// decodeParams reads params into v; a missing or mistyped field is -32602
+// naming it.
+func decodeParams(raw json.RawMessage, v any) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ahp.Errorf(ahp.ErrInvalidParams, "params: required")
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			field := te.Field
+			if field == "" {
+				return ahp.Errorf(ahp.ErrInvalidParams, "params: expected an object")
+			}
+			return ahp.Errorf(ahp.ErrInvalidParams, "params.%s: expected %s, got %s", field, te.Type, te.Value)
+		}
+		return ahp.Errorf(ahp.ErrInvalidParams, "params: %v", err)
+	}
+	return nil
+}
+
+// requireChannel checks params.channel is present (and, for connection
+// level commands, the root channel).
+func requireChannel(ch string, root bool) error {
+	switch {
+	case ch == "":
+		return ahp.Errorf(ahp.ErrInvalidParams, "params.channel: required")
+	case root && !ahp.IsRootURI(ch):
+		return ahp.Errorf(ahp.ErrInvalidParams, "params.channel: must be %s", ahp.RootURI)
+	}
+	return nil
+}
+
+// Request answers a client request. It runs on the connection's read
+// loop: requests of one connection are answered in order.
+func (h *Host) Request(ctx context.Context, c *rpc.Conn, method string, params json.RawMessage) (any, error) {
+	cl := h.client(c)
+	if method != ahp.MethodInitialize && method != ahp.MethodPing && method != ahp.MethodReconnect && !cl.ready() {
+		return nil, ahp.Errorf(ahp.ErrInvalidRequest, "%s before initialize", method)
+	}
+	switch method {
+	case ahp.MethodInitialize:
+		return h.initialize(ctx, cl, params)
+	case ahp.MethodPing:
+		return struct{}{}, nil
+	case ahp.MethodReconnect:
+		return h.reconnect(ctx, cl, params)
+	case ahp.MethodSubscribe:
+		var p ahp.SubscribeParams
+		if err := decodeParams(params, &p); err != nil {
+			return nil, err
+		}
+		if err := requireChannel(p.Channel, false); err != nil {
+			return nil, err
+		}
+		cl.conn.HoldUntilReply()
+		snap, err := h.subscribe(ctx, cl, p.Channel, p.View)
+		if err != nil {
+			return nil, err
+		}
+		return ahp.SubscribeResult{Snapshot: &snap}, nil
+	case ahp.MethodListSessions:
+		return h.listSessions(ctx, cl, params)
+	case ahp.MethodCreateSession:
+		return h.createSession(ctx, cl, params)
+	case ahp.MethodDisposeSession:
+		return h.disposeSession(ctx, cl, params)
+	case ahp.MethodCreateChat:
+		return h.createChat(ctx, cl, params)
+	case ahp.MethodDisposeChat:
+		return h.disposeChat(ctx, cl, params)
+	case ahp.MethodFetchTurns:
+		return h.fetchTurns(ctx, cl, params)
+	case ahp.MethodCompletions:
+		return h.completions(ctx, cl, params)
+	}
+	return nil, fmt.Errorf("%w: %s", ahp.ErrMethodNotFound, method)
+}
+
+// Notification handles a client notification.
+func (h *Host) Notification(c *rpc.Conn, method string, params json.RawMessage) {
+	cl := h.client(c)
+	switch method {
+	case ahp.MethodDispatchAction:
+		h.dispatchAction(cl, params)
+	case ahp.MethodUnsubscribe:
+		var p ahp.UnsubscribeParams
+		if err := decodeParams(params, &p); err != nil || p.Channel == "" {
+			h.log.Debug("bad unsubscribe", "conn", c.ID(), "err", err)
+			return
+		}
+		h.bus.Unsubscribe(cl, p.Channel)
+	default:
+		h.log.Debug("unknown notification", "conn", c.ID(), "method", method)
+	}
+}
+
+// initialize negotiates the version and answers with snapshots of the
+// initial subscriptions.
+func (h *Host) initialize(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
+	var p ahp.InitializeParams
+	if err := decodeParams(params, &p); err != nil {
+		return nil, err
+	}
+	if err := requireChannel(p.Channel, true); err != nil {
+		return nil, err
+	}
+	if len(p.ProtocolVersions) == 0 {
+		return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.protocolVersions: required")
+	}
+	version, ok := ahp.Negotiate(p.ProtocolVersions)
+	if !ok {
+		err := ahp.Errorf(ahp.ErrUnsupportedProtocolVersion, "none of %v is supported", p.ProtocolVersions)
+		return nil, ahp.WithData(err, ahp.UnsupportedVersionData{SupportedVersions: ahp.SupportedVersions})
+	}
+	id := p.ClientID
+	if id == "" {
+		id = cl.conn.ID()
+	}
+	cl.setIdentity(id, version)
+	seq := h.bus.Seq()
+	cl.conn.HoldUntilReply()
+	res := ahp.InitializeResult{
+		ProtocolVersion:             version,
+		ServerSeq:                   seq,
+		ServerInfo:                  &ahp.Implementation{Name: "ahpd", Version: h.opts.ServerVersion},
+		CompletionTriggerCharacters: []string{"/", "@", "#"},
+		TerminalCommandPrefix:       "!",
+	}
+	if len(h.opts.Paths) > 0 {
+		res.DefaultDirectory = session.FileURI(h.opts.Paths[0])
+	}
+	for _, ch := range p.InitialSubscriptions {
+		snap, err := h.subscribe(ctx, cl, ch, nil)
+		if err != nil {
+			return nil, fmt.Errorf("initialSubscriptions %s: %w", ch, err)
+		}
+		res.Snapshots = append(res.Snapshots, snap)
+	}
+	return res, nil
+}
+
+// subscribe routes a subscription to the owner of the channel.
+func (h *Host) subscribe(ctx context.Context, cl *client, channel string, view *ahp.SubscribeView) (ahp.Snapshot, error) {
+	switch {
+	case ahp.IsRootURI(channel):
+		return h.rootSnapshot(cl)
+	case ahp.IsChatURI(channel):
+		if !cl.principal.Can(auth.ChatTurns) {
+			return ahp.Snapshot{}, ahp.WithData(ahp.Errorf(ahp.ErrPermissionDenied, "reading %s needs the grant %s", channel, auth.ChatTurns), map[string]any{"grant": auth.ChatTurns})
+		}
+		_, c, err := h.resolveChat(ctx, channel)
+		if err != nil {
+			return ahp.Snapshot{}, err
+		}
+		return c.Subscribe(ctx, cl, view)
+	default:
+		s, ok := h.session(channel)
+		if !ok {
+			return ahp.Snapshot{}, fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, channel)
+		}
+		return s.Subscribe(ctx, cl)
+	}
+}
+
+// dispatchAction routes a client action to the owner of its channel. It is
+// a notification: what cannot be taken comes back as a refusal envelope.
+func (h *Host) dispatchAction(cl *client, params json.RawMessage) {
+	var p ahp.DispatchActionParams
+	if err := decodeParams(params, &p); err != nil || p.Channel == "" {
+		h.log.Info("dropped malformed dispatchAction", "conn", cl.conn.ID(), "err", err)
+		return
+	}
+	origin := &ahp.ActionOrigin{ClientID: cl.ClientID(), ClientSeq: p.ClientSeq}
+	a, err := ahp.DecodeAction(p.Action)
+	if err != nil {
+		h.bus.Refuse(cl, p.Channel, ahp.UnknownAction{Type: "", Raw: rawOrNull(p.Action)}, origin, err.Error())
+		return
+	}
+	if !cl.ready() {
+		h.bus.Refuse(cl, p.Channel, a, origin, "dispatchAction before initialize")
+		return
+	}
+	ctx := context.Background()
+	switch {
+	case ahp.IsRootURI(p.Channel):
+		if _, ok := a.(ahp.RootConfigChanged); !ok || !ahp.IsClientDispatchable(a.ActionType()) {
+			h.bus.Refuse(cl, p.Channel, a, origin, "Action is not client-dispatchable.")
+			return
+		}
+		h.applyRoot(a, origin)
+	case ahp.IsChatURI(p.Channel):
+		_, c, err := h.resolveChat(ctx, p.Channel)
+		if err != nil {
+			h.bus.Refuse(cl, p.Channel, a, origin, err.Error())
+			return
+		}
+		if err := c.Dispatch(cl.chatClient(), p.ClientSeq, a); err != nil {
+			h.bus.Refuse(cl, p.Channel, a, origin, err.Error())
+		}
+	default:
+		s, ok := h.session(p.Channel)
+		if !ok {
+			h.bus.Refuse(cl, p.Channel, a, origin, fmt.Sprintf("%s: %s", ahp.ErrResourceNotFound.Message, p.Channel))
+			return
+		}
+		if err := s.Dispatch(cl.chatClient(), p.ClientSeq, a); err != nil {
+			h.bus.Refuse(cl, p.Channel, a, origin, err.Error())
+		}
+	}
+}
+
+func rawOrNull(r json.RawMessage) json.RawMessage {
+	if len(r) == 0 {
+		return json.RawMessage("null")
+	}
+	return r
+}
+
+// reconnect replays what a returning client missed, or answers with fresh
+// snapshots when the replay log no longer reaches back.
+func (h *Host) reconnect(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
+	var p ahp.ReconnectParams
+	if err := decodeParams(params, &p); err != nil {
+		return nil, err
+	}
+	if err := requireChannel(p.Channel, true); err != nil {
+		return nil, err
+	}
+	if p.ClientID == "" {
+		return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.clientId: required")
+	}
+	version := cl.negotiated()
+	if version == "" {
+		version = ahp.SupportedVersions[0]
+	}
+	cl.setIdentity(p.ClientID, version)
+	cl.conn.HoldUntilReply()
+	var live, missing []string
+	for _, ch := range p.Subscriptions {
+		if h.channelExists(ctx, ch) {
+			live = append(live, ch)
+		} else {
+			missing = append(missing, ch)
+		}
+	}
+	if envs, ok := h.bus.Replay(cl, p.LastSeenServerSeq, live); ok {
+		if envs == nil {
+			envs = []json.RawMessage{}
+		}
+		return replayResult{Type: ahp.ReconnectReplay, Actions: envs, Missing: missing}, nil
+	}
+	res := ahp.ReconnectResult{Type: ahp.ReconnectSnapshot, Missing: missing}
+	for _, ch := range live {
+		snap, err := h.subscribe(ctx, cl, ch, nil)
+		if err != nil {
+			res.Missing = append(res.Missing, ch)
+			continue
+		}
+		res.Snapshots = append(res.Snapshots, snap)
+	}
+	return res, nil
+}
+
+// replayResult is ReconnectResult's replay form with envelopes kept as the
+// bytes that were sent the first time.
+type replayResult struct {
+	Type    string            `json:"type"`
+	Actions []json.RawMessage `json:"actions"`
+	Missing []string          `json:"missing,omitempty"`
+}
+
+func (h *Host) channelExists(ctx context.Context, ch string) bool {
+	switch {
+	case ahp.IsRootURI(ch):
+		return true
+	case ahp.IsChatURI(ch):
+		_, _, err := h.resolveChat(ctx, ch)
+		return err == nil
+	default:
+		_, ok := h.session(ch)
+		return ok
+	}
+}

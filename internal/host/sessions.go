@@ -1,0 +1,382 @@
+package host
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/auth"
+	"github.com/ahpd/ahpd/internal/chat"
+	"github.com/ahpd/ahpd/internal/session"
+	"github.com/ahpd/ahpd/internal/store"
+	"github.com/google/uuid"
+)
+
+const (
+	listSessionsMax     = 500
+	listSessionsDefault = 1000
+)
+
+// createSession makes a session under the URI the client chose, with its
+// first chat (C-FIRST-01, 02), stores both, then announces it.
+func (h *Host) createSession(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
+	var p ahp.CreateSessionParams
+	if err := decodeParams(params, &p); err != nil {
+		return nil, err
+	}
+	if err := requireChannel(p.Channel, false); err != nil {
+		return nil, err
+	}
+	if !cl.principal.Can("session:create") {
+		return nil, ahp.Errorf(ahp.ErrPermissionDenied, "creating a session needs the grant session:create")
+	}
+	if !ahp.IsSessionURI(p.Channel) {
+		return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.channel: %q is not a session URI", p.Channel)
+	}
+	provider := p.Provider
+	if provider == "" {
+		provider = ahp.SessionProviderScheme(p.Channel)
+		if _, ok := h.opts.Agents.Get(provider); !ok {
+			provider = h.opts.DefaultProvider
+		}
+	}
+	if _, ok := h.opts.Agents.Get(provider); !ok {
+		return nil, fmt.Errorf("%w: %s", ahp.ErrProviderNotFound, provider)
+	}
+	dirs := p.Directories()
+	if len(dirs) == 0 && len(h.opts.Paths) > 0 {
+		dirs = []string{session.FileURI(h.opts.Paths[0])}
+	}
+	for i, d := range dirs {
+		path, err := session.LocalPath(d)
+		if err != nil {
+			return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.workingDirectories[%d]: %v", i, err)
+		}
+		if fi, err := os.Stat(path); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("%w: working directory %s", ahp.ErrNotFound, d)
+		}
+		dirs[i] = session.FileURI(path)
+	}
+	h.sessionsMu.Lock()
+	_, exists := h.sessions[p.Channel]
+	h.sessionsMu.Unlock()
+	if exists {
+		return nil, fmt.Errorf("%w: %s", ahp.ErrSessionAlreadyExists, p.Channel)
+	}
+	if _, found, err := h.opts.Store.Session(ctx, p.Channel); err != nil {
+		return nil, err
+	} else if found {
+		return nil, fmt.Errorf("%w: %s", ahp.ErrSessionAlreadyExists, p.Channel)
+	}
+	now := h.opts.Now()
+	id, _ := ahp.SessionID(p.Channel)
+	rec := store.SessionRecord{
+		URI: p.Channel, Provider: provider, Title: chat.DefaultTitle,
+		CreatedAt: now, ModifiedAt: now, WorkingDirectories: dirs, Owner: cl.principal.Sender,
+	}
+	if err := h.opts.Store.PutSession(ctx, rec); err != nil {
+		return nil, fmt.Errorf("create session %s: %w", p.Channel, err)
+	}
+	s, err := h.openSession(ctx, rec)
+	if err != nil {
+		return nil, fmt.Errorf("create session %s: %w", p.Channel, err)
+	}
+	first := store.ChatRecord{
+		URI:            h.firstChatURI(cl, p.Channel),
+		Title:          chat.DefaultTitle,
+		ConversationID: conversationIDFor(id),
+		CreatedAt:      now,
+		ModifiedAt:     now,
+	}
+	if err := s.AddChat(ctx, first); err != nil {
+		return nil, fmt.Errorf("create session %s: %w", p.Channel, err)
+	}
+	sum, err := s.Summary(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h.sessionsMu.Lock()
+	h.summaries[p.Channel] = sum
+	h.sessionsMu.Unlock()
+	h.bus.Notify(ahp.RootURI, "root/sessionAdded", ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum})
+	return struct{}{}, nil
+}
+
+// conversationIDFor: the session URI's id is the first chat's backend
+// conversation id when it is a UUID, so a backend's transcript lines up
+// with the session; otherwise a fresh one.
+func conversationIDFor(id string) string {
+	if _, err := uuid.Parse(id); err == nil {
+		return id
+	}
+	return uuid.NewString()
+}
+
+// firstChatURI mints a new session's first chat as VS Code's host mints
+// it: the derived ahp-chat://default/<base64url(session)> for a VS Code
+// window, which computes that URI from the session on its own, and an
+// opaque ahp-chat:/<uuid> for every other client (C-FIRST-01, 02).
+//
+// A VS Code window is recognised by the URI dialect it speaks: it names
+// sessions <provider>:/<uuid>, where other clients use ahp-session:/, or
+// by its clientInfo (CHATS.md reading 17, docs/CHATS.md).
+func (h *Host) firstChatURI(cl *client, sessionURI string) string {
+	if ahp.SessionProviderScheme(sessionURI) != "" {
+		return ahp.DefaultChatURI(sessionURI)
+	}
+	return ahp.OpaqueChatURI(uuid.NewString())
+}
+
+// resolveChat finds the session and actor of a chat URI. An unknown chat is
+// -32001 "Resource not found: <uri>" (C-FIRST-10). The derived default
+// URI names the session's chat only while the session records no other
+// default (C-FIRST-05..09); an opaque URI never names a session
+// (C-FIRST-16).
+func (h *Host) resolveChat(ctx context.Context, uri string) (*session.Session, *chat.Chat, error) {
+	notFound := fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, uri)
+	h.sessionsMu.Lock()
+	sessURI, ok := h.chatIndex[uri]
+	var s *session.Session
+	if ok {
+		s = h.sessions[sessURI]
+	}
+	h.sessionsMu.Unlock()
+	if s == nil {
+		parsed, err := ahp.ParseChatURI(uri)
+		if err != nil || parsed.Kind != ahp.ChatURIDefault {
+			return nil, nil, notFound
+		}
+		sess, live := h.session(parsed.Session)
+		if !live {
+			return nil, nil, notFound
+		}
+		def, err := sess.DefaultChat(ctx)
+		if err != nil {
+			return nil, nil, notFound
+		}
+		if def != "" && def != uri {
+			return nil, nil, notFound
+		}
+		if def == "" {
+			// The session records no default chat: the derived URI is its
+			// chat, minted now.
+			id, _ := ahp.SessionID(parsed.Session)
+			now := h.opts.Now()
+			rec := store.ChatRecord{URI: uri, Title: chat.DefaultTitle, ConversationID: conversationIDFor(id), CreatedAt: now, ModifiedAt: now}
+			if err := sess.AddChat(ctx, rec); err != nil {
+				return nil, nil, err
+			}
+		}
+		s = sess
+	}
+	c, err := s.Chat(ctx, uri)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, c, nil
+}
+
+// disposeSession ends a session and every chat of it.
+func (h *Host) disposeSession(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
+	var p ahp.DisposeSessionParams
+	if err := decodeParams(params, &p); err != nil {
+		return nil, err
+	}
+	if err := requireChannel(p.Channel, false); err != nil {
+		return nil, err
+	}
+	if !cl.principal.Can("session:dispose") {
+		return nil, ahp.Errorf(ahp.ErrPermissionDenied, "disposing a session needs the grant session:dispose")
+	}
+	h.sessionsMu.Lock()
+	s, ok := h.sessions[p.Channel]
+	if ok {
+		delete(h.sessions, p.Channel)
+		delete(h.summaries, p.Channel)
+	}
+	var chats []string
+	for c, su := range h.chatIndex {
+		if su == p.Channel {
+			chats = append(chats, c)
+			delete(h.chatIndex, c)
+		}
+	}
+	h.sessionsMu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, p.Channel)
+	}
+	if err := s.Close(ctx); err != nil {
+		h.log.Warn("close disposed session", "session", p.Channel, "err", err)
+	}
+	if err := h.opts.Store.Flush(ctx); err != nil {
+		return nil, err
+	}
+	if err := h.opts.Store.DeleteSession(ctx, p.Channel); err != nil {
+		return nil, fmt.Errorf("dispose session %s: %w", p.Channel, err)
+	}
+	h.bus.DropChannel(p.Channel)
+	for _, c := range chats {
+		h.bus.DropChannel(c)
+	}
+	h.bus.Notify(ahp.RootURI, "root/sessionRemoved", ahp.SessionRemovedParams{Channel: ahp.RootURI, Session: p.Channel})
+	return struct{}{}, nil
+}
+
+// listSessions pages the catalogue, most recently modified first.
+func (h *Host) listSessions(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
+	var p ahp.ListSessionsParams
+	if len(params) > 0 && string(params) != "null" {
+		if err := decodeParams(params, &p); err != nil {
+			return nil, err
+		}
+	}
+	if p.Channel != "" && !ahp.IsRootURI(p.Channel) {
+		return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.channel: must be %s", ahp.RootURI)
+	}
+	limit := listSessionsDefault
+	if p.Limit != nil {
+		if *p.Limit <= 0 {
+			return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.limit: must be positive")
+		}
+		limit = min(*p.Limit, listSessionsMax)
+	}
+	offset := 0
+	if p.Cursor != "" {
+		n, ok := parseListCursor(p.Cursor)
+		if !ok {
+			return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.cursor: unrecognized cursor %q", p.Cursor)
+		}
+		offset = n
+	}
+	h.sessionsMu.Lock()
+	items := make([]ahp.SessionSummary, 0, len(h.summaries))
+	for _, s := range h.summaries {
+		items = append(items, s)
+	}
+	h.sessionsMu.Unlock()
+	slices.SortFunc(items, func(a, b ahp.SessionSummary) int {
+		if c := strings.Compare(b.ModifiedAt, a.ModifiedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Resource, b.Resource)
+	})
+	if !ahp.SummaryChatsKnownTo(cl.negotiated()) {
+		for i := range items {
+			items[i].Chats, items[i].DefaultChat = nil, ""
+		}
+	}
+	res := ahp.ListSessionsResult{}
+	if offset < len(items) {
+		end := min(len(items), offset+limit)
+		res.Items = items[offset:end]
+		if end < len(items) {
+			res.NextCursor = listCursor(end)
+		}
+	}
+	return res, nil
+}
+
+func listCursor(offset int) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("sessions:" + strconv.Itoa(offset)))
+}
+
+func parseListCursor(c string) (int, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimPrefix(string(b), "sessions:"))
+	if err != nil || n < 0 || !strings.HasPrefix(string(b), "sessions:") {
+		return 0, false
+	}
+	return n, true
+}
+
+// createChat adds a chat to a session.
+func (h *Host) createChat(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
+	var p ahp.CreateChatParams
+	if err := decodeParams(params, &p); err != nil {
+		return nil, err
+	}
+	if err := requireChannel(p.Channel, false); err != nil {
+		return nil, err
+	}
+	if !cl.principal.Can(auth.ChatCreate) {
+		return nil, ahp.Errorf(ahp.ErrPermissionDenied, "creating a chat needs the grant %s", auth.ChatCreate)
+	}
+	if p.Chat == "" {
+		return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.chat: required")
+	}
+	if _, err := ahp.ParseChatURI(p.Chat); err != nil {
+		return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.chat: %v", err)
+	}
+	s, ok := h.session(p.Channel)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, p.Channel)
+	}
+	h.sessionsMu.Lock()
+	_, taken := h.chatIndex[p.Chat]
+	h.sessionsMu.Unlock()
+	if taken {
+		return nil, fmt.Errorf("%w: chat %s", ahp.ErrAlreadyExists, p.Chat)
+	}
+	if err := s.CreateChat(ctx, p, cl.chatClient()); err != nil {
+		return nil, err
+	}
+	return struct{}{}, nil
+}
+
+// disposeChat closes a chat; the default chat and a chat this host does
+// not hold answer null and nothing is removed (C-CMD-08, 09).
+func (h *Host) disposeChat(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
+	var p ahp.DisposeChatParams
+	if err := decodeParams(params, &p); err != nil {
+		return nil, err
+	}
+	if err := requireChannel(p.Channel, false); err != nil {
+		return nil, err
+	}
+	if !cl.principal.Can(auth.ChatDispose) {
+		return nil, ahp.Errorf(ahp.ErrPermissionDenied, "closing a chat needs the grant %s", auth.ChatDispose)
+	}
+	h.sessionsMu.Lock()
+	sessURI, ok := h.chatIndex[p.Channel]
+	s := h.sessions[sessURI]
+	h.sessionsMu.Unlock()
+	if !ok || s == nil {
+		return nil, nil
+	}
+	if _, err := s.DisposeChat(ctx, p.Channel); err != nil {
+		return nil, err
+	}
+	return nil, nil
+}
+
+// fetchTurns publishes the next older page as chat/turnsLoaded before it
+// answers {} (C-CMD-13, 14).
+func (h *Host) fetchTurns(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
+	var p ahp.FetchTurnsParams
+	if err := decodeParams(params, &p); err != nil {
+		return nil, err
+	}
+	if err := requireChannel(p.Channel, false); err != nil {
+		return nil, err
+	}
+	if !cl.principal.Can(auth.ChatTurns) {
+		return nil, ahp.Errorf(ahp.ErrPermissionDenied, "reading turns needs the grant %s", auth.ChatTurns)
+	}
+	_, c, err := h.resolveChat(ctx, p.Channel)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.FetchTurns(ctx, p.Cursor); err != nil {
+		return nil, err
+	}
+	return struct{}{}, nil
+}

@@ -1,0 +1,482 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/sourcegraph/jsonrpc2"
+)
+
+// CloseReason says why a connection closed.
+type CloseReason int
+
+const (
+	// CloseClientClosed: the client sent a close frame or hung up.
+	CloseClientClosed CloseReason = iota + 1
+	// CloseSlowConsumer: the outbox would have exceeded Options.OutboxBytes.
+	CloseSlowConsumer
+	// CloseWriteTimeout: a frame could not be written within WriteTimeout.
+	CloseWriteTimeout
+	// CloseWriteError: writing to the socket failed.
+	CloseWriteError
+	// CloseReadError: reading from the socket failed (broken connection or
+	// websocket protocol violation).
+	CloseReadError
+	// CloseMessageTooBig: the client sent a frame over MaxMessageBytes.
+	CloseMessageTooBig
+	// ClosePingTimeout: the client sent nothing, not even a pong, in time.
+	ClosePingTimeout
+	// CloseServerShutdown: Server.Shutdown.
+	CloseServerShutdown
+	// CloseHostClosed: the host called Conn.Close for its own reasons.
+	CloseHostClosed
+	// CloseInternalError: Handler.Connected panicked.
+	CloseInternalError
+)
+
+var closeReasonNames = [...]string{
+	CloseClientClosed:   "client_closed",
+	CloseSlowConsumer:   "slow_consumer",
+	CloseWriteTimeout:   "write_timeout",
+	CloseWriteError:     "write_error",
+	CloseReadError:      "read_error",
+	CloseMessageTooBig:  "message_too_big",
+	ClosePingTimeout:    "ping_timeout",
+	CloseServerShutdown: "server_shutdown",
+	CloseHostClosed:     "host_closed",
+	CloseInternalError:  "internal_error",
+}
+
+func (r CloseReason) String() string {
+	if r > 0 && int(r) < len(closeReasonNames) {
+		return closeReasonNames[r]
+	}
+	return "CloseReason(" + strconv.Itoa(int(r)) + ")"
+}
+
+// closeCode returns the websocket close code sent for a graceful close and
+// whether the close is graceful: queued frames are written first, then a
+// close frame. Every other reason cuts the socket at once, because it is
+// either already broken or held by a client that does not read.
+func (r CloseReason) closeCode() (code int, graceful bool) {
+	switch r {
+	case CloseServerShutdown:
+		return websocket.CloseGoingAway, true
+	case CloseHostClosed:
+		return websocket.CloseNormalClosure, true
+	case CloseInternalError:
+		return websocket.CloseInternalServerErr, true
+	}
+	return 0, false
+}
+
+// closeGrace bounds the wait for the client's answer to our close frame.
+const closeGrace = time.Second
+
+// connSeq numbers connections for their IDs, process-wide.
+var connSeq atomic.Uint64
+
+// Conn is one client connection. Its methods are safe for concurrent use.
+//
+// Goroutines (all ended before Disconnected is called):
+//   - serve, on ServeHTTP's goroutine, owns the connection and is its only
+//     writer (writeLoop);
+//   - readLoop is the only socket reader;
+//   - jsonrpc2's read loop calls ReadObject and the Handler (dispatch);
+//     jsonrpc2 also runs a goroutine that closes its Conn when ctx ends.
+type Conn struct {
+	srv        *Server
+	ws         *websocket.Conn
+	log        *slog.Logger
+	id         string
+	remoteAddr string
+	token      string
+	out        *outbox
+
+	// ctx is cancelled when the connection starts closing; the ctx of
+	// every Request derives from it, and Done returns ctx.Done().
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// closeOnce makes the first close win: it sets reason and closeErr,
+	// then cancels ctx, so both may be read by anyone who saw ctx.Done().
+	closeOnce sync.Once
+	reason    CloseReason
+	closeErr  error
+
+	// frames hands frames from readLoop to ReadObject, one at a time.
+	frames chan inFrame
+	// readLoopDone is closed when readLoop returns.
+	readLoopDone chan struct{}
+	// dispatchDone is closed when ReadObject returns its final error: the
+	// last handler has returned and jsonrpc2 reads no more.
+	dispatchDone     chan struct{}
+	dispatchDoneOnce sync.Once
+}
+
+// inFrame is one websocket message as read.
+type inFrame struct {
+	messageType int
+	data        []byte
+}
+
+func newConn(s *Server, ws *websocket.Conn, remoteAddr, token string) *Conn {
+	id := "c" + strconv.FormatUint(connSeq.Add(1), 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Conn{
+		srv:          s,
+		ws:           ws,
+		log:          s.log.With("conn", id),
+		id:           id,
+		remoteAddr:   remoteAddr,
+		token:        token,
+		out:          newOutbox(s.opts.OutboxBytes),
+		ctx:          ctx,
+		cancel:       cancel,
+		frames:       make(chan inFrame),
+		readLoopDone: make(chan struct{}),
+		dispatchDone: make(chan struct{}),
+	}
+}
+
+// ID returns the connection's process-unique id ("c1", "c2", ...).
+func (c *Conn) ID() string { return c.id }
+
+// RemoteAddr returns the client's address as seen by the HTTP server.
+func (c *Conn) RemoteAddr() string { return c.remoteAddr }
+
+// Token returns the token the client presented, "" if none. When
+// Options.Token is set it is that token.
+func (c *Conn) Token() string { return c.token }
+
+// Done is closed when the connection starts closing. From then on Notify
+// returns ErrConnClosed; Disconnected follows once the handlers returned.
+func (c *Conn) Done() <-chan struct{} { return c.ctx.Done() }
+
+// Close closes the connection with reason; the first reason wins. It never
+// blocks. CloseServerShutdown, CloseHostClosed and CloseInternalError
+// write what is already queued (within WriteTimeout) and a close frame;
+// any other reason cuts the socket at once.
+func (c *Conn) Close(reason CloseReason) {
+	c.closeWith(reason, nil)
+}
+
+// closeWith closes the connection; it reports whether this call won.
+func (c *Conn) closeWith(reason CloseReason, err error) bool {
+	won := false
+	c.closeOnce.Do(func() {
+		won = true
+		c.reason = reason
+		c.closeErr = err
+		c.out.close()
+		c.cancel()
+	})
+	if won {
+		if _, graceful := reason.closeCode(); !graceful {
+			// Unblocks a write stuck on a client that does not read, and
+			// the reader. Safe from any goroutine (gorilla: Close may be
+			// called concurrently with all other methods).
+			_ = c.ws.Close()
+		}
+	}
+	return won
+}
+
+// Notify queues a notification with params marshalled to JSON (nil params:
+// no "params" member). It never blocks. It returns ErrConnClosed once the
+// connection is closing, and ErrSlowConsumer when this frame overflowed the
+// outbox (the connection is then closed).
+func (c *Conn) Notify(method string, params any) error {
+	if c.ctx.Err() != nil {
+		return ErrConnClosed
+	}
+	var raw json.RawMessage
+	if params != nil {
+		b, err := json.Marshal(params)
+		if err != nil {
+			return fmt.Errorf("notify %s: encode params: %w", method, err)
+		}
+		raw = b
+	}
+	return c.NotifyRaw(method, raw)
+}
+
+// NotifyRaw is Notify with params already marshalled, so a fan-out to many
+// connections marshals once. params must be valid JSON (an object, for
+// AHP); it is not checked, and it is not copied: do not modify it after
+// the call.
+func (c *Conn) NotifyRaw(method string, params json.RawMessage) error {
+	if c.ctx.Err() != nil {
+		return ErrConnClosed
+	}
+	return c.enqueue(notificationFrame(method, params), false)
+}
+
+// HoldUntilReply is called from inside Handler.Request: every notification
+// queued on this connection after this call and before the reply of the
+// current request is written after that reply, in the order queued. A
+// subscribe uses it so its snapshot reply reaches the client before the
+// actions that follow the snapshot. Outside Request it does nothing.
+func (c *Conn) HoldUntilReply() {
+	if !c.out.hold() {
+		c.log.Warn("HoldUntilReply called outside Handler.Request; ignored")
+	}
+}
+
+// enqueue queues an encoded frame for the writer. Replies are never held.
+func (c *Conn) enqueue(frame []byte, isReply bool) error {
+	err := c.out.push(frame, isReply)
+	var over *overBudgetError
+	if errors.As(err, &over) {
+		if c.closeWith(CloseSlowConsumer, err) {
+			c.srv.stats.slowConsumers.Add(1)
+			c.log.Warn("slow consumer: closing connection",
+				"pendingBytes", over.pending, "frameBytes", over.frame, "budgetBytes", over.budget)
+		}
+		return ErrSlowConsumer
+	}
+	return err
+}
+
+// notificationFrame encodes {"jsonrpc":"2.0","method":method,"params":params}.
+func notificationFrame(method string, params json.RawMessage) []byte {
+	const head, mid = `{"jsonrpc":"2.0","method":`, `,"params":`
+	b := make([]byte, 0, len(head)+len(method)+2+len(mid)+len(params)+1)
+	b = append(b, head...)
+	b = appendJSONString(b, method)
+	if len(params) > 0 {
+		b = append(b, mid...)
+		b = append(b, params...)
+	}
+	return append(b, '}')
+}
+
+// appendJSONString appends s as a JSON string, quoting plain ASCII names
+// (all AHP methods) without going through encoding/json.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if ch := s[i]; ch < 0x20 || ch >= 0x7f || ch == '"' || ch == '\\' || ch == '<' || ch == '>' || ch == '&' {
+			q, _ := json.Marshal(s) // a string always marshals
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// serve runs the connection on ServeHTTP's goroutine, which owns it. It
+// calls Connected, starts readLoop and jsonrpc2, runs writeLoop until the
+// connection starts closing, finishes the writes, waits for readLoop and
+// the last handler, and calls Disconnected.
+func (c *Conn) serve() {
+	c.log.Info("connection opened", "remote", c.remoteAddr)
+	c.ws.SetReadLimit(c.srv.opts.MaxMessageBytes)
+	if c.srv.opts.PingInterval > 0 {
+		c.ws.SetPongHandler(func(string) error {
+			c.extendReadDeadline()
+			return nil
+		})
+	}
+	if !c.safely("Connected", func() { c.srv.opts.Handler.Connected(c) }) {
+		c.Close(CloseInternalError)
+	}
+
+	go c.readLoop()
+	jc := jsonrpc2.NewConn(c.ctx, &stream{c: c}, dispatcher{c: c}, jsonrpc2.SetLogger(jsonrpc2Logger{c.log}))
+
+	c.writeLoop()
+	c.finishWrites()
+	_ = jc.Close()
+	<-c.readLoopDone
+	<-c.dispatchDone
+
+	c.safely("Disconnected", func() { c.srv.opts.Handler.Disconnected(c, c.reason) })
+	attrs := []any{"reason", c.reason}
+	if c.closeErr != nil {
+		attrs = append(attrs, "err", c.closeErr)
+	}
+	c.log.Info("connection closed", attrs...)
+}
+
+// readLoop is the connection's only socket reader; it runs in its own
+// goroutine, started by serve, which waits for it. It hands each frame,
+// unvalidated, to ReadObject (so error replies to bad frames stay in order
+// with the other replies) and reads the next frame while the handler runs:
+// a client that hangs up is seen, and the running Request's ctx cancelled,
+// even during a long handler, unless the client has already sent its next
+// frame. It returns on the first read error or when the connection closes.
+func (c *Conn) readLoop() {
+	defer close(c.readLoopDone)
+	for {
+		c.extendReadDeadline()
+		messageType, data, err := c.ws.ReadMessage()
+		if err != nil {
+			c.readFailed(err)
+			return
+		}
+		select {
+		case c.frames <- inFrame{messageType, data}:
+		case <-c.ctx.Done():
+			return
+		}
+	}
+}
+
+// pongWait is how long the reader waits for any frame, pongs included.
+func (c *Conn) pongWait() time.Duration {
+	return 2*c.srv.opts.PingInterval + c.srv.opts.WriteTimeout
+}
+
+// extendReadDeadline pushes the read deadline when pings are on. It is
+// called by readLoop and by the pong handler, which runs inside readLoop's
+// reads.
+func (c *Conn) extendReadDeadline() {
+	if c.srv.opts.PingInterval > 0 {
+		_ = c.ws.SetReadDeadline(time.Now().Add(c.pongWait()))
+	}
+}
+
+// readFailed closes the connection after a read error.
+func (c *Conn) readFailed(err error) {
+	reason := CloseReadError
+	var closeErr *websocket.CloseError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &closeErr):
+		reason = CloseClientClosed
+	case errors.Is(err, websocket.ErrReadLimit):
+		reason = CloseMessageTooBig
+	case c.srv.opts.PingInterval > 0 && errors.As(err, &netErr) && netErr.Timeout():
+		reason = ClosePingTimeout
+	}
+	if !c.closeWith(reason, err) {
+		return
+	}
+	switch reason {
+	case CloseMessageTooBig:
+		c.log.Warn("frame over the read limit: closing connection", "limitBytes", c.srv.opts.MaxMessageBytes)
+	case ClosePingTimeout:
+		c.srv.stats.pingTimeouts.Add(1)
+		c.log.Warn("client silent, no pong: closing connection", "waited", c.pongWait())
+	}
+}
+
+// writeLoop is the connection's only writer of data frames and pings; it
+// runs on serve's goroutine. It drains the outbox in order, one frame per
+// text message, each under a WriteTimeout deadline, until the connection
+// starts closing or a write fails.
+func (c *Conn) writeLoop() {
+	var ping <-chan time.Time
+	if interval := c.srv.opts.PingInterval; interval > 0 {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		ping = t.C
+	}
+	var batch [][]byte
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-ping:
+			err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.srv.opts.WriteTimeout))
+			if err != nil {
+				c.writeFailed(err)
+				return
+			}
+		case <-c.out.wake:
+			batch = c.out.take(batch)
+			if !c.writeFrames(batch, time.Time{}) {
+				return
+			}
+		}
+	}
+}
+
+// writeFrames writes frames in order, each under a WriteTimeout deadline,
+// or under deadline when it is not zero. It reports false after a failed
+// write, which closes the connection.
+func (c *Conn) writeFrames(frames [][]byte, deadline time.Time) bool {
+	for _, f := range frames {
+		d := deadline
+		if d.IsZero() {
+			d = time.Now().Add(c.srv.opts.WriteTimeout)
+		}
+		_ = c.ws.SetWriteDeadline(d)
+		if err := c.ws.WriteMessage(websocket.TextMessage, f); err != nil {
+			c.writeFailed(err)
+			return false
+		}
+		c.out.written(len(f))
+	}
+	return true
+}
+
+// writeFailed closes the connection after a write error.
+func (c *Conn) writeFailed(err error) {
+	var netErr net.Error
+	if errors.As(err, &netErr) && netErr.Timeout() {
+		if c.closeWith(CloseWriteTimeout, err) {
+			c.srv.stats.writeTimeouts.Add(1)
+			c.log.Warn("write timeout: closing connection",
+				"timeout", c.srv.opts.WriteTimeout, "pendingBytes", c.out.pendingBytes())
+		}
+		return
+	}
+	c.closeWith(CloseWriteError, err)
+}
+
+// finishWrites ends the write side once the connection is closing. A
+// graceful close writes what is still queued, all within one WriteTimeout,
+// sends a close frame and waits up to closeGrace for the client's answer;
+// every close ends with the socket closed.
+func (c *Conn) finishWrites() {
+	if code, graceful := c.reason.closeCode(); graceful {
+		deadline := time.Now().Add(c.srv.opts.WriteTimeout)
+		if c.writeFrames(c.out.take(nil), deadline) {
+			msg := websocket.FormatCloseMessage(code, c.reason.String())
+			if c.ws.WriteControl(websocket.CloseMessage, msg, time.Now().Add(closeGrace)) == nil {
+				t := time.NewTimer(closeGrace)
+				select {
+				case <-c.readLoopDone:
+				case <-t.C:
+				}
+				t.Stop()
+			}
+		}
+	}
+	_ = c.ws.Close()
+}
+
+// safely runs a Handler method, recovering and logging a panic. It reports
+// false after a panic.
+func (c *Conn) safely(what string, f func()) (ok bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.srv.stats.panics.Add(1)
+			c.log.Error("handler panic", "in", what, "panic", p, "stack", string(debug.Stack()))
+			ok = false
+		}
+	}()
+	f()
+	return true
+}
+
+// jsonrpc2Logger routes jsonrpc2's own log lines (such as an answer to no
+// request) to the connection's logger.
+type jsonrpc2Logger struct{ log *slog.Logger }
+
+func (l jsonrpc2Logger) Printf(format string, args ...any) {
+	l.log.Warn(strings.TrimSpace(fmt.Sprintf(format, args...)), "source", "jsonrpc2")
+}

@@ -1,0 +1,182 @@
+package rpc
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// ErrConnClosed is returned by Notify and NotifyRaw once the connection is
+// closing or closed. The frame was not queued.
+var ErrConnClosed = errors.New("rpc: connection closed")
+
+// ErrSlowConsumer is returned by the Notify call whose frame would have
+// pushed the connection's outbox over its byte budget. The connection is
+// closed with CloseSlowConsumer; errors.Is(err, ErrConnClosed) holds.
+var ErrSlowConsumer = fmt.Errorf("%w: slow consumer", ErrConnClosed)
+
+// outbox is a connection's single ordered queue of encoded frames (replies
+// and notifications) waiting for its writer goroutine. push never blocks:
+// it appends under mu and wakes the writer; a push that would exceed the
+// byte budget is refused and the caller closes the connection
+// (nats server/client.go queueOutbound).
+//
+// HoldUntilReply timeline, all under mu:
+//  1. the read loop calls beginRequest before the handler runs;
+//  2. the handler calls hold: from now on notifications go to held, replies
+//     still go to queue;
+//  3. the read loop queues the reply, then calls endRequest, which appends
+//     held to queue in order and stops holding.
+//
+// So every notification queued between 2 and 3 reaches the client after
+// the reply, and notifications keep their relative order.
+type outbox struct {
+	// budget is the most bytes that may be queued but unwritten; a single
+	// frame larger than budget is still accepted when nothing is pending.
+	budget int
+
+	// wake has room for one signal: push leaves one when it queues a frame,
+	// the writer takes it and drains everything queued so far.
+	wake chan struct{}
+
+	// mu guards the fields below.
+	mu sync.Mutex
+	// queue is what the writer sends next, in order.
+	queue [][]byte
+	// held are notifications queued while holding, in order.
+	held [][]byte
+	// pending counts bytes in queue and held plus the bytes the writer has
+	// taken but not finished writing.
+	pending int
+	// inRequest is true while a request handler runs on the read loop.
+	inRequest bool
+	// holding is true between hold and the end of the current request.
+	holding bool
+	// closed refuses further pushes.
+	closed bool
+}
+
+func newOutbox(budget int) *outbox {
+	return &outbox{budget: budget, wake: make(chan struct{}, 1)}
+}
+
+// overBudgetError is what push returns when frame would exceed the budget.
+type overBudgetError struct {
+	pending, frame, budget int
+}
+
+func (e *overBudgetError) Error() string {
+	return fmt.Sprintf("outbox over budget: %d bytes pending + %d byte frame > %d", e.pending, e.frame, e.budget)
+}
+
+// push queues frame. A reply (isReply) is never held. It returns
+// ErrConnClosed after close, or an *overBudgetError, after which the outbox
+// is closed.
+func (o *outbox) push(frame []byte, isReply bool) error {
+	n := len(frame)
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return ErrConnClosed
+	}
+	if o.pending > 0 && o.pending+n > o.budget {
+		err := &overBudgetError{pending: o.pending, frame: n, budget: o.budget}
+		o.closed = true
+		o.mu.Unlock()
+		return err
+	}
+	o.pending += n
+	if o.holding && !isReply {
+		o.held = append(o.held, frame)
+		o.mu.Unlock()
+		return nil
+	}
+	o.queue = append(o.queue, frame)
+	o.mu.Unlock()
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// take hands the writer everything queued, swapping in spare (emptied) as
+// the new queue so steady traffic does not allocate. The bytes stay
+// pending until the writer reports them with written.
+func (o *outbox) take(spare [][]byte) [][]byte {
+	clear(spare)
+	o.mu.Lock()
+	frames := o.queue
+	o.queue = spare[:0]
+	o.mu.Unlock()
+	return frames
+}
+
+// written reports n bytes as written to the socket.
+func (o *outbox) written(n int) {
+	o.mu.Lock()
+	o.pending -= n
+	o.mu.Unlock()
+}
+
+// beginRequest marks the start of a request handler on the read loop.
+func (o *outbox) beginRequest() {
+	o.mu.Lock()
+	o.inRequest = true
+	o.mu.Unlock()
+}
+
+// hold starts holding notifications until endRequest. It reports false
+// when no request handler is running.
+func (o *outbox) hold() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.inRequest {
+		return false
+	}
+	o.holding = true
+	return true
+}
+
+// endRequest ends the current request (its reply, if any, is already
+// queued) and releases held notifications behind it.
+func (o *outbox) endRequest() {
+	o.mu.Lock()
+	o.inRequest = false
+	released := o.releaseLocked()
+	o.mu.Unlock()
+	if released {
+		select {
+		case o.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// releaseLocked moves held to the tail of queue. o.mu must be held.
+func (o *outbox) releaseLocked() bool {
+	o.holding = false
+	if len(o.held) == 0 {
+		return false
+	}
+	o.queue = append(o.queue, o.held...)
+	clear(o.held)
+	o.held = o.held[:0]
+	return true
+}
+
+// close refuses further pushes. Held notifications are released behind
+// what is queued, so a graceful close can still deliver them.
+func (o *outbox) close() {
+	o.mu.Lock()
+	o.closed = true
+	o.releaseLocked()
+	o.mu.Unlock()
+}
+
+// pendingBytes returns the bytes queued or being written.
+func (o *outbox) pendingBytes() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.pending
+}

@@ -1,0 +1,319 @@
+// Package rpc is ahpd's transport: it serves the Agent Host Protocol as
+// JSON-RPC 2.0 over websockets, one message per text frame (AHP.md §1).
+//
+// cmd/ahpd mounts a Server on its loopback HTTP listener; internal/host
+// implements Handler and pushes notifications through Conn.Notify. This
+// package holds no protocol state and no business logic: it checks the
+// token, frames and validates messages, answers what it cannot hand on
+// (parse errors, malformed requests), maps handler errors to JSON-RPC
+// errors with ahp.WireError, and keeps one bounded, ordered outbox per
+// connection so that no caller ever waits on a client.
+//
+// sourcegraph/jsonrpc2 does the request/response bookkeeping over a custom
+// ObjectStream (stream.go), which avoids its two traps (STYLE.md): it
+// validates frames itself so a bad frame never closes the connection, and
+// it queues writes instead of writing under jsonrpc2's mutex.
+package rpc
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// Handler is the host side of a connection. Its methods are called from
+// the connection's own goroutines, never concurrently for one connection
+// except Disconnected, which is called once after the last Request or
+// Notification has returned.
+type Handler interface {
+	// Connected is called once, before the first Request or Notification.
+	Connected(c *Conn)
+	// Request answers a request. It runs on the connection's read loop, so
+	// requests of one connection are handled in order; it may block briefly
+	// (it blocks only its own connection). ctx is cancelled when the
+	// connection starts closing. The error is answered with
+	// ahp.WireError(err); ahp.ErrMethodNotFound answers -32601.
+	Request(ctx context.Context, c *Conn, method string, params json.RawMessage) (result any, err error)
+	// Notification handles a client notification (dispatchAction,
+	// unsubscribe), in order with requests. It is never answered.
+	Notification(c *Conn, method string, params json.RawMessage)
+	// Disconnected is called once when the connection is gone.
+	Disconnected(c *Conn, reason CloseReason)
+}
+
+// Options configure a Server. Zero values take the documented defaults.
+type Options struct {
+	// Handler receives the connections; required.
+	Handler Handler
+	// Token, when not empty, must be presented by the upgrade request as
+	// query "?tkn=<token>" or header "Authorization: Bearer <token>".
+	Token string
+	// Logger receives the transport's logs; each connection logs with the
+	// attribute "conn". Default slog.Default().
+	Logger *slog.Logger
+	// OutboxBytes is the per-connection budget of queued-but-unwritten
+	// bytes; a connection that would exceed it is closed with
+	// CloseSlowConsumer. Default 16 MiB.
+	OutboxBytes int
+	// WriteTimeout bounds the write of one frame. Default 10s.
+	WriteTimeout time.Duration
+	// MaxMessageBytes is the largest frame read; a larger one closes the
+	// connection with CloseMessageTooBig. Default 64 MiB.
+	MaxMessageBytes int64
+	// PingInterval is how often the server pings each client; a client that
+	// sends nothing, not even a pong, for 2×PingInterval+WriteTimeout is
+	// closed with ClosePingTimeout. Default 30s; negative disables pings.
+	PingInterval time.Duration
+}
+
+// Defaults for Options.
+const (
+	DefaultOutboxBytes     = 16 << 20
+	DefaultWriteTimeout    = 10 * time.Second
+	DefaultMaxMessageBytes = 64 << 20
+	DefaultPingInterval    = 30 * time.Second
+)
+
+// Stats are the server's counters, for `ahpd status`.
+type Stats struct {
+	Connections   int    // open now
+	Accepted      uint64 // upgrades accepted since start
+	Unauthorized  uint64 // upgrades refused with 401
+	SlowConsumers uint64 // connections closed with CloseSlowConsumer
+	WriteTimeouts uint64 // connections closed with CloseWriteTimeout
+	PingTimeouts  uint64 // connections closed with ClosePingTimeout
+	BadFrames     uint64 // frames answered -32700 or -32600 by the transport
+	HandlerPanics uint64 // panics recovered from Handler methods
+}
+
+// counters are the atomics behind Stats.
+type counters struct {
+	accepted, unauthorized, slowConsumers, writeTimeouts, pingTimeouts, badFrames, panics atomic.Uint64
+}
+
+// Server accepts websocket connections and runs them. It is an
+// http.Handler: mount it at any path.
+type Server struct {
+	opts     Options
+	log      *slog.Logger
+	upgrader websocket.Upgrader
+	// tokenSum is sha256(opts.Token), so the comparison is constant-time
+	// whatever the length of the token presented.
+	tokenSum [sha256.Size]byte
+	stats    counters
+
+	// mu guards conns, shuttingDown and idleClosed. A connection is in
+	// conns from its upgrade until its goroutines have ended.
+	mu           sync.Mutex
+	conns        map[*Conn]struct{}
+	shuttingDown bool
+	// idle is closed once shuttingDown is set and conns is empty.
+	idle       chan struct{}
+	idleClosed bool
+}
+
+// NewServer returns a Server for o. It panics without a Handler.
+func NewServer(o Options) *Server {
+	if o.Handler == nil {
+		panic("rpc.NewServer: Options.Handler is required")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.OutboxBytes <= 0 {
+		o.OutboxBytes = DefaultOutboxBytes
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = DefaultWriteTimeout
+	}
+	if o.MaxMessageBytes <= 0 {
+		o.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if o.PingInterval == 0 {
+		o.PingInterval = DefaultPingInterval
+	}
+	s := &Server{
+		opts:  o,
+		log:   o.Logger,
+		conns: make(map[*Conn]struct{}),
+		idle:  make(chan struct{}),
+		upgrader: websocket.Upgrader{
+			// Buffers are borrowed only while a frame is written, so idle
+			// connections hold none. CheckOrigin is gorilla's default:
+			// browsers on another origin are refused.
+			WriteBufferPool: &sync.Pool{},
+		},
+	}
+	if o.Token != "" {
+		s.tokenSum = sha256.Sum256([]byte(o.Token))
+	}
+	return s
+}
+
+// ServeHTTP checks the token, upgrades the request to a websocket and runs
+// the connection until it closes. The calling goroutine (net/http's) owns
+// the connection: it is the connection's writer, and it returns only once
+// the connection's other goroutines have ended.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.isShuttingDown() {
+		http.Error(w, "ahpd is shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	token, ok := s.authorize(r)
+	if !ok {
+		s.stats.unauthorized.Add(1)
+		s.log.Info("upgrade refused: missing or wrong token", "remote", r.RemoteAddr)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="ahpd"`)
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+		return
+	}
+	ws, err := s.upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		// Upgrade has already answered the request.
+		s.log.Info("websocket upgrade failed", "remote", r.RemoteAddr, "err", err)
+		return
+	}
+	c := newConn(s, ws, r.RemoteAddr, token)
+	if !s.add(c) {
+		_ = ws.WriteControl(websocket.CloseMessage,
+			websocket.FormatCloseMessage(websocket.CloseGoingAway, CloseServerShutdown.String()),
+			time.Now().Add(time.Second))
+		_ = ws.Close()
+		return
+	}
+	s.stats.accepted.Add(1)
+	defer s.remove(c)
+	c.serve()
+}
+
+// authorize returns the token the request presents and whether it may
+// connect. With no Options.Token every request may, and the token it
+// presents (if any) is still returned for grants.
+func (s *Server) authorize(r *http.Request) (token string, ok bool) {
+	bearer := bearerToken(r.Header.Get("Authorization"))
+	query := r.URL.Query().Get("tkn")
+	if s.opts.Token == "" {
+		if bearer != "" {
+			return bearer, true
+		}
+		return query, true
+	}
+	for _, t := range [...]string{bearer, query} {
+		if t == "" {
+			continue
+		}
+		sum := sha256.Sum256([]byte(t))
+		if subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) == 1 {
+			return t, true
+		}
+	}
+	return "", false
+}
+
+// bearerToken returns the token of an "Authorization: Bearer <token>"
+// header value, or "".
+func bearerToken(header string) string {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(header), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(token)
+}
+
+func (s *Server) isShuttingDown() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.shuttingDown
+}
+
+// add registers c; it refuses once shutdown has begun.
+func (s *Server) add(c *Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shuttingDown {
+		return false
+	}
+	s.conns[c] = struct{}{}
+	return true
+}
+
+// remove unregisters c once its goroutines have ended.
+func (s *Server) remove(c *Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.conns, c)
+	s.closeIdleLocked()
+}
+
+// closeIdleLocked closes s.idle when shutdown has begun and no connection
+// is left. s.mu must be held.
+func (s *Server) closeIdleLocked() {
+	if s.shuttingDown && len(s.conns) == 0 && !s.idleClosed {
+		s.idleClosed = true
+		close(s.idle)
+	}
+}
+
+// Shutdown refuses new connections, closes every connection with
+// CloseServerShutdown (queued frames are still written, within
+// WriteTimeout, then a close frame 1001) and waits until every
+// connection's goroutines have ended and Disconnected has returned. If ctx
+// ends first, the remaining sockets are cut and Shutdown returns an error
+// wrapping ctx.Err(); a handler that ignores its ctx may then still be
+// running. Shutdown may be called more than once.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.shuttingDown = true
+	conns := make([]*Conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.closeIdleLocked()
+	s.mu.Unlock()
+
+	for _, c := range conns {
+		c.Close(CloseServerShutdown)
+	}
+	select {
+	case <-s.idle:
+		return nil
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	left := make([]*Conn, 0, len(s.conns))
+	for c := range s.conns {
+		left = append(left, c)
+	}
+	s.mu.Unlock()
+	for _, c := range left {
+		_ = c.ws.Close()
+	}
+	return fmt.Errorf("rpc shutdown: %d connections still open: %w", len(left), ctx.Err())
+}
+
+// Stats returns the server's counters.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	open := len(s.conns)
+	s.mu.Unlock()
+	return Stats{
+		Connections:   open,
+		Accepted:      s.stats.accepted.Load(),
+		Unauthorized:  s.stats.unauthorized.Load(),
+		SlowConsumers: s.stats.slowConsumers.Load(),
+		WriteTimeouts: s.stats.writeTimeouts.Load(),
+		PingTimeouts:  s.stats.pingTimeouts.Load(),
+		BadFrames:     s.stats.badFrames.Load(),
+		HandlerPanics: s.stats.panics.Load(),
+	}
+}

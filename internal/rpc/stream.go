@@ -1,0 +1,178 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"runtime/debug"
+
+	"github.com/gorilla/websocket"
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/ahpd/ahpd/internal/ahp"
+)
+
+// stream is the jsonrpc2.ObjectStream of one connection.
+//
+// ReadObject is called only by jsonrpc2's read loop; it validates every
+// frame and answers the bad ones itself, because jsonrpc2 closes the whole
+// connection on the first decode error (STYLE.md trap 1).
+//
+// WriteObject only queues: jsonrpc2 writes under its own mutex from the
+// caller's goroutine, so a direct socket write would let one slow client
+// stall every reply (STYLE.md trap 2).
+type stream struct{ c *Conn }
+
+var _ jsonrpc2.ObjectStream = (*stream)(nil)
+
+// ReadObject returns the next valid frame decoded into v. It returns
+// io.EOF (which jsonrpc2 does not log) once the connection is closing; the
+// real cause is the connection's CloseReason.
+func (s *stream) ReadObject(v any) error {
+	c := s.c
+	for {
+		var f inFrame
+		select {
+		case f = <-c.frames:
+		case <-c.ctx.Done():
+		}
+		if c.ctx.Err() != nil {
+			c.dispatchDoneOnce.Do(func() { close(c.dispatchDone) })
+			return io.EOF
+		}
+		if f.messageType != websocket.TextMessage {
+			c.badFrame(invalidRequest(nil, "binary frames are not supported"), len(f.data))
+			continue
+		}
+		if _, ferr := checkFrame(f.data); ferr != nil {
+			c.badFrame(ferr, len(f.data))
+			continue
+		}
+		if err := decodeInto(v, f.data); err != nil {
+			// checkFrame admits only what jsonrpc2 decodes (FuzzFrame
+			// checks it); answer rather than hand jsonrpc2 a half-decoded
+			// message.
+			c.log.Error("bug: frame passed checkFrame but jsonrpc2 cannot decode it", "err", err)
+			c.badFrame(invalidRequest(nil, "%v", err), len(f.data))
+			continue
+		}
+		return nil
+	}
+}
+
+// decodeInto decodes data into a fresh value of v's type and stores it in
+// v only on success, so a failed decode leaves v as it was.
+func decodeInto(v any, data []byte) error {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return fmt.Errorf("decode frame: want a non-nil pointer, got %T", v)
+	}
+	fresh := reflect.New(rv.Elem().Type())
+	if err := json.Unmarshal(data, fresh.Interface()); err != nil {
+		return err
+	}
+	rv.Elem().Set(fresh.Elem())
+	return nil
+}
+
+// badFrame answers a frame the transport refuses and counts it.
+func (c *Conn) badFrame(ferr *frameError, size int) {
+	c.srv.stats.badFrames.Add(1)
+	c.log.Debug("bad frame", "bytes", size, "err", ferr.err)
+	_ = c.enqueue(ferr.frame(), true)
+}
+
+// WriteObject encodes obj (a jsonrpc2 reply) and queues it. It never
+// blocks.
+func (s *stream) WriteObject(obj any) error {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	return s.c.enqueue(b, true)
+}
+
+// Close is called by jsonrpc2 when its Conn closes, which happens only
+// after the connection has started closing; the socket itself is closed by
+// serve.
+func (s *stream) Close() error {
+	s.c.closeWith(CloseReadError, errors.New("jsonrpc2 closed the stream"))
+	return nil
+}
+
+// dispatcher is the jsonrpc2.Handler of one connection. Handle runs on
+// jsonrpc2's read loop, one message at a time, so a connection's requests
+// and notifications reach the Handler in the order they were sent. It is
+// never wrapped in jsonrpc2.AsyncHandler, which would lose that order.
+type dispatcher struct{ c *Conn }
+
+// Handle calls the Handler and, for a request, queues exactly one reply.
+func (d dispatcher) Handle(ctx context.Context, jc *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	c := d.c
+	params := paramsOf(req)
+	if req.Notif {
+		c.safely("Notification "+req.Method, func() {
+			c.srv.opts.Handler.Notification(c, req.Method, params)
+		})
+		return
+	}
+	c.out.beginRequest()
+	result, err := c.request(ctx, req.Method, params)
+	resp := c.response(req, result, err)
+	if err := jc.SendResponse(ctx, resp); err != nil {
+		c.log.Debug("reply not sent", "method", req.Method, "id", req.ID.String(), "err", err)
+	}
+	c.out.endRequest()
+}
+
+// paramsOf returns the request's params, nil when absent or null.
+func paramsOf(req *jsonrpc2.Request) json.RawMessage {
+	if req.Params == nil || string(*req.Params) == "null" {
+		return nil
+	}
+	return *req.Params
+}
+
+// request calls Handler.Request, turning a panic into an internal error.
+func (c *Conn) request(ctx context.Context, method string, params json.RawMessage) (result any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.srv.stats.panics.Add(1)
+			c.log.Error("handler panic", "in", "Request", "method", method, "panic", p, "stack", string(debug.Stack()))
+			result, err = nil, ahp.Errorf(ahp.ErrInternal, "handler for %s failed", method)
+		}
+	}()
+	return c.srv.opts.Handler.Request(ctx, c, method, params)
+}
+
+// response builds the reply to req: result, or err mapped by ahp.WireError.
+func (c *Conn) response(req *jsonrpc2.Request, result any, err error) *jsonrpc2.Response {
+	resp := &jsonrpc2.Response{ID: req.ID}
+	if err == nil {
+		b, mErr := json.Marshal(result)
+		if mErr == nil {
+			raw := json.RawMessage(b)
+			resp.Result = &raw
+			return resp
+		}
+		c.log.Error("encode result", "method", req.Method, "err", mErr)
+		err = ahp.Errorf(ahp.ErrInternal, "encode result of %s", req.Method)
+	}
+	code, message, data := ahp.WireError(err)
+	wire := &jsonrpc2.Error{Code: int64(code), Message: message}
+	if data != nil {
+		b, mErr := json.Marshal(data)
+		if mErr == nil {
+			raw := json.RawMessage(b)
+			wire.Data = &raw
+		} else {
+			c.log.Error("encode error data", "method", req.Method, "err", mErr)
+		}
+	}
+	resp.Error = wire
+	c.log.Debug("request failed", "method", req.Method, "code", code, "err", err)
+	return resp
+}

@@ -1,0 +1,560 @@
+// Package session is the session actor: one goroutine per live session owns
+// its SessionState (the chats catalogue, the default chat, the session's
+// directories and flags) and the chat actors of its chats. The host routes
+// session-channel requests and actions here and asks it for its chats.
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/bus"
+	"github.com/ahpd/ahpd/internal/chat"
+	"github.com/ahpd/ahpd/internal/mailbox"
+	"github.com/ahpd/ahpd/internal/reduce"
+	"github.com/ahpd/ahpd/internal/store"
+)
+
+// ErrClosed is returned by a session that has been closed.
+var ErrClosed = errors.New("session closed")
+
+// Config is what a session actor needs.
+type Config struct {
+	Record   store.SessionRecord
+	Agent    agent.Agent // nil when the provider is not available here
+	Settings json.RawMessage
+	Bus      *bus.Bus
+	Store    *store.Store
+	Logger   *slog.Logger
+	Now      func() time.Time
+	// OnSummary receives the session's summary whenever it changes; called
+	// from the actor's goroutine, must not block.
+	OnSummary func(ahp.SessionSummary)
+	// OnChatIndex tells the host which chats the session holds, so it can
+	// route chat URIs (added true, removed false).
+	OnChatIndex  func(chat string, added bool)
+	TurnsView    int
+	ClosedChats  string // "hidden" | "delete"
+	CommandShell string
+}
+
+// Session is one session actor.
+type Session struct {
+	cfg      Config
+	uri      string
+	log      *slog.Logger
+	box      *mailbox.Box[func()]
+	done     chan struct{}
+	stopping chan struct{}
+	once     sync.Once
+
+	// Owned by run.
+	state  ahp.SessionState
+	record store.SessionRecord
+	chats  map[string]*chatEntry
+}
+
+type chatEntry struct {
+	record store.ChatRecord
+	actor  *chat.Chat
+}
+
+// Open loads the session's chats and starts its actor.
+func Open(ctx context.Context, cfg Config) (*Session, error) {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.ClosedChats == "" {
+		cfg.ClosedChats = "hidden"
+	}
+	s := &Session{
+		cfg:      cfg,
+		uri:      cfg.Record.URI,
+		log:      cfg.Logger.With("session", cfg.Record.URI),
+		box:      mailbox.New[func()](4096),
+		done:     make(chan struct{}),
+		stopping: make(chan struct{}),
+		record:   cfg.Record,
+		chats:    make(map[string]*chatEntry),
+	}
+	recs, err := cfg.Store.Chats(ctx, s.uri, false)
+	if err != nil {
+		return nil, fmt.Errorf("open session %s: %w", s.uri, err)
+	}
+	s.state = ahp.SessionState{
+		Resource:           s.uri,
+		Provider:           cfg.Record.Provider,
+		Title:              cfg.Record.Title,
+		Status:             ahp.StatusIdle | ahp.SessionStatus(cfg.Record.Flags),
+		WorkingDirectories: cfg.Record.WorkingDirectories,
+		CreatedAt:          iso(cfg.Record.CreatedAt),
+		ModifiedAt:         iso(cfg.Record.ModifiedAt),
+		Lifecycle:          "ready",
+		ActiveClients:      []ahp.ActiveClient{},
+		Chats:              []ahp.ChatSummary{},
+		DefaultChat:        cfg.Record.DefaultChat,
+	}
+	for _, r := range recs {
+		s.chats[r.URI] = &chatEntry{record: r}
+		s.state.Chats = append(s.state.Chats, summaryOfRecord(r))
+	}
+	if s.state.DefaultChat == "" && len(s.state.Chats) > 0 {
+		s.state.DefaultChat = s.state.Chats[0].Resource
+	}
+	go s.run()
+	return s, nil
+}
+
+func summaryOfRecord(r store.ChatRecord) ahp.ChatSummary {
+	cs := ahp.ChatSummary{
+		Resource:           r.URI,
+		Title:              r.Title,
+		Status:             ahp.StatusIdle | ahp.SessionStatus(r.Flags),
+		ModifiedAt:         iso(r.ModifiedAt),
+		Interactivity:      r.Interactivity,
+		WorkingDirectories: r.WorkingDirectories,
+	}
+	if len(r.Origin) > 0 {
+		var o ahp.ChatOrigin
+		if json.Unmarshal(r.Origin, &o) == nil {
+			cs.Origin = &o
+		}
+	}
+	return cs
+}
+
+func iso(t time.Time) string {
+	if t.IsZero() {
+		t = time.Unix(0, 0)
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+// URI is the session's URI.
+func (s *Session) URI() string { return s.uri }
+
+// Done is closed when the actor has stopped.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+func (s *Session) do(fn func()) error {
+	select {
+	case <-s.done:
+		return ErrClosed
+	default:
+	}
+	if err := s.box.Push(fn); err != nil {
+		if errors.Is(err, mailbox.ErrClosed) {
+			return ErrClosed
+		}
+		return fmt.Errorf("session %s: %w", s.uri, err)
+	}
+	return nil
+}
+
+func (s *Session) call(ctx context.Context, fn func()) error {
+	finished := make(chan struct{})
+	if err := s.do(func() { defer close(finished); fn() }); err != nil {
+		return err
+	}
+	select {
+	case <-finished:
+		return nil
+	case <-s.done:
+		select {
+		case <-finished:
+			return nil
+		default:
+		}
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// run is the session actor's loop; only it touches state, record and chats.
+func (s *Session) run() {
+	defer close(s.done)
+	var batch []func()
+	for {
+		select {
+		case <-s.stopping:
+			for _, fn := range s.box.Pop(batch) {
+				fn()
+			}
+			return
+		case <-s.box.Wake():
+			batch = s.box.Pop(batch)
+			for i, fn := range batch {
+				fn()
+				batch[i] = nil
+			}
+		}
+	}
+}
+
+// Close stops every open chat and the actor.
+func (s *Session) Close(ctx context.Context) error {
+	var actors []*chat.Chat
+	_ = s.call(ctx, func() {
+		for _, e := range s.chats {
+			if e.actor != nil {
+				actors = append(actors, e.actor)
+			}
+		}
+	})
+	var errs []error
+	for _, a := range actors {
+		if err := a.Close(ctx, false); err != nil && !errors.Is(err, chat.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	s.once.Do(func() {
+		s.box.Close()
+		close(s.stopping)
+	})
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		errs = append(errs, ctx.Err())
+	}
+	return errors.Join(errs...)
+}
+
+// apply runs a's reducer on the session state and publishes it.
+func (s *Session) apply(a ahp.Action, origin *ahp.ActionOrigin) {
+	before := s.summary()
+	reduce.Session(&s.state, a)
+	s.cfg.Bus.Publish(s.uri, a, origin, "")
+	after := s.summary()
+	if b, _ := json.Marshal(before); true {
+		if a2, _ := json.Marshal(after); string(b) != string(a2) && s.cfg.OnSummary != nil {
+			s.cfg.OnSummary(after)
+		}
+	}
+}
+
+// summary is the session's catalogue entry (listSessions, root
+// notifications), derived from its state.
+func (s *Session) summary() ahp.SessionSummary {
+	st := &s.state
+	sum := ahp.SessionSummary{
+		Resource:           s.uri,
+		Provider:           st.Provider,
+		Title:              st.Title,
+		Status:             st.Status,
+		Activity:           st.Activity,
+		WorkingDirectories: st.WorkingDirectories,
+		CreatedAt:          st.CreatedAt,
+		ModifiedAt:         st.ModifiedAt,
+		DefaultChat:        st.DefaultChat,
+	}
+	for _, c := range st.Chats {
+		if c.ModifiedAt > sum.ModifiedAt {
+			sum.ModifiedAt = c.ModifiedAt
+		}
+		sum.Chats = append(sum.Chats, ahp.SessionChatSummary{
+			Resource: c.Resource, Title: c.Title, Origin: c.Origin, Interactivity: c.Interactivity, Status: c.Status, Changes: c.Changes,
+		})
+	}
+	return sum
+}
+
+// Summary returns the session's catalogue entry.
+func (s *Session) Summary(ctx context.Context) (ahp.SessionSummary, error) {
+	var sum ahp.SessionSummary
+	err := s.call(ctx, func() { sum = s.summary() })
+	return sum, err
+}
+
+// Subscribe returns the session's snapshot and adds sub to its channel in
+// the same step.
+func (s *Session) Subscribe(ctx context.Context, sub bus.Subscriber) (ahp.Snapshot, error) {
+	var snap ahp.Snapshot
+	var merr error
+	err := s.call(ctx, func() {
+		seq := s.cfg.Bus.Subscribe(sub, s.uri)
+		raw, err := json.Marshal(s.state)
+		if err != nil {
+			merr = fmt.Errorf("marshal session %s: %w", s.uri, err)
+			return
+		}
+		snap = ahp.Snapshot{Resource: s.uri, State: json.RawMessage(raw), FromSeq: seq}
+	})
+	if err != nil {
+		return ahp.Snapshot{}, err
+	}
+	return snap, merr
+}
+
+// State returns a copy of the session's state.
+func (s *Session) State(ctx context.Context) (ahp.SessionState, error) {
+	var raw []byte
+	if err := s.call(ctx, func() { raw, _ = json.Marshal(s.state) }); err != nil {
+		return ahp.SessionState{}, err
+	}
+	var st ahp.SessionState
+	err := json.Unmarshal(raw, &st)
+	return st, err
+}
+
+// Chat returns the actor of one of the session's chats, opening it first
+// when needed.
+func (s *Session) Chat(ctx context.Context, uri string) (*chat.Chat, error) {
+	var c *chat.Chat
+	var oerr error
+	err := s.call(ctx, func() { c, oerr = s.openChat(ctx, uri) })
+	if err != nil {
+		return nil, err
+	}
+	return c, oerr
+}
+
+// openChat starts the actor of a chat this session holds.
+func (s *Session) openChat(ctx context.Context, uri string) (*chat.Chat, error) {
+	e, ok := s.chats[uri]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, uri)
+	}
+	if e.actor != nil {
+		select {
+		case <-e.actor.Done():
+		default:
+			return e.actor, nil
+		}
+	}
+	dirs, err := localPaths(s.chatDirectories(e.record))
+	if err != nil {
+		return nil, fmt.Errorf("open chat %s: %w", uri, err)
+	}
+	c, err := chat.Open(ctx, chat.Config{
+		URI:          uri,
+		Session:      s.uri,
+		Record:       e.record,
+		Directories:  dirs,
+		Provider:     s.record.Provider,
+		Agent:        s.cfg.Agent,
+		Settings:     s.cfg.Settings,
+		Bus:          s.cfg.Bus,
+		Store:        s.cfg.Store,
+		Logger:       s.cfg.Logger,
+		Now:          s.cfg.Now,
+		TurnsView:    s.cfg.TurnsView,
+		CommandShell: s.cfg.CommandShell,
+		OnSummary: func(cs ahp.ChatSummary) {
+			_ = s.do(func() { s.chatSummaryChanged(cs) })
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.actor = c
+	return c, nil
+}
+
+// chatDirectories are the directories a chat works in: its own subset, or
+// the session's.
+func (s *Session) chatDirectories(r store.ChatRecord) []string {
+	if len(r.WorkingDirectories) > 0 {
+		return r.WorkingDirectories
+	}
+	return s.state.WorkingDirectories
+}
+
+// chatSummaryChanged folds a chat's new summary into the catalogue and says
+// what changed (session/chatUpdated).
+func (s *Session) chatSummaryChanged(cs ahp.ChatSummary) {
+	i := slices.IndexFunc(s.state.Chats, func(c ahp.ChatSummary) bool { return c.Resource == cs.Resource })
+	if i < 0 {
+		return
+	}
+	old := s.state.Chats[i]
+	changes := diffChatSummary(old, cs)
+	if changes == nil {
+		return
+	}
+	if e := s.chats[cs.Resource]; e != nil {
+		e.record.Title = cs.Title
+	}
+	s.apply(ahp.SessionChatUpdated{Chat: cs.Resource, Changes: *changes}, nil)
+	if cs.Resource == s.state.DefaultChat && changes.Title != nil && s.state.Title != cs.Title {
+		s.apply(ahp.SessionTitleChanged{Title: cs.Title}, nil)
+		s.record.Title = cs.Title
+	}
+	if cs.ModifiedAt > s.state.ModifiedAt {
+		s.state.ModifiedAt = cs.ModifiedAt
+		if t, err := time.Parse(time.RFC3339Nano, cs.ModifiedAt); err == nil {
+			s.record.ModifiedAt = t
+		}
+		if s.cfg.OnSummary != nil {
+			s.cfg.OnSummary(s.summary())
+		}
+	}
+	s.persist()
+}
+
+func diffChatSummary(a, b ahp.ChatSummary) *ahp.PartialChatSummary {
+	var p ahp.PartialChatSummary
+	changed := false
+	if a.Title != b.Title {
+		p.Title, changed = &b.Title, true
+	}
+	if a.Status != b.Status {
+		p.Status, changed = &b.Status, true
+	}
+	if a.Activity != b.Activity {
+		p.Activity, changed = &b.Activity, true
+	}
+	if a.ModifiedAt != b.ModifiedAt {
+		p.ModifiedAt, changed = &b.ModifiedAt, true
+	}
+	if a.Interactivity != b.Interactivity {
+		p.Interactivity, changed = &b.Interactivity, true
+	}
+	if !slices.Equal(a.WorkingDirectories, b.WorkingDirectories) {
+		p.WorkingDirectories, changed = b.WorkingDirectories, true
+	}
+	if oa, ob := jsonOf(a.Origin), jsonOf(b.Origin); oa != ob {
+		p.Origin, changed = b.Origin, true
+	}
+	if !changed {
+		return nil
+	}
+	return &p
+}
+
+func jsonOf(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+func (s *Session) persist() {
+	rec := s.record
+	rec.Title = s.state.Title
+	rec.DefaultChat = s.state.DefaultChat
+	rec.WorkingDirectories = s.state.WorkingDirectories
+	rec.Flags = int(s.state.Status & (ahp.StatusIsRead | ahp.StatusIsArchived))
+	s.record = rec
+	s.cfg.Store.Enqueue(func(ctx context.Context, st *store.Store) error { return st.PutSession(ctx, rec) })
+}
+
+// Dispatch applies a client's session action (session/titleChanged, read
+// and archived flags, directories, ...).
+func (s *Session) Dispatch(cl chat.Client, clientSeq int64, a ahp.Action) error {
+	origin := &ahp.ActionOrigin{ClientID: cl.ID, ClientSeq: clientSeq}
+	return s.do(func() { s.onClientAction(cl, origin, a) })
+}
+
+func (s *Session) onClientAction(cl chat.Client, origin *ahp.ActionOrigin, a ahp.Action) {
+	refuse := func(reason string) { s.cfg.Bus.Refuse(cl.Sub, s.uri, a, origin, reason) }
+	if !ahp.IsClientDispatchable(a.ActionType()) {
+		refuse("Action is not client-dispatchable.")
+		return
+	}
+	if g := sessionGrant(a); g != "" && cl.Can != nil && !cl.Can(g) {
+		refuse(fmt.Sprintf("Permission denied: %s needs the grant %s.", a.ActionType(), g))
+		return
+	}
+	switch a := a.(type) {
+	case ahp.SessionTitleChanged:
+		s.apply(a, origin)
+		s.persist()
+		// A rename of the session names its default chat too.
+		if e := s.chats[s.state.DefaultChat]; e != nil {
+			e.record.Title = a.Title
+			if e.actor != nil {
+				_ = e.actor.SetTitle(a.Title, false)
+			} else {
+				s.renameStoredChat(e, a.Title)
+			}
+		}
+	case ahp.SessionIsReadChanged, ahp.SessionIsArchivedChanged:
+		s.apply(a, origin)
+		s.persist()
+	case ahp.SessionWorkingDirectorySet:
+		if _, err := localPaths([]string{a.Directory}); err != nil {
+			refuse(err.Error())
+			return
+		}
+		s.apply(a, origin)
+		s.persist()
+	case ahp.SessionWorkingDirectoryRemoved:
+		if len(s.state.WorkingDirectories) > 0 && s.state.WorkingDirectories[0] == a.Directory {
+			refuse("The session's first working directory cannot be removed; replace it instead.")
+			return
+		}
+		s.apply(a, origin)
+		s.persist()
+	default:
+		s.apply(a, origin)
+	}
+}
+
+func (s *Session) renameStoredChat(e *chatEntry, title string) {
+	e.record.Title = title
+	rec := e.record
+	s.cfg.Store.Enqueue(func(ctx context.Context, st *store.Store) error { return st.PutChat(ctx, rec) })
+	if i := slices.IndexFunc(s.state.Chats, func(c ahp.ChatSummary) bool { return c.Resource == rec.URI }); i >= 0 {
+		cs := s.state.Chats[i]
+		cs.Title = title
+		s.chatSummaryChanged(cs)
+	}
+}
+
+func sessionGrant(a ahp.Action) string {
+	switch a.(type) {
+	case ahp.SessionTitleChanged:
+		return "session:rename"
+	case ahp.SessionIsReadChanged, ahp.SessionIsArchivedChanged:
+		return "session:mark"
+	case ahp.SessionWorkingDirectorySet, ahp.SessionWorkingDirectoryRemoved, ahp.SessionWorkingDirectoryReplaced:
+		return "session:folders"
+	case ahp.SessionConfigChanged:
+		return "session:configure"
+	}
+	return ""
+}
+
+// localPaths turns directory URIs (file:///x) or plain paths into local
+// absolute paths.
+func localPaths(uris []string) ([]string, error) {
+	out := make([]string, 0, len(uris))
+	for _, u := range uris {
+		p, err := LocalPath(u)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// LocalPath turns a directory URI (file:///x) or a plain absolute path into
+// a local absolute path.
+func LocalPath(u string) (string, error) {
+	if filepath.IsAbs(u) {
+		return filepath.Clean(u), nil
+	}
+	pu, err := url.Parse(u)
+	if err != nil || pu.Scheme != "file" || pu.Path == "" {
+		return "", fmt.Errorf("%q is not a file: URI or an absolute path", u)
+	}
+	if pu.Host != "" && pu.Host != "localhost" {
+		return "", fmt.Errorf("%q names another host", u)
+	}
+	return filepath.Clean(pu.Path), nil
+}
+
+// FileURI turns a local path into a file: URI.
+func FileURI(path string) string {
+	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(path)}).String()
+}

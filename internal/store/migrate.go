@@ -1,0 +1,179 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// A migration moves the schema from version-1 to version. Migrations are
+// numbered from 1 with no gaps and never edited once released: a change to the
+// schema is a new entry at the end of the list.
+type migration struct {
+	version int
+	name    string
+	stmts   []string
+}
+
+// migrations is the schema's history, oldest first. schema_migrations records
+// each one applied (version, name, applied_at); the highest version there is
+// the database's schema version.
+var migrations = []migration{
+	{
+		version: 1,
+		name:    "sessions, chats, turns, settings",
+		stmts: []string{
+			`CREATE TABLE sessions (
+				uri                 TEXT PRIMARY KEY,
+				provider            TEXT NOT NULL,
+				title               TEXT NOT NULL,
+				created_at          INTEGER,
+				modified_at         INTEGER,
+				working_directories TEXT NOT NULL,
+				default_chat        TEXT NOT NULL,
+				flags               INTEGER NOT NULL,
+				owner               TEXT NOT NULL,
+				config              TEXT,
+				meta                TEXT
+			) STRICT`,
+			`CREATE INDEX sessions_by_modified ON sessions (modified_at DESC)`,
+			`CREATE TABLE chats (
+				uri                 TEXT PRIMARY KEY,
+				session             TEXT NOT NULL REFERENCES sessions (uri) ON DELETE CASCADE,
+				position            INTEGER NOT NULL,
+				title               TEXT NOT NULL,
+				title_provisional   INTEGER NOT NULL,
+				origin              TEXT,
+				working_directories TEXT NOT NULL,
+				conversation_id     TEXT NOT NULL,
+				draft               TEXT,
+				interactivity       TEXT NOT NULL,
+				flags               INTEGER NOT NULL,
+				closed              INTEGER NOT NULL,
+				closed_mode         TEXT NOT NULL,
+				created_at          INTEGER,
+				modified_at         INTEGER,
+				meta                TEXT
+			) STRICT`,
+			`CREATE INDEX chats_by_session ON chats (session, position)`,
+			// (chat, seq) is unique: a transcript has one turn per position,
+			// which is what makes the paging queries well defined.
+			`CREATE TABLE turns (
+				chat       TEXT NOT NULL REFERENCES chats (uri) ON DELETE CASCADE,
+				id         TEXT NOT NULL,
+				seq        INTEGER NOT NULL CHECK (seq >= 0),
+				state      TEXT NOT NULL CHECK (state IN ('running', 'complete', 'cancelled', 'error')),
+				sender     TEXT NOT NULL,
+				point      TEXT NOT NULL,
+				command    INTEGER NOT NULL,
+				started_at INTEGER,
+				body       TEXT,
+				PRIMARY KEY (chat, id)
+			) STRICT`,
+			`CREATE UNIQUE INDEX turns_by_seq ON turns (chat, seq)`,
+			`CREATE INDEX turns_running ON turns (chat) WHERE state = 'running'`,
+			`CREATE TABLE settings (
+				key   TEXT PRIMARY KEY,
+				value TEXT NOT NULL
+			) STRICT`,
+		},
+	},
+}
+
+// migrate brings the schema up to the last of migs, one transaction per
+// migration, and refuses a database that is already past it.
+func (s *Store) migrate(ctx context.Context, migs []migration) error {
+	for i, m := range migs {
+		if m.version != i+1 {
+			return fmt.Errorf("migration list: entry %d has version %d, want %d", i, m.version, i+1)
+		}
+	}
+	err := s.withWrite(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version    INTEGER PRIMARY KEY,
+			name       TEXT NOT NULL,
+			applied_at INTEGER NOT NULL
+		) STRICT`)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	current, err := schemaVersion(ctx, s.db)
+	if err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if current > len(migs) {
+		return tooNew(current, len(migs))
+	}
+	for _, m := range migs {
+		if current >= m.version {
+			continue
+		}
+		applied := false
+		err := s.withWrite(ctx, func(tx *sql.Tx) error {
+			// Read the version inside the write transaction, so two processes
+			// opening one file at once cannot both apply a migration.
+			var err error
+			current, err = schemaVersion(ctx, tx)
+			if err != nil {
+				return err
+			}
+			if current > len(migs) {
+				return tooNew(current, len(migs))
+			}
+			if current >= m.version {
+				return nil
+			}
+			for _, stmt := range m.stmts {
+				if _, err := tx.ExecContext(ctx, stmt); err != nil {
+					return err
+				}
+			}
+			if _, err := tx.ExecContext(ctx,
+				`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+				m.version, m.name, time.Now().UnixNano()); err != nil {
+				return err
+			}
+			applied = true
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
+		}
+		if applied {
+			s.logger.Info("applied migration", "version", m.version, "name", m.name)
+		}
+	}
+	return nil
+}
+
+func tooNew(have, know int) error {
+	return fmt.Errorf("%w: database is at version %d, this ahpd knows up to %d; use a newer ahpd or another database file",
+		ErrSchemaTooNew, have, know)
+}
+
+// SchemaVersion reports the database's schema version (the highest migration
+// applied).
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	v, err := schemaVersion(ctx, s.db)
+	if err != nil {
+		return 0, fmt.Errorf("schema version: %w", err)
+	}
+	return v, nil
+}
+
+func schemaVersion(ctx context.Context, q querier) (int, error) {
+	var v sql.NullInt64
+	if err := q.QueryRowContext(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&v); err != nil {
+		return 0, err
+	}
+	return int(v.Int64), nil
+}
+
+// querier is what both *sql.DB and *sql.Tx offer for reading.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}

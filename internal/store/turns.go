@@ -1,0 +1,202 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Turn states as stored. A turn is written as TurnRunning when it starts and
+// rewritten with its final state when it ends; a TurnRunning row found at
+// startup is a turn a crash interrupted.
+const (
+	TurnRunning   = "running"
+	TurnComplete  = "complete"
+	TurnCancelled = "cancelled"
+	TurnError     = "error"
+)
+
+// TurnRecord is one turn of a chat's transcript.
+type TurnRecord struct {
+	Chat, ID  string
+	Seq       int    // 0-based position in the chat's transcript; unique per chat
+	State     string // TurnRunning, TurnComplete, TurnCancelled or TurnError
+	Sender    string // "" when unknown
+	Point     string // the backend's fork/rewind point for this turn ("" = none)
+	Command   bool   // a local ! command turn
+	StartedAt time.Time
+	Body      json.RawMessage // the protocol Turn (ActiveTurn while running)
+}
+
+const turnColumns = `chat, id, seq, state, sender, point, command, started_at, body`
+
+func validState(state string) bool {
+	switch state {
+	case TurnRunning, TurnComplete, TurnCancelled, TurnError:
+		return true
+	}
+	return false
+}
+
+// PutTurn inserts the turn or replaces the stored one with the same (Chat,
+// ID). The chat must be stored, and no other turn of the chat may hold Seq
+// (TruncateTurns first when a transcript is cut back).
+func (s *Store) PutTurn(ctx context.Context, r TurnRecord) error {
+	if err := s.putTurn(ctx, r); err != nil {
+		return fmt.Errorf("put turn %s/%s: %w", r.Chat, r.ID, err)
+	}
+	return nil
+}
+
+func (s *Store) putTurn(ctx context.Context, r TurnRecord) error {
+	switch {
+	case r.Chat == "" || r.ID == "":
+		return fmt.Errorf("%w: chat and id are required", ErrInvalid)
+	case r.Seq < 0:
+		return fmt.Errorf("%w: seq %d is negative", ErrInvalid, r.Seq)
+	case !validState(r.State):
+		return fmt.Errorf("%w: state %q", ErrInvalid, r.State)
+	}
+	body, err := rawValue("body", r.Body)
+	if err != nil {
+		return err
+	}
+	return s.withWrite(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO turns (`+turnColumns+`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (chat, id) DO UPDATE SET
+				seq = excluded.seq,
+				state = excluded.state,
+				sender = excluded.sender,
+				point = excluded.point,
+				command = excluded.command,
+				started_at = excluded.started_at,
+				body = excluded.body`,
+			r.Chat, r.ID, r.Seq, r.State, r.Sender, r.Point, boolValue(r.Command),
+			timeValue(r.StartedAt), body)
+		return err
+	})
+}
+
+// Turn returns one turn; ok is false when there is none.
+func (s *Store) Turn(ctx context.Context, chat, id string) (TurnRecord, bool, error) {
+	row := s.db.QueryRowContext(ctx, `SELECT `+turnColumns+` FROM turns WHERE chat = ? AND id = ?`, chat, id)
+	r, err := scanTurn(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return TurnRecord{}, false, nil
+	}
+	if err != nil {
+		return TurnRecord{}, false, fmt.Errorf("get turn %s/%s: %w", chat, id, err)
+	}
+	return r, true, nil
+}
+
+// Turns returns the chat's whole transcript in Seq order.
+func (s *Store) Turns(ctx context.Context, chat string) ([]TurnRecord, error) {
+	out, err := s.queryTurns(ctx, `SELECT `+turnColumns+` FROM turns WHERE chat = ? ORDER BY seq`, chat)
+	if err != nil {
+		return nil, fmt.Errorf("list turns of %s: %w", chat, err)
+	}
+	return out, nil
+}
+
+// TurnsBefore returns up to limit turns immediately before beforeSeq (those
+// with the greatest Seq < beforeSeq), oldest first. It returns none when
+// limit <= 0 or beforeSeq <= 0.
+func (s *Store) TurnsBefore(ctx context.Context, chat string, beforeSeq, limit int) ([]TurnRecord, error) {
+	if limit <= 0 || beforeSeq <= 0 {
+		return nil, nil
+	}
+	out, err := s.queryTurns(ctx, `SELECT `+turnColumns+` FROM turns
+		WHERE chat = ? AND seq < ? ORDER BY seq DESC LIMIT ?`, chat, beforeSeq, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list %d turns of %s before %d: %w", limit, chat, beforeSeq, err)
+	}
+	slices.Reverse(out)
+	return out, nil
+}
+
+// LastTurns returns the chat's newest limit turns, oldest first. It returns
+// none when limit <= 0.
+func (s *Store) LastTurns(ctx context.Context, chat string, limit int) ([]TurnRecord, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	out, err := s.queryTurns(ctx, `SELECT `+turnColumns+` FROM turns
+		WHERE chat = ? ORDER BY seq DESC LIMIT ?`, chat, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list last %d turns of %s: %w", limit, chat, err)
+	}
+	slices.Reverse(out)
+	return out, nil
+}
+
+// CountTurns reports how many turns the chat has stored.
+func (s *Store) CountTurns(ctx context.Context, chat string) (int, error) {
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM turns WHERE chat = ?`, chat).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count turns of %s: %w", chat, err)
+	}
+	return n, nil
+}
+
+// TruncateTurns deletes the chat's turns with Seq > keepThroughSeq; -1 (or
+// less) deletes them all.
+func (s *Store) TruncateTurns(ctx context.Context, chat string, keepThroughSeq int) error {
+	err := s.withWrite(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM turns WHERE chat = ? AND seq > ?`, chat, keepThroughSeq)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("truncate turns of %s after %d: %w", chat, keepThroughSeq, err)
+	}
+	return nil
+}
+
+// RunningTurns returns every turn stored as TurnRunning, across all chats,
+// ordered by chat then Seq. At startup these are turns a crash interrupted.
+func (s *Store) RunningTurns(ctx context.Context) ([]TurnRecord, error) {
+	out, err := s.queryTurns(ctx, `SELECT `+turnColumns+` FROM turns
+		WHERE state = 'running' ORDER BY chat, seq`)
+	if err != nil {
+		return nil, fmt.Errorf("list running turns: %w", err)
+	}
+	return out, nil
+}
+
+func (s *Store) queryTurns(ctx context.Context, query string, args ...any) ([]TurnRecord, error) {
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []TurnRecord
+	for rows.Next() {
+		r, err := scanTurn(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+func scanTurn(sc scanner) (TurnRecord, error) {
+	var (
+		r       TurnRecord
+		command int
+		started sql.NullInt64
+		body    []byte
+	)
+	if err := sc.Scan(&r.Chat, &r.ID, &r.Seq, &r.State, &r.Sender, &r.Point, &command, &started, &body); err != nil {
+		return TurnRecord{}, err
+	}
+	r.Command = command != 0
+	r.StartedAt = timeFrom(started)
+	r.Body = rawFrom(body)
+	return r, nil
+}

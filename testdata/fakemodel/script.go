@@ -1,0 +1,221 @@
+package main
+
+import (
+	"regexp"
+	"strings"
+	"time"
+)
+
+// replyKind is what the fake answers with.
+type replyKind int
+
+const (
+	replyText       replyKind = iota // "fake reply: <text>" in a few deltas
+	replySlow                        // many small deltas, slowDelay apart
+	replyTool                        // a bash tool call running command
+	replyThink                       // a thinking block, then the text reply
+	replyError                       // HTTP 500
+	replyOverloaded                  // HTTP 529 overloaded_error
+	replyToolDone                    // "tool done", after a tool result
+)
+
+// slowDeltas and slowDelay shape a [slow] reply: about six seconds.
+const (
+	slowDeltas = 40
+	slowDelay  = 150 * time.Millisecond
+)
+
+// plan is the reply chosen for one request.
+type plan struct {
+	kind replyKind
+	// text is the prompt text the reply echoes.
+	text string
+	// command is the bash command of a tool call.
+	command string
+}
+
+// message is a request message reduced to what the script reads.
+type message struct {
+	role string
+	// texts are the text blocks, <system-reminder> sections removed.
+	texts []string
+	// toolResult: the message carries a tool result.
+	toolResult bool
+}
+
+var (
+	reminderRE = regexp.MustCompile(`(?s)<system-reminder>.*?</system-reminder>`)
+	bashRE     = regexp.MustCompile(`\[bash:([^\]]*)\]`)
+)
+
+// stripReminders drops the <system-reminder> sections claude wraps its own
+// context in.
+func stripReminders(s string) string {
+	return strings.TrimSpace(reminderRE.ReplaceAllString(s, ""))
+}
+
+// decide picks the reply from the last message whose role is not "system"
+// (claude ≥2.1 sends queued input and reminders as role "system" entries
+// inside messages[]). Within that message it reads the last text block, so
+// a user message claude merged from several prompts answers the newest.
+func decide(msgs []message) plan {
+	var last *message
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if r := msgs[i].role; r != "system" && r != "developer" {
+			last = &msgs[i]
+			break
+		}
+	}
+	if last == nil {
+		return plan{kind: replyText}
+	}
+	if last.toolResult {
+		return plan{kind: replyToolDone}
+	}
+	text := ""
+	for i := len(last.texts) - 1; i >= 0; i-- {
+		if t := strings.TrimSpace(last.texts[i]); t != "" {
+			text = t
+			break
+		}
+	}
+	p := plan{kind: replyText, text: text}
+	switch {
+	case strings.Contains(text, "[error]"):
+		p.kind = replyError
+	case strings.Contains(text, "[overloaded]"):
+		p.kind = replyOverloaded
+	case bashRE.MatchString(text):
+		p.kind = replyTool
+		p.command = bashRE.FindStringSubmatch(text)[1]
+	case strings.Contains(text, "[tool]"):
+		p.kind = replyTool
+		p.command = "echo fake-tool-ran"
+	case strings.Contains(text, "[think]"):
+		p.kind = replyThink
+	case strings.Contains(text, "[slow]"):
+		p.kind = replySlow
+	}
+	return p
+}
+
+// reply is the answer text of a plan that answers in text.
+func (p plan) reply() string {
+	if p.kind == replyToolDone {
+		return "tool done"
+	}
+	return "fake reply: " + p.text
+}
+
+// pieces cuts s into deltas of at most n bytes without splitting a rune.
+func pieces(s string, n int) []string {
+	var out []string
+	for len(s) > 0 {
+		end := min(n, len(s))
+		for end < len(s) && end > 0 && !runeStart(s[end]) {
+			end--
+		}
+		if end == 0 {
+			end = len(s)
+		}
+		out = append(out, s[:end])
+		s = s[end:]
+	}
+	return out
+}
+
+func runeStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// parseAnthropic reduces an Anthropic Messages request.
+func parseAnthropic(req map[string]any) []message {
+	raw, _ := req["messages"].([]any)
+	out := make([]message, 0, len(raw))
+	for _, m := range raw {
+		mm, _ := m.(map[string]any)
+		if mm == nil {
+			continue
+		}
+		msg := message{}
+		msg.role, _ = mm["role"].(string)
+		switch c := mm["content"].(type) {
+		case string:
+			msg.texts = append(msg.texts, stripReminders(c))
+		case []any:
+			for _, b := range c {
+				bm, _ := b.(map[string]any)
+				switch bm["type"] {
+				case "text":
+					t, _ := bm["text"].(string)
+					msg.texts = append(msg.texts, stripReminders(t))
+				case "tool_result":
+					msg.toolResult = true
+				}
+			}
+		}
+		out = append(out, msg)
+	}
+	return out
+}
+
+// parseOpenAI reduces an OpenAI Chat Completions request.
+func parseOpenAI(req map[string]any) []message {
+	raw, _ := req["messages"].([]any)
+	out := make([]message, 0, len(raw))
+	for _, m := range raw {
+		mm, _ := m.(map[string]any)
+		if mm == nil {
+			continue
+		}
+		msg := message{}
+		msg.role, _ = mm["role"].(string)
+		if msg.role == "tool" {
+			msg.toolResult = true
+		}
+		switch c := mm["content"].(type) {
+		case string:
+			msg.texts = append(msg.texts, stripReminders(c))
+		case []any:
+			for _, b := range c {
+				bm, _ := b.(map[string]any)
+				if bm["type"] == "text" {
+					t, _ := bm["text"].(string)
+					msg.texts = append(msg.texts, stripReminders(t))
+				}
+			}
+		}
+		out = append(out, msg)
+	}
+	return out
+}
+
+// bashTool finds the shell tool among the request's tools: its name and
+// whether its input schema takes a "description". Anthropic tools are
+// {name, input_schema}; OpenAI tools are {type, function:{name, parameters}}.
+func bashTool(req map[string]any) (name string, takesDescription bool) {
+	tools, _ := req["tools"].([]any)
+	name = "Bash"
+	for _, t := range tools {
+		tm, _ := t.(map[string]any)
+		if fn, ok := tm["function"].(map[string]any); ok {
+			tm = map[string]any{"name": fn["name"], "input_schema": fn["parameters"]}
+		}
+		n, _ := tm["name"].(string)
+		if !strings.EqualFold(n, "bash") {
+			continue
+		}
+		schema, _ := tm["input_schema"].(map[string]any)
+		props, _ := schema["properties"].(map[string]any)
+		_, takesDescription = props["description"]
+		return n, takesDescription
+	}
+	return name, false
+}
+
+// toolInput is the input of the scripted bash call.
+func toolInput(command string, takesDescription bool) map[string]any {
+	in := map[string]any{"command": command}
+	if takesDescription {
+		in["description"] = "fake tool call"
+	}
+	return in
+}
