@@ -185,7 +185,7 @@ func (c *Chat) admit(a ahp.ChatTurnStarted, origin *ahp.ActionOrigin, sender str
 	if isCommand {
 		c.commands[a.TurnID] = true
 	}
-	c.persistRunning()
+	c.persistStarted()
 	c.autoTitle(text, first, isCommand)
 	if isCommand {
 		c.runCommand(t, strings.TrimSpace(strings.TrimPrefix(text, commandPrefix)))
@@ -570,24 +570,45 @@ func CleanTitle(text string) string {
 	return line
 }
 
-// persistRunning writes the active turn as running, so a crash can end it
-// on the next start; long turns are written again every few seconds.
+// persistStarted writes a turn that just started as running before the
+// backend hears of it, synchronously: a process that dies mid-turn then
+// ends it with an error on its next start, never drops it silently.
+func (c *Chat) persistStarted() {
+	rec, ok := c.runningRecord()
+	if !ok {
+		return
+	}
+	if err := c.cfg.Store.PutTurn(context.Background(), rec); err != nil {
+		c.log.Error("store started turn", "turn", rec.ID, "err", err)
+	}
+}
+
+// persistRunning writes the active turn as running behind the actor; long
+// turns are written again every few seconds so a crash loses at most their
+// tail.
 func (c *Chat) persistRunning() {
+	rec, ok := c.runningRecord()
+	if !ok {
+		return
+	}
+	c.cfg.Store.Enqueue(func(ctx context.Context, s *store.Store) error { return s.PutTurn(ctx, rec) })
+}
+
+func (c *Chat) runningRecord() (store.TurnRecord, bool) {
 	at := c.state.ActiveTurn
 	if at == nil {
-		return
+		return store.TurnRecord{}, false
 	}
 	body, err := json.Marshal(at)
 	if err != nil {
 		c.log.Error("marshal running turn", "err", err)
-		return
+		return store.TurnRecord{}, false
 	}
 	started, _ := time.Parse(time.RFC3339Nano, at.StartedAt)
-	rec := store.TurnRecord{
+	return store.TurnRecord{
 		Chat: c.cfg.URI, ID: at.ID, Seq: len(c.state.Turns), State: store.TurnRunning,
 		Sender: c.senders[at.ID], Command: c.commands[at.ID], StartedAt: started, Body: body,
-	}
-	c.cfg.Store.Enqueue(func(ctx context.Context, s *store.Store) error { return s.PutTurn(ctx, rec) })
+	}, true
 }
 
 // persistEnded writes the turn that just ended (the last of state.Turns).

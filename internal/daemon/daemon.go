@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/agent/claude"
 	"github.com/ahpd/ahpd/internal/agent/script"
 	"github.com/ahpd/ahpd/internal/auth"
 	"github.com/ahpd/ahpd/internal/host"
@@ -44,9 +46,18 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// BuiltinAgents is the registry ahpd serve offers on its embedded defaults.
+// BuiltinAgents is the registry ahpd serve offers: the built-in script
+// agent, and Claude Code (listed as unavailable, with the reason, when its
+// CLI is not installed). Each backend's settings come from the config's
+// "agents" key.
 func BuiltinAgents(cfg Config) (*agent.Registry, error) {
-	return agent.NewRegistry(script.New(script.Options{}))
+	var co claude.Options
+	if raw := cfg.Agents[claude.Provider]; len(raw) > 0 {
+		if err := json.Unmarshal(raw, &co); err != nil {
+			return nil, fmt.Errorf("%w: agents.claude: %v", ErrUsage, err)
+		}
+	}
+	return agent.NewRegistry(script.New(script.Options{}), claude.New(co))
 }
 
 // Start opens the store, restores every session and starts serving.
@@ -184,3 +195,12 @@ func newToken() string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+// Stats are the daemon's counters (connections, slow consumers, ...).
+type Stats struct {
+	RPC   rpc.Stats
+	Store store.Stats
+}
+
+// Stats returns the daemon's counters.
+func (d *Daemon) Stats() Stats { return Stats{RPC: d.rpc.Stats(), Store: d.store.Stats()} }

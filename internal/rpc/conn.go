@@ -91,8 +91,9 @@ var connSeq atomic.Uint64
 //
 // Goroutines (all ended before Disconnected is called):
 //   - serve, on ServeHTTP's goroutine, owns the connection and is its only
-//     writer (writeLoop);
-//   - readLoop is the only socket reader;
+//     writer of data frames and pings (writeLoop);
+//   - readLoop is the only socket reader (gorilla answers pings and close
+//     frames from inside its reads);
 //   - jsonrpc2's read loop calls ReadObject and the Handler (dispatch);
 //     jsonrpc2 also runs a goroutine that closes its Conn when ctx ends.
 type Conn struct {
@@ -169,14 +170,19 @@ func (c *Conn) Done() <-chan struct{} { return c.ctx.Done() }
 // write what is already queued (within WriteTimeout) and a close frame;
 // any other reason cuts the socket at once.
 func (c *Conn) Close(reason CloseReason) {
-	c.closeWith(reason, nil)
+	c.closeWith(reason, nil, nil)
 }
 
-// closeWith closes the connection; it reports whether this call won.
-func (c *Conn) closeWith(reason CloseReason, err error) bool {
+// closeWith closes the connection; the first call wins. The winner runs
+// announce (if not nil) first, so the line that explains a close is logged
+// before the connection's own "connection closed".
+func (c *Conn) closeWith(reason CloseReason, err error, announce func()) {
 	won := false
 	c.closeOnce.Do(func() {
 		won = true
+		if announce != nil {
+			announce()
+		}
 		c.reason = reason
 		c.closeErr = err
 		c.out.close()
@@ -190,7 +196,6 @@ func (c *Conn) closeWith(reason CloseReason, err error) bool {
 			_ = c.ws.Close()
 		}
 	}
-	return won
 }
 
 // Notify queues a notification with params marshalled to JSON (nil params:
@@ -214,8 +219,8 @@ func (c *Conn) Notify(method string, params any) error {
 
 // NotifyRaw is Notify with params already marshalled, so a fan-out to many
 // connections marshals once. params must be valid JSON (an object, for
-// AHP); it is not checked, and it is not copied: do not modify it after
-// the call.
+// AHP); it is not checked. It is copied into the frame, so the caller may
+// reuse it.
 func (c *Conn) NotifyRaw(method string, params json.RawMessage) error {
 	if c.ctx.Err() != nil {
 		return ErrConnClosed
@@ -239,11 +244,11 @@ func (c *Conn) enqueue(frame []byte, isReply bool) error {
 	err := c.out.push(frame, isReply)
 	var over *overBudgetError
 	if errors.As(err, &over) {
-		if c.closeWith(CloseSlowConsumer, err) {
+		c.closeWith(CloseSlowConsumer, err, func() {
 			c.srv.stats.slowConsumers.Add(1)
 			c.log.Warn("slow consumer: closing connection",
 				"pendingBytes", over.pending, "frameBytes", over.frame, "budgetBytes", over.budget)
-		}
+		})
 		return ErrSlowConsumer
 	}
 	return err
@@ -361,16 +366,15 @@ func (c *Conn) readFailed(err error) {
 	case c.srv.opts.PingInterval > 0 && errors.As(err, &netErr) && netErr.Timeout():
 		reason = ClosePingTimeout
 	}
-	if !c.closeWith(reason, err) {
-		return
-	}
-	switch reason {
-	case CloseMessageTooBig:
-		c.log.Warn("frame over the read limit: closing connection", "limitBytes", c.srv.opts.MaxMessageBytes)
-	case ClosePingTimeout:
-		c.srv.stats.pingTimeouts.Add(1)
-		c.log.Warn("client silent, no pong: closing connection", "waited", c.pongWait())
-	}
+	c.closeWith(reason, err, func() {
+		switch reason {
+		case CloseMessageTooBig:
+			c.log.Warn("frame over the read limit: closing connection", "limitBytes", c.srv.opts.MaxMessageBytes)
+		case ClosePingTimeout:
+			c.srv.stats.pingTimeouts.Add(1)
+			c.log.Warn("client silent, no pong: closing connection", "waited", c.pongWait())
+		}
+	})
 }
 
 // writeLoop is the connection's only writer of data frames and pings; it
@@ -427,36 +431,50 @@ func (c *Conn) writeFrames(frames [][]byte, deadline time.Time) bool {
 func (c *Conn) writeFailed(err error) {
 	var netErr net.Error
 	if errors.As(err, &netErr) && netErr.Timeout() {
-		if c.closeWith(CloseWriteTimeout, err) {
+		c.closeWith(CloseWriteTimeout, err, func() {
 			c.srv.stats.writeTimeouts.Add(1)
 			c.log.Warn("write timeout: closing connection",
 				"timeout", c.srv.opts.WriteTimeout, "pendingBytes", c.out.pendingBytes())
-		}
+		})
 		return
 	}
-	c.closeWith(CloseWriteError, err)
+	c.closeWith(CloseWriteError, err, nil)
 }
 
 // finishWrites ends the write side once the connection is closing. A
 // graceful close writes what is still queued, all within one WriteTimeout,
 // sends a close frame and waits up to closeGrace for the client's answer;
-// every close ends with the socket closed.
+// any other close drops the queue. Every close ends with the socket closed.
 func (c *Conn) finishWrites() {
-	if code, graceful := c.reason.closeCode(); graceful {
-		deadline := time.Now().Add(c.srv.opts.WriteTimeout)
-		if c.writeFrames(c.out.take(nil), deadline) {
-			msg := websocket.FormatCloseMessage(code, c.reason.String())
-			if c.ws.WriteControl(websocket.CloseMessage, msg, time.Now().Add(closeGrace)) == nil {
-				t := time.NewTimer(closeGrace)
-				select {
-				case <-c.readLoopDone:
-				case <-t.C:
-				}
-				t.Stop()
-			}
-		}
+	defer c.ws.Close()
+	frames := c.out.take(nil)
+	code, graceful := c.reason.closeCode()
+	if !graceful || !c.writeFrames(frames, time.Now().Add(c.srv.opts.WriteTimeout)) {
+		return
 	}
-	_ = c.ws.Close()
+	msg := websocket.FormatCloseMessage(code, c.reason.String())
+	if c.ws.WriteControl(websocket.CloseMessage, msg, time.Now().Add(closeGrace)) != nil {
+		return
+	}
+	t := time.NewTimer(closeGrace)
+	defer t.Stop()
+	select {
+	case <-c.readLoopDone:
+	case <-t.C:
+	}
+}
+
+// panicOnBugs makes bug panic; this package's tests set it
+// (gopls internal/util/bug.PanicOnBugs).
+var panicOnBugs = false
+
+// bug reports a broken invariant: loudly in the log, and as a panic under
+// test so no test can miss it.
+func (c *Conn) bug(msg string, args ...any) {
+	c.log.Error("bug: "+msg, args...)
+	if panicOnBugs {
+		panic("rpc: bug: " + msg)
+	}
 }
 
 // safely runs a Handler method, recovering and logging a panic. It reports

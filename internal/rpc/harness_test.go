@@ -19,6 +19,8 @@ import (
 	"github.com/ahpd/ahpd/internal/ahp"
 )
 
+func init() { panicOnBugs = true }
+
 // waitFor bounds every wait in these tests. Nothing sleeps: tests wait on
 // frames, channels or counters, and fail after waitFor.
 const waitFor = 20 * time.Second

@@ -31,10 +31,10 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// Handler is the host side of a connection. Its methods are called from
-// the connection's own goroutines, never concurrently for one connection
-// except Disconnected, which is called once after the last Request or
-// Notification has returned.
+// Handler is the host side of a connection. For one connection its
+// methods are never called concurrently: Connected first, then Request and
+// Notification in the order the client sent them, then Disconnected once,
+// after the last of them has returned.
 type Handler interface {
 	// Connected is called once, before the first Request or Notification.
 	Connected(c *Conn)

@@ -55,7 +55,7 @@ func (s *stream) ReadObject(v any) error {
 			// checkFrame admits only what jsonrpc2 decodes (FuzzFrame
 			// checks it); answer rather than hand jsonrpc2 a half-decoded
 			// message.
-			c.log.Error("bug: frame passed checkFrame but jsonrpc2 cannot decode it", "err", err)
+			c.bug("frame passed checkFrame but jsonrpc2 cannot decode it", "err", err)
 			c.badFrame(invalidRequest(nil, "%v", err), len(f.data))
 			continue
 		}
@@ -99,7 +99,7 @@ func (s *stream) WriteObject(obj any) error {
 // after the connection has started closing; the socket itself is closed by
 // serve.
 func (s *stream) Close() error {
-	s.c.closeWith(CloseReadError, errors.New("jsonrpc2 closed the stream"))
+	s.c.closeWith(CloseReadError, errors.New("jsonrpc2 closed the stream"), nil)
 	return nil
 }
 

@@ -197,19 +197,28 @@ func parseTranscript(r io.Reader) ([]TranscriptTurn, error) {
 
 	var (
 		turns []TranscriptTurn
-		cur   *TranscriptTurn
+		// cur indexes the turn entries go into; -1 between turns.
+		cur = -1
+		// notices wait for the next turn when a compaction falls between
+		// turns.
+		notices []TranscriptPart
+		// usage is each turn's usage by message id: the CLI writes a line
+		// per content block, each carrying its message's usage.
+		usage []map[string]wireUsage
 	)
 	open := func(e *entry) *TranscriptTurn {
-		turns = append(turns, TranscriptTurn{PromptID: e.UUID, State: TurnComplete})
-		cur = &turns[len(turns)-1]
-		cur.Started, _ = time.Parse(time.RFC3339Nano, e.Timestamp)
-		return cur
+		turns = append(turns, TranscriptTurn{PromptID: e.UUID, State: TurnComplete, Parts: notices})
+		usage = append(usage, make(map[string]wireUsage))
+		notices = nil
+		cur = len(turns) - 1
+		turns[cur].Started, _ = time.Parse(time.RFC3339Nano, e.Timestamp)
+		return &turns[cur]
 	}
 	ensure := func(e *entry) *TranscriptTurn {
-		if cur == nil {
+		if cur < 0 {
 			return open(e)
 		}
-		return cur
+		return &turns[cur]
 	}
 	for _, e := range chain {
 		switch e.Type {
@@ -218,20 +227,25 @@ func parseTranscript(r io.Reader) ([]TranscriptTurn, error) {
 				continue
 			}
 			texts, results := e.Message.userContent()
+			text := strings.Join(texts, "\n\n")
+			interrupted := strings.HasPrefix(strings.TrimSpace(text), interruptedPrefix)
 			if len(results) > 0 {
 				t := ensure(e)
 				for _, res := range results {
 					t.foldResult(res)
 				}
 				t.Point = e.UUID
+				if interrupted {
+					t.State = TurnCancelled
+					cur = -1
+				}
 				continue
 			}
-			text := strings.Join(texts, "\n\n")
-			if strings.HasPrefix(strings.TrimSpace(text), interruptedPrefix) {
+			if interrupted {
 				t := ensure(e)
 				t.State = TurnCancelled
 				t.Point = e.UUID
-				cur = nil
+				cur = -1
 				continue
 			}
 			t := open(e)
@@ -251,9 +265,7 @@ func parseTranscript(r io.Reader) ([]TranscriptTurn, error) {
 				continue
 			}
 			if u := e.Message.Usage; u != nil {
-				t.Usage.InputTokens += u.InputTokens
-				t.Usage.OutputTokens += u.OutputTokens
-				t.Usage.CacheRead += u.CacheReadInputTokens
+				usage[cur][e.Message.ID] = *u
 			}
 			if e.Message.Model != "" {
 				t.Usage.Model = e.Message.Model
@@ -276,20 +288,31 @@ func parseTranscript(r io.Reader) ([]TranscriptTurn, error) {
 				}
 			}
 		case "attachment":
-			if e.Attachment != nil && e.Attachment.Type == "queued_command" && cur != nil {
-				cur.Steering = append(cur.Steering, e.Attachment.Prompt)
-				cur.Point = e.UUID
+			if e.Attachment != nil && e.Attachment.Type == "queued_command" && cur >= 0 {
+				t := &turns[cur]
+				t.Steering = append(t.Steering, e.Attachment.Prompt)
+				t.Point = e.UUID
 			}
 		case "system":
 			if e.Subtype == "compact_boundary" && e.CompactMetadata != nil {
-				t := ensure(e)
-				t.Parts = append(t.Parts, TranscriptPart{Kind: PartNotice, Text: e.CompactMetadata.notice()})
+				notice := TranscriptPart{Kind: PartNotice, Text: e.CompactMetadata.notice()}
+				if cur >= 0 {
+					turns[cur].Parts = append(turns[cur].Parts, notice)
+				} else {
+					notices = append(notices, notice)
+				}
 			}
 		}
 	}
-	// A prompt nothing answered (the process ended first) did not complete.
 	for i := range turns {
 		t := &turns[i]
+		for _, u := range usage[i] {
+			t.Usage.InputTokens += u.InputTokens
+			t.Usage.OutputTokens += u.OutputTokens
+			t.Usage.CacheRead += u.CacheReadInputTokens
+		}
+		// A prompt nothing answered (the process ended first) did not
+		// complete.
 		if t.State == TurnComplete && t.Point == t.PromptID && len(t.Parts) == 0 {
 			t.State = TurnCancelled
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // This file holds the CLI's stream-json wire (stdin frames, stdout lines)
@@ -346,7 +347,11 @@ func oneLine(s string) string {
 		s = s[:i] + " …"
 	}
 	if len(s) > 200 {
-		s = s[:200] + "…"
+		cut := 200
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
 	}
 	return s
 }

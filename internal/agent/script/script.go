@@ -18,6 +18,11 @@
 //	[prep]             the turn prepares its prompt for SlowDelay×3 first
 //	[exit]             the conversation's process dies after one delta
 //	[deaf]             the turn takes steering but never reads it (returned at its end)
+//	[late]             like [deaf], but the unread steering goes back only after the
+//	                   turn's end: when the next turn is sent, or LateDelay after the end
+//	[stubborn]         a stop does not cut the turn short at once: it still answers its
+//	                   tool call and says one more delta, then ends cancelled (as
+//	                   Claude's CLI answers the call it was interrupted in)
 //
 // A steering message whose text holds [refuse] is refused.
 //
@@ -57,6 +62,9 @@ type Options struct {
 	// third of how long a [prep] turn prepares; default 50ms, negative
 	// means no pause.
 	SlowDelay time.Duration
+	// LateDelay is how long a [late] turn's unread steering waits after the
+	// turn's end before it goes back when no next turn is sent; default 1s.
+	LateDelay time.Duration
 	// Clock is accepted for symmetry with the other backends; the script
 	// agent's answers never depend on the time, so it is not read.
 	Clock func() time.Time
@@ -82,7 +90,7 @@ func DefaultCapabilities() agent.Capabilities {
 type Script struct {
 	opts Options
 
-	// mu guards convs, prompts and resumable.
+	// mu guards convs, prompts, resumable, sent, steers and opens.
 	mu sync.Mutex
 	// convs holds every kept conversation by ConversationID.
 	convs map[string]*record
@@ -93,6 +101,25 @@ type Script struct {
 	// error and have not been resumed yet; a turn sent again under one of
 	// them completes.
 	resumable map[string]bool
+	// sent, steers and opens are logs for tests, over every conversation:
+	// each turn handed to Send, each Steer call with its answer, and each
+	// Open that succeeded, in order.
+	sent   []agent.Turn
+	steers []SteerRecord
+	opens  []OpenRecord
+}
+
+// SteerRecord is one Steer call and what it answered.
+type SteerRecord struct {
+	Conversation string
+	Steering     agent.Steering
+	Result       agent.SteerResult
+}
+
+// OpenRecord is one conversation opened.
+type OpenRecord struct {
+	Conversation string
+	Mode         agent.OpenMode
 }
 
 // record is one kept conversation: the turns it has seen, in order. The
@@ -125,6 +152,9 @@ func New(o Options) *Script {
 	}
 	if o.DeltaDelay < 0 {
 		o.DeltaDelay = 0
+	}
+	if o.LateDelay <= 0 {
+		o.LateDelay = time.Second
 	}
 	return &Script{
 		opts:      o,
@@ -175,6 +205,9 @@ func (s *Script) Open(ctx context.Context, p agent.OpenParams) (agent.Conversati
 		model = "script"
 	}
 	c := newConversation(s, p.ConversationID, model, logger.With("agent", s.opts.Provider, "conversation", p.ConversationID))
+	s.mu.Lock()
+	s.opens = append(s.opens, OpenRecord{Conversation: p.ConversationID, Mode: p.Mode})
+	s.mu.Unlock()
 	go c.loop()
 	return c, nil
 }
@@ -281,12 +314,42 @@ func (s *Script) Prompts(conversationID string) []agent.Turn {
 	return append([]agent.Turn(nil), s.prompts[conversationID]...)
 }
 
+// Sent returns every turn handed to Send on any conversation, in order.
+func (s *Script) Sent() []agent.Turn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]agent.Turn(nil), s.sent...)
+}
+
+// Steers returns every Steer call on any conversation with its answer, in
+// order.
+func (s *Script) Steers() []SteerRecord {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]SteerRecord(nil), s.steers...)
+}
+
+// Opens returns every conversation opened, in order.
+func (s *Script) Opens() []OpenRecord {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]OpenRecord(nil), s.opens...)
+}
+
 // recordPrompt logs a turn handed to Send.
 func (s *Script) recordPrompt(conversationID string, t agent.Turn) {
 	t.Attachments = append([]agent.Attachment(nil), t.Attachments...)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.prompts[conversationID] = append(s.prompts[conversationID], t)
+	s.sent = append(s.sent, t)
+}
+
+// recordSteer logs a Steer call.
+func (s *Script) recordSteer(conversationID string, st agent.Steering, r agent.SteerResult) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.steers = append(s.steers, SteerRecord{Conversation: conversationID, Steering: st, Result: r})
 }
 
 // admit adds a turn whose prompt went out to conversationID's history and

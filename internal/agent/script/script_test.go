@@ -541,7 +541,7 @@ func TestSteering(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("steering=%v,withdraw=%v,oneTurn=%v", caps.Steering, caps.Withdraw, caps.OneTurnAtATime), func(t *testing.T) {
 			t.Parallel()
-			o := Options{Caps: caps, ExactCaps: true, SlowDelay: 20 * time.Millisecond}
+			o := Options{Caps: caps, ExactCaps: true, SlowDelay: 50 * time.Millisecond}
 			ifSteering := func(r agent.SteerResult) agent.SteerResult {
 				if !caps.Steering {
 					return agent.SteerUnsupported // C-TURN-49

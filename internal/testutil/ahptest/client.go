@@ -360,3 +360,20 @@ func (c *Client) Frames() []Frame {
 	defer c.mu.Unlock()
 	return append([]Frame(nil), c.frames...)
 }
+
+// AwaitFrame waits for a frame, among those after the first n received,
+// that matches match.
+func (c *Client) AwaitFrame(what string, n int, match func(Frame) bool) Frame {
+	c.t.Helper()
+	var got Frame
+	c.WaitFor(what, func() bool {
+		for _, f := range c.frames[min(n, len(c.frames)):] {
+			if match(f) {
+				got = f
+				return true
+			}
+		}
+		return false
+	})
+	return got
+}

@@ -1,0 +1,92 @@
+package daemon_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/testutil/ahptest"
+)
+
+// TestBadInput: every kind of bad input gets a JSON-RPC error with the right
+// code, the connection stays up, nothing stored is lost, and another client
+// sees nothing of it.
+func TestBadInput(t *testing.T) {
+	e := newEnv(t)
+	a := e.client("a")
+	watcher := e.client("watcher")
+	sess, chat := e.createSession(a, "ahp-session:/badbadba-0000-4000-8000-000000000001")
+	watcher.Subscribe(sess)
+	watcher.Subscribe(chat)
+	a.Subscribe(chat)
+	end := sendTurn(t, a, chat, "t1", "kept")
+	awaitIdle(t, watcher, sess, chat, end.ServerSeq)
+	before := len(watcher.Frames())
+
+	cases := []struct {
+		name     string
+		frame    string
+		code     int
+		contains string
+	}{
+		{"malformed JSON", `{"jsonrpc":"2.0","id":1,"method":`, ahp.CodeParseError, ""},
+		{"not an object", `[1,2,3]`, ahp.CodeInvalidRequest, ""},
+		{"no method", `{"jsonrpc":"2.0","id":2}`, ahp.CodeInvalidRequest, ""},
+		{"wrong jsonrpc version", `{"jsonrpc":"1.0","id":3,"method":"ping","params":{"channel":"ahp-root://"}}`, ahp.CodeInvalidRequest, ""},
+		{"method not a string", `{"jsonrpc":"2.0","id":4,"method":7}`, ahp.CodeInvalidRequest, ""},
+		{"unknown method", `{"jsonrpc":"2.0","id":5,"method":"frobnicate","params":{"channel":"ahp-root://"}}`, ahp.CodeMethodNotFound, "frobnicate"},
+		{"params of the wrong type", `{"jsonrpc":"2.0","id":6,"method":"subscribe","params":{"channel":42}}`, ahp.CodeInvalidParams, "channel"},
+		{"missing channel", `{"jsonrpc":"2.0","id":7,"method":"subscribe","params":{}}`, ahp.CodeInvalidParams, "channel"},
+		{"missing params", `{"jsonrpc":"2.0","id":8,"method":"createSession"}`, ahp.CodeInvalidParams, "params"},
+		{"wrong limit type", `{"jsonrpc":"2.0","id":9,"method":"listSessions","params":{"channel":"ahp-root://","limit":"ten"}}`, ahp.CodeInvalidParams, "limit"},
+		{"bad cursor", `{"jsonrpc":"2.0","id":10,"method":"listSessions","params":{"channel":"ahp-root://","cursor":"nope"}}`, ahp.CodeInvalidParams, "cursor"},
+		{"unknown chat channel", `{"jsonrpc":"2.0","id":11,"method":"subscribe","params":{"channel":"ahp-chat:/no-such-chat"}}`, ahp.CodeSessionNotFound, "Resource not found: ahp-chat:/no-such-chat"},
+		{"unknown session channel", `{"jsonrpc":"2.0","id":12,"method":"subscribe","params":{"channel":"ahp-session:/no-such-session"}}`, ahp.CodeSessionNotFound, "Resource not found: ahp-session:/no-such-session"},
+		{"derived URI of a session nobody has", `{"jsonrpc":"2.0","id":13,"method":"subscribe","params":{"channel":"` + ahp.DefaultChatURI("copilot:/nobody") + `"}}`, ahp.CodeSessionNotFound, "Resource not found: "},
+		{"duplicate session", `{"jsonrpc":"2.0","id":14,"method":"createSession","params":{"channel":"` + sess + `"}}`, ahp.CodeSessionAlreadyExists, sess},
+		{"unknown provider", `{"jsonrpc":"2.0","id":15,"method":"createSession","params":{"channel":"ahp-session:/x-1","provider":"nope"}}`, ahp.CodeProviderNotFound, "nope"},
+		{"unsupported version", `{"jsonrpc":"2.0","id":16,"method":"initialize","params":{"channel":"ahp-root://","protocolVersions":["0.1.0"],"clientId":"z"}}`, ahp.CodeUnsupportedProtocolVersion, ""},
+		{"binary-looking garbage", "\x00\x01garbage", ahp.CodeParseError, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			n := len(a.Frames())
+			a.SendRaw(c.frame)
+			got := a.AwaitFrame("error answer", n, func(f ahptest.Frame) bool { return f.Error != nil })
+			if got.Error.Code != c.code {
+				t.Fatalf("code %d (%s), want %d", got.Error.Code, got.Error.Message, c.code)
+			}
+			if c.contains != "" && !strings.Contains(got.Error.Message, c.contains) {
+				t.Fatalf("message %q does not name %q", got.Error.Message, c.contains)
+			}
+			if c.code == ahp.CodeUnsupportedProtocolVersion {
+				var data ahp.UnsupportedVersionData
+				if err := json.Unmarshal(got.Error.Data, &data); err != nil || len(data.SupportedVersions) == 0 {
+					t.Fatalf("-32005 without data.supportedVersions: %s", got.Error.Data)
+				}
+			}
+			// The connection is still up and answers.
+			a.MustCall("ping", map[string]any{"channel": ahp.RootURI})
+		})
+	}
+	// A refused action comes back as an envelope with a rejection reason,
+	// to its sender alone.
+	seq := a.Dispatch(chat, map[string]any{"type": "chat/delta", "turnId": "t1", "partId": "x", "content": "not yours"})
+	if env := a.AwaitEcho(seq); env.RejectionReason == "" {
+		t.Fatalf("a server-only action was accepted: %s", env.Raw)
+	}
+	seq = a.Dispatch("ahp-chat:/nowhere", turnStarted("tx", "hi"))
+	if env := a.AwaitEcho(seq); !strings.Contains(env.RejectionReason, "Resource not found") {
+		t.Fatalf("action on an unknown chat: %s", env.Raw)
+	}
+	// Nothing stored was lost and the watcher saw none of it.
+	st, _ := a.Subscribe(chat)
+	if cs := chatState(t, st); len(cs.Turns) != 1 {
+		t.Fatalf("chat lost its turn: %s", st)
+	}
+	for _, f := range watcher.Frames()[before:] {
+		t.Fatalf("watcher received %s", f.Raw)
+	}
+	sendTurn(t, a, chat, "t2", "still works")
+}

@@ -1,0 +1,99 @@
+package daemon_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/chat"
+	"github.com/ahpd/ahpd/internal/testutil/ahptest"
+)
+
+// TestRestartKeepsEverything: sessions, chats, finished turns with their
+// senders, titles, drafts and closed chats survive a restart; a turn that
+// was running when the daemon went away comes back ended with chat/error
+// (C-TURN-08, C-TURN-10, C-TURN-12, C-TURN-120).
+func TestRestartKeepsEverything(t *testing.T) {
+	e := newEnv(t)
+	a := e.client("a")
+	sess, def := e.createSession(a, "ahp-session:/7a7a7a7a-0000-4000-8000-000000000001")
+	a.Subscribe(def)
+	sendTurn(t, a, def, "t1", "Explain the build\nwith details")
+	sendTurn(t, a, def, "t2", "and the tests")
+
+	// A draft, a second chat that stays and a third that is closed.
+	draft := map[string]any{"text": "half typed", "origin": map[string]any{"kind": "user"}}
+	a.AwaitEcho(a.Dispatch(def, map[string]any{"type": "chat/draftChanged", "draft": draft}))
+	keep := "ahp-chat:/11111111-0000-4000-8000-00000000aaaa"
+	gone := "ahp-chat:/11111111-0000-4000-8000-00000000bbbb"
+	a.MustCall("createChat", map[string]any{"channel": sess, "chat": keep})
+	a.MustCall("createChat", map[string]any{"channel": sess, "chat": gone})
+	if res := a.MustCall("disposeChat", map[string]any{"channel": gone}); string(res) != "null" {
+		t.Fatalf("disposeChat answered %s, want null", res)
+	}
+	a.AwaitAction(sess, "session/chatRemoved")
+	// A turn left running: [hold] streams once and waits for a stop.
+	a.Dispatch(def, turnStarted("t3", "[hold] keep going"))
+	a.AwaitEnvelope("t3 streaming", func(env ahptest.Envelope) bool {
+		var id string
+		_ = env.Field("turnId", &id)
+		return env.Channel == def && env.Type() == "chat/responsePart" && id == "t3"
+	})
+
+	e.restart()
+
+	b := e.client("b")
+	raw := b.MustCall("listSessions", map[string]any{"channel": ahp.RootURI})
+	var list ahp.ListSessionsResult
+	if err := json.Unmarshal(raw, &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 || list.Items[0].Resource != sess {
+		t.Fatalf("listSessions after restart: %s", raw)
+	}
+	if got := list.Items[0].Title; got != "Explain the build" {
+		t.Fatalf("session title after restart = %q, want the first message's", got)
+	}
+	st, _ := b.Subscribe(sess)
+	var ss ahp.SessionState
+	if err := json.Unmarshal(st, &ss); err != nil {
+		t.Fatal(err)
+	}
+	var chats []string
+	for _, c := range ss.Chats {
+		chats = append(chats, c.Resource)
+	}
+	if ss.DefaultChat != def || strings.Join(chats, ",") != def+","+keep {
+		t.Fatalf("session after restart: default %s, chats %v; want %s and [%s %s]", ss.DefaultChat, chats, def, def, keep)
+	}
+	cst, _ := b.Subscribe(def)
+	cs := chatState(t, cst)
+	if len(cs.Turns) != 3 || cs.ActiveTurn != nil {
+		t.Fatalf("chat after restart has %d turns (active %v): %s", len(cs.Turns), cs.ActiveTurn != nil, cst)
+	}
+	if cs.Turns[0].State != ahp.TurnComplete || cs.Turns[1].State != ahp.TurnComplete {
+		t.Fatalf("finished turns changed state: %s", cst)
+	}
+	// C-TURN-08: the sender is read back by turn.
+	if s, _ := cs.Turns[0].Message.Meta[chat.SenderMetaKey].(string); !strings.HasPrefix(s, "root:") {
+		t.Fatalf("turn sender after restart = %q, want root:<host>", s)
+	}
+	last := cs.Turns[2]
+	if last.ID != "t3" || last.State != ahp.TurnError {
+		t.Fatalf("interrupted turn came back as %s/%s, want t3/error", last.ID, last.State)
+	}
+	ep := last.ResponseParts[len(last.ResponseParts)-1]
+	if ep.Kind != ahp.PartError || ep.Error == nil || !strings.Contains(ep.Error.Message, "restarted") {
+		t.Fatalf("interrupted turn's last part = %+v, want an error saying the host restarted", ep)
+	}
+	if cs.Draft == nil || cs.Draft.Text != "half typed" {
+		t.Fatalf("draft after restart = %+v", cs.Draft)
+	}
+	// The closed chat is no chat any more.
+	if _, err := b.Call("subscribe", map[string]any{"channel": gone}); err == nil || err.Code != ahp.CodeSessionNotFound {
+		t.Fatalf("subscribe to the closed chat: %v, want -32001", err)
+	}
+	// And the chat still works.
+	sendTurn(t, b, def, "t4", "still here?")
+}

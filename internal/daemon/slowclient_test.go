@@ -1,0 +1,86 @@
+package daemon_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/daemon"
+	"github.com/gorilla/websocket"
+)
+
+// TestSlowClientIsCut: a client that stops reading is disconnected when its
+// outbox fills, and the client that keeps reading sees every envelope, in
+// order, without slowing down.
+func TestSlowClientIsCut(t *testing.T) {
+	e := newEnv(t, func(c *daemon.Config) { c.OutboxBytes = 64 << 10 })
+	fast := e.client("fast")
+	sess, chat := e.createSession(fast, "ahp-session:/51015101-0000-4000-8000-000000000001")
+	fast.Subscribe(chat)
+
+	// The slow client: a tiny socket receive buffer, subscribed, never reads.
+	d := websocket.Dialer{NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if tc, ok := conn.(*net.TCPConn); ok {
+			_ = tc.SetReadBuffer(4096)
+		}
+		return conn, err
+	}}
+	slow, _, err := d.Dial(e.d.URL(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	send := func(id int, method string, params any) {
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+		if err := slow.WriteMessage(websocket.TextMessage, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(1, "initialize", map[string]any{"channel": ahp.RootURI, "protocolVersions": []string{"1.0.0"}, "clientId": "slow"})
+	send(2, "subscribe", map[string]any{"channel": chat})
+	send(3, "subscribe", map[string]any{"channel": sess})
+
+	big := strings.Repeat("x", 16<<10)
+	const turns = 40
+	for i := range turns {
+		end := sendTurn(t, fast, chat, fmt.Sprintf("t%d", i), big)
+		if end.Type() != "chat/turnComplete" {
+			t.Fatalf("turn %d ended %s", i, end.Type())
+		}
+		if e.d.Stats().RPC.SlowConsumers > 0 && i > 5 {
+			break
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for e.d.Stats().RPC.SlowConsumers == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the slow client was never cut: %+v", e.d.Stats().RPC)
+		}
+		sendTurn(t, fast, chat, fmt.Sprintf("more-%d", time.Now().UnixNano()), big)
+	}
+	// The fast client's stream is complete and ordered.
+	all := fast.Envelopes()
+	for i := 1; i < len(all); i++ {
+		if all[i].ServerSeq <= all[i-1].ServerSeq {
+			t.Fatalf("serverSeq %d after %d", all[i].ServerSeq, all[i-1].ServerSeq)
+		}
+	}
+	st, _ := fast.Subscribe(chat)
+	if cs := chatState(t, st); cs.ActiveTurn != nil || len(cs.Turns) == 0 {
+		t.Fatalf("chat after the slow client was cut: %d turns, active %v", len(cs.Turns), cs.ActiveTurn != nil)
+	}
+	// The daemon closed its side of the slow connection: only the fast
+	// client is still connected.
+	for e.d.Stats().RPC.Connections != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("connections = %d after the cut, want 1", e.d.Stats().RPC.Connections)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
