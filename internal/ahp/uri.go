@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"strings"
 )
 
@@ -178,4 +179,38 @@ func ParseChatURI(u string) (ParsedChatURI, error) {
 		return ParsedChatURI{}, fmt.Errorf("chat URI %q: missing id", u)
 	}
 	return ParsedChatURI{Kind: ChatURIOpaque, ID: id}, nil
+}
+
+// LocalPath turns a directory URI (file:///x) or a plain absolute path into
+// a local absolute path.
+func LocalPath(u string) (string, error) {
+	if filepath.IsAbs(u) {
+		return filepath.Clean(u), nil
+	}
+	pu, err := url.Parse(u)
+	if err != nil || pu.Scheme != "file" || pu.Path == "" {
+		return "", fmt.Errorf("%q is not a file: URI or an absolute path", u)
+	}
+	if pu.Host != "" && pu.Host != "localhost" {
+		return "", fmt.Errorf("%q names another host", u)
+	}
+	return filepath.Clean(pu.Path), nil
+}
+
+// LocalPaths is LocalPath over a list.
+func LocalPaths(uris []string) ([]string, error) {
+	out := make([]string, 0, len(uris))
+	for _, u := range uris {
+		p, err := LocalPath(u)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// FileURI turns a local path into a file: URI.
+func FileURI(path string) string {
+	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(path)}).String()
 }

@@ -70,6 +70,9 @@ type Config struct {
 	TurnsView int
 	// CommandShell runs ! commands ("/bin/sh" when empty).
 	CommandShell string
+	// SessionDirectories returns the session's directories (URIs) as they
+	// are now; a chat works in them or a subset (C-FIRST-25).
+	SessionDirectories func() []string
 }
 
 // Chat is one chat actor.

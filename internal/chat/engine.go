@@ -5,11 +5,13 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/ahpd/ahpd/internal/agent"
 	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/reduce"
 	"github.com/ahpd/ahpd/internal/store"
 	"github.com/google/uuid"
 )
@@ -18,10 +20,10 @@ import (
 const (
 	ReasonNoSteering       = "The session provider does not support steering messages."
 	ReasonSteeringBusy     = "Cannot change a steering message while it is being processed."
-	reasonTurnRunning      = "A turn is already running in this chat; queue the message instead."
 	reasonNoActiveTurn     = "No turn is running in this chat."
 	reasonNotDispatchable  = "Action is not client-dispatchable."
 	reasonReadOnly         = "This chat is read-only."
+	reasonNotResumable     = "Only the latest turn, ended by a resumable error while nothing runs, can be resumed."
 	commandPrefix          = "!"
 	hostRestartedMessage   = "The host restarted while this turn was running."
 	hostRestartedErrorType = "hostRestarted"
@@ -33,6 +35,9 @@ type runningTurn struct {
 	started time.Time
 	sender  string
 	// sent: the prompt was handed to the backend (steering may be handed).
+	// A turn admitted while the backend still ends the one in front of it
+	// waits unsent (engineState.unsent) when the backend takes one turn at
+	// a time only on its own terms.
 	sent bool
 	// command runs the turn as a local ! command instead of the backend.
 	command *commandRun
@@ -45,12 +50,72 @@ type runningTurn struct {
 	tools          map[string]bool
 }
 
-// steeringState tracks the chat's one steering message against the backend.
-type steeringState struct {
-	// handed: the backend took it (SteerTaken) and has not yet reported it
-	// consumed or returned. While handed, nothing starts (C-TURN-40).
-	handed bool
+// steeringState is the type of the Chat field chat.go names steer: it holds
+// all of the turn engine's own state beside ChatState (see engineState).
+type steeringState = engineState
+
+// engineState is what the turn engine keeps beside ChatState. Owned by the
+// chat actor's loop, like everything else of a Chat.
+//
+// The three holds on starting what waits, and what lifts each:
+//
+//	paused   a turn was stopped or failed: lifted when a client queues, takes
+//	         back or reorders a message while nothing runs, or a turn completes
+//	         (C-TURN-32..37)
+//	resumable the latest turn ended in an error a client can resume: read off
+//	         ChatState, lifted by a resumed or another turn completing
+//	         (C-TURN-38, 39)
+//	handed   the backend holds a steering message it was handed and has not
+//	         run: lifted when it reports it consumed, returned or run as a turn
+//	         of its own (C-TURN-40)
+type engineState struct {
+	// handed is the steering message the backend took (SteerTaken) and has
+	// not reported consumed or returned; empty id when none. turnID is the
+	// turn it was handed to; msg is the message as handed, kept after a
+	// stop or a client took it out of the chat, so a turn the backend opens
+	// for it still says it.
+	handed handedSteering
+	// paused: the latest turn was stopped or failed; nothing starts on its
+	// own until a client queues, takes back or reorders a message while
+	// nothing runs, or a turn completes.
+	paused bool
+	// behind holds, in order, the chat/turnStarted actions clients sent
+	// while a turn was active. The reducer replaces the active turn on a
+	// start of another id, so none is said before the turn in front of it
+	// ends; then the head is said and runs, or, when a stop ended that
+	// turn, each is said and ended cancelled, unrun (C-TURN-104..106).
+	behind []heldStart
+	// open lists the turns handed to the backend whose end it has not
+	// reported yet, oldest first. A stopped turn stays open until the
+	// backend says it ended.
+	open []string
+	// unsent is the running turn's prompt while it waits for the backend
+	// to end the turn in front of it: a backend that does not say
+	// OneTurnAtATime is never sent a turn while it runs another.
+	unsent *agent.Turn
+	// senders names who set each pending message, by id, so the turn a
+	// pending message becomes names its sender (C-TURN-04).
+	senders map[string]string
+}
+
+type handedSteering struct {
 	id     string
+	turnID string
+	msg    ahp.Message
+}
+
+// heldStart is a client's chat/turnStarted waiting behind the active turn,
+// and the client's stop of it when one came while it waited.
+type heldStart struct {
+	cl     Client
+	origin *ahp.ActionOrigin
+	a      ahp.ChatTurnStarted
+	stop   *heldStop
+}
+
+type heldStop struct {
+	origin *ahp.ActionOrigin
+	a      ahp.ChatTurnCancelled
 }
 
 func (c *Chat) onClientAction(cl Client, origin *ahp.ActionOrigin, a ahp.Action) {
@@ -75,7 +140,7 @@ func (c *Chat) onClientAction(cl Client, origin *ahp.ActionOrigin, a ahp.Action)
 		c.clientPendingRemoved(cl, origin, a)
 	case ahp.ChatQueuedMessagesReordered:
 		c.apply(a, origin)
-		c.startNext()
+		c.kick() // C-TURN-36
 	case ahp.ChatDraftChanged:
 		c.apply(a, origin)
 		c.persistDraft()
@@ -84,6 +149,10 @@ func (c *Chat) onClientAction(cl Client, origin *ahp.ActionOrigin, a ahp.Action)
 	case ahp.ChatIsReadChanged, ahp.ChatIsArchivedChanged:
 		c.apply(a, origin)
 		c.persistRecord()
+	case ahp.ChatTruncated:
+		c.clientTruncate(cl, origin, a) // truncate.go
+	case ahp.ChatWorkingDirectorySet, ahp.ChatWorkingDirectoryRemoved:
+		c.clientDirectories(cl, origin, a) // directories.go
 	default:
 		// Client tool results, input answers and the like change only the
 		// chat's state.
@@ -116,7 +185,12 @@ func grantFor(a ahp.Action) string {
 
 func (c *Chat) readOnly() bool { return c.state.Interactivity == "read-only" }
 
-// clientTurnStarted admits a client's turn (C-TURN-01).
+// running reports whether a turn is active.
+func (c *Chat) running() bool { return c.turn != nil || c.state.ActiveTurn != nil }
+
+// clientTurnStarted admits a client's turn, which the host says again to
+// every watcher (C-TURN-01). One sent while a turn runs waits behind it and
+// is said once that turn ends (C-TURN-104).
 func (c *Chat) clientTurnStarted(cl Client, origin *ahp.ActionOrigin, a ahp.ChatTurnStarted) {
 	if c.readOnly() {
 		c.refuse(cl, origin, a, reasonReadOnly)
@@ -132,12 +206,15 @@ func (c *Chat) clientTurnStarted(cl Client, origin *ahp.ActionOrigin, a ahp.Chat
 		c.apply(a, origin)
 		return
 	}
-	if c.state.ActiveTurn != nil {
-		c.refuse(cl, origin, a, reasonTurnRunning)
+	if c.running() || c.isBehind(a.TurnID) {
+		c.engine().behind = append(c.engine().behind, heldStart{cl: cl, origin: origin, a: a})
 		return
 	}
 	c.admit(a, origin, cl.Sender)
 }
+
+// engine is the turn engine's own state (see engineState).
+func (c *Chat) engine() *engineState { return &c.steer }
 
 func (c *Chat) isKnownTurn(id string) bool {
 	if c.state.ActiveTurn != nil && c.state.ActiveTurn.ID == id {
@@ -151,47 +228,76 @@ func (c *Chat) isKnownTurn(id string) bool {
 	return false
 }
 
-// admit starts a turn: says chat/turnStarted (with the sender in the
-// message's _meta), records it as running, and hands it to the backend or
-// runs it as a local command.
-func (c *Chat) admit(a ahp.ChatTurnStarted, origin *ahp.ActionOrigin, sender string) {
+func (c *Chat) isBehind(id string) bool {
+	for _, h := range c.engine().behind {
+		if h.a.TurnID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// isCommand reports whether a message's text is a ! command.
+func isCommand(text string) bool {
+	return strings.HasPrefix(text, commandPrefix) && len(strings.TrimSpace(text)) > len(commandPrefix)
+}
+
+// withSender returns m with sender in its _meta (C-TURN-07).
+func withSender(m ahp.Message, sender string) ahp.Message {
+	if sender == "" {
+		return m
+	}
+	meta := make(map[string]any, len(m.Meta)+1)
+	for k, v := range m.Meta {
+		meta[k] = v
+	}
+	meta[SenderMetaKey] = sender
+	m.Meta = meta
+	return m
+}
+
+// say says chat/turnStarted for a turn this host admits: the sender goes
+// into the message's _meta, and the turn is recorded as running.
+func (c *Chat) say(a ahp.ChatTurnStarted, origin *ahp.ActionOrigin, sender string) *runningTurn {
 	if a.StartedAt == "" {
 		a.StartedAt = isoTime(c.cfg.Now())
 	}
 	if sender == "" {
 		sender, _ = a.Message.Meta[SenderMetaKey].(string)
 	}
-	if sender != "" {
-		meta := make(map[string]any, len(a.Message.Meta)+1)
-		for k, v := range a.Message.Meta {
-			meta[k] = v
-		}
-		meta[SenderMetaKey] = sender
-		a.Message.Meta = meta
-	}
+	a.Message = withSender(a.Message, sender)
 	started, err := time.Parse(time.RFC3339Nano, a.StartedAt)
 	if err != nil {
 		started = c.cfg.Now()
 	}
-	first := len(c.state.Turns) == 0
 	c.apply(a, origin)
 	t := &runningTurn{id: a.TurnID, started: started, sender: sender, tools: make(map[string]bool)}
 	c.turn = t
 	if sender != "" {
 		c.senders[a.TurnID] = sender
 	}
-	text := a.Message.Text
-	isCommand := strings.HasPrefix(text, commandPrefix) && len(strings.TrimSpace(text)) > len(commandPrefix)
-	if isCommand {
+	if isCommand(a.Message.Text) {
 		c.commands[a.TurnID] = true
 	}
+	return t
+}
+
+// admit starts a turn: says chat/turnStarted (with the sender in the
+// message's _meta), records it as running, and hands it to the backend or
+// runs it as a local command (C-TURN-29..31).
+func (c *Chat) admit(a ahp.ChatTurnStarted, origin *ahp.ActionOrigin, sender string) {
+	first := len(c.state.Turns) == 0
+	t := c.say(a, origin, sender)
+	text := a.Message.Text
+	command := isCommand(text)
 	c.persistStarted()
-	c.autoTitle(text, first, isCommand)
-	if isCommand {
+	c.autoTitle(text, first, command)
+	if command {
 		c.runCommand(t, strings.TrimSpace(strings.TrimPrefix(text, commandPrefix)))
 		return
 	}
 	turn := agent.Turn{ID: a.TurnID, Text: text, Model: modelOf(a.Message)}
+	// C-TURN-109: what the host has to say on this turn goes into its prompt.
 	if meta := ParseRecordMeta(c.record.Meta); meta.FirstPromptContext != "" {
 		turn.HostContext = meta.FirstPromptContext
 		meta.FirstPromptContext = ""
@@ -208,104 +314,87 @@ func modelOf(m ahp.Message) string {
 	return ""
 }
 
-// send hands a turn to the backend, opening its conversation first.
+// send hands a turn to the backend, opening its conversation first. A
+// backend that does not say OneTurnAtATime gets no turn while it still ends
+// the one in front of it: the turn waits unsent until the backend reports
+// that end (C-TURN-104).
 func (c *Chat) send(t *runningTurn, turn agent.Turn) {
+	e := c.engine()
 	if err := c.ensureConversation(); err != nil {
 		c.endTurn(agent.End{Outcome: agent.OutcomeError, ErrorType: "agentUnavailable", Message: err.Error()})
+		return
+	}
+	if !c.caps.OneTurnAtATime && len(e.open) > 0 {
+		e.unsent = &turn
 		return
 	}
 	if err := c.conv.Send(context.Background(), turn); err != nil {
 		c.endTurn(agent.End{Outcome: agent.OutcomeError, ErrorType: "sendFailed", Message: err.Error()})
 		return
 	}
+	e.open = append(e.open, turn.ID)
+	c.conversationUsed() // conversation.go
 	t.sent = true
+	// C-TURN-41: steering is handed at the turn's start.
 	c.handSteering()
 }
 
-// ensureConversation opens the backend conversation of this chat:
-// resumed when the chat already said something to it.
-func (c *Chat) ensureConversation() error {
-	if c.conv != nil {
-		return nil
+// backendEnded notes that the backend ended turn id, and sends the running
+// turn's prompt when it waited for that.
+func (c *Chat) backendEnded(id string) {
+	e := c.engine()
+	if i := slices.Index(e.open, id); i >= 0 {
+		e.open = slices.Delete(e.open, i, i+1)
 	}
-	if c.cfg.Agent == nil {
-		return fmt.Errorf("agent %q is not available on this host", c.cfg.Provider)
+	t := c.turn
+	if len(e.open) > 0 || e.unsent == nil || t == nil || t.id != e.unsent.ID || t.sent {
+		return
 	}
-	if info := c.cfg.Agent.Info(context.Background()); info.Unavailable != "" {
-		return fmt.Errorf("agent %q is unavailable: %s", c.cfg.Provider, info.Unavailable)
-	}
-	mode := agent.OpenNew
-	if c.hasBackendTurns() && c.caps.Resume {
-		mode = agent.OpenResume
-	}
-	if c.record.ConversationID == "" {
-		c.record.ConversationID = uuid.NewString()
-	}
-	meta := ParseRecordMeta(c.record.Meta)
-	p := agent.OpenParams{
-		Mode:           mode,
-		ConversationID: c.record.ConversationID,
-		Directories:    c.cfg.Directories,
-		Settings:       c.cfg.Settings,
-		Logger:         c.log,
-	}
-	if po := meta.PendingOpen; po != nil {
-		if c.caps.Fork && po.Point != "" {
-			p.Mode, p.Source, p.Point = agent.OpenFork, po.Source, po.Point
-		} else {
-			// C-FROM-09: no point to resume from: a conversation of its own.
-			p.Mode = agent.OpenNew
-		}
-	}
-	conv, err := c.cfg.Agent.Open(context.Background(), p)
-	if err != nil {
-		return fmt.Errorf("open %s conversation: %w", c.cfg.Provider, err)
-	}
-	c.conv = conv
-	if meta.PendingOpen != nil {
-		meta.PendingOpen = nil
-		c.record.Meta = meta.Raw()
-		c.persistRecord()
-	}
-	return nil
-}
-
-// hasBackendTurns reports whether the backend has seen a turn of this chat
-// (any finished turn that was not a local ! command).
-func (c *Chat) hasBackendTurns() bool {
-	for i := range c.state.Turns {
-		if !c.commands[c.state.Turns[i].ID] {
-			return true
-		}
-	}
-	return false
+	turn := *e.unsent
+	e.unsent = nil
+	c.send(t, turn)
 }
 
 // conversationGone handles a backend process that ended: the running turn
-// ends in an error, and the next turn reopens the conversation resumed.
+// ends in an error, and the next turn reopens the conversation resumed. A
+// turn that waited unsent for the old process goes to the new one.
 func (c *Chat) conversationGone(err error) {
+	e := c.engine()
 	if c.conv != nil {
 		_ = c.conv.Close()
 		c.conv = nil
 	}
-	c.steer.handed = false
-	if c.turn != nil && c.turn.command == nil {
-		c.endTurn(agent.End{Outcome: agent.OutcomeError, ErrorType: "agentExited", Message: err.Error()})
+	e.handed = handedSteering{}
+	e.open = nil
+	t := c.turn
+	if t == nil || t.command != nil {
+		c.startNext()
+		return
 	}
+	if e.unsent != nil && !t.sent {
+		turn := *e.unsent
+		e.unsent = nil
+		c.send(t, turn)
+		return
+	}
+	c.endTurn(agent.End{Outcome: agent.OutcomeError, ErrorType: "agentExited", Message: err.Error()})
 }
 
 // endTurn ends the running turn with exactly one ending action
-// (C-TURN-10..14) and starts what waits when it completed (C-TURN-26).
+// (C-TURN-10..14), then starts what may start: a completed turn, and a !
+// command's however it went, start what waits (C-TURN-26, 27); a failed
+// one pauses it (C-TURN-33).
 func (c *Chat) endTurn(end agent.End) {
 	t := c.turn
 	if t == nil {
 		return
 	}
+	e := c.engine()
 	c.turn = nil
-	dur := c.cfg.Now().Sub(t.started).Milliseconds()
-	if dur < 0 {
-		dur = 0
+	if e.unsent != nil && e.unsent.ID == t.id {
+		e.unsent = nil
 	}
+	dur := max(0, c.cfg.Now().Sub(t.started).Milliseconds())
 	switch end.Outcome {
 	case agent.OutcomeComplete:
 		c.apply(ahp.ChatTurnComplete{TurnID: t.id, Duration: dur}, nil)
@@ -320,15 +409,16 @@ func (c *Chat) endTurn(end agent.End) {
 		if end.ExitCode != nil {
 			info.Meta = map[string]any{"exitCode": *end.ExitCode}
 		}
-		c.apply(ahp.ChatError{TurnID: t.id, Duration: dur, Part: ahp.ErrorPart(info, end.Resumable)}, nil)
+		// Only a backend that can resume fails a turn a client can resume.
+		resumable := end.Resumable && c.caps.Resume && t.command == nil
+		c.apply(ahp.ChatError{TurnID: t.id, Duration: dur, Part: ahp.ErrorPart(info, resumable)}, nil)
 	}
 	if end.Point != "" {
 		c.points[t.id] = end.Point
 	}
 	c.persistEnded(t.id)
-	if end.Outcome == agent.OutcomeComplete {
-		c.startNext()
-	}
+	e.paused = end.Outcome != agent.OutcomeComplete && t.command == nil
+	c.startNext()
 }
 
 // endTurnRecovered ends a turn left running by a process that died.
@@ -346,10 +436,21 @@ func (c *Chat) endTurnRecovered(r *store.TurnRecord) {
 
 // clientStop handles chat/turnCancelled from a client: the stop is said,
 // then every pending steering message is taken out (C-TURN-52, 53), then
-// the backend is told. A stop starts nothing (C-TURN-54).
+// the turns sent behind the stopped one are said and ended unrun
+// (C-TURN-105, 106), then the backend is told. A stop starts nothing
+// (C-TURN-54).
 func (c *Chat) clientStop(cl Client, origin *ahp.ActionOrigin, a ahp.ChatTurnCancelled) {
+	e := c.engine()
 	t := c.turn
-	if t == nil || c.state.ActiveTurn == nil || a.TurnID != t.id {
+	if t == nil || a.TurnID != t.id {
+		for i := range e.behind {
+			if h := &e.behind[i]; h.a.TurnID == a.TurnID && h.stop == nil {
+				// A turn waiting behind the running one: it is said and
+				// ended, unrun, once the one in front of it ends.
+				h.stop = &heldStop{origin: origin, a: a}
+				return
+			}
+		}
 		c.refuse(cl, origin, a, reasonNoActiveTurn)
 		return
 	}
@@ -361,17 +462,45 @@ func (c *Chat) clientStop(cl Client, origin *ahp.ActionOrigin, a ahp.ChatTurnCan
 	c.persistEnded(t.id)
 	if s := c.state.SteeringMessage; s != nil {
 		c.apply(ahp.ChatPendingMessageRemoved{Kind: ahp.PendingSteering, ID: s.ID}, nil)
+		delete(e.senders, s.ID)
 	}
-	c.steer = steeringState{}
-	if t.command != nil {
+	behind := e.behind
+	e.behind = nil
+	for _, h := range behind {
+		c.sayUnrun(h)
+	}
+	e.paused = true
+	switch {
+	case t.command != nil:
 		t.command.kill()
-		return
-	}
-	if c.conv != nil {
+	case !t.sent:
+		// Stopped before its prompt was sent: it ends unsent (C-TURN-108).
+		e.unsent = nil
+	case c.conv != nil:
 		if err := c.conv.Stop(context.Background()); err != nil {
 			c.log.Warn("stop agent turn", "turn", t.id, "err", err)
 		}
 	}
+}
+
+// sayUnrun says a turn sent behind a stopped one and ends it cancelled
+// without running it.
+// A client's stop of it while it waited is its ending, said as sent.
+func (c *Chat) sayUnrun(h heldStart) {
+	if c.isKnownTurn(h.a.TurnID) {
+		// A repeated start: said again, changes nothing.
+		c.apply(h.a, h.origin)
+		return
+	}
+	t := c.say(h.a, h.origin, h.cl.Sender)
+	c.turn = nil
+	end, origin := ahp.ChatTurnCancelled{TurnID: t.id}, (*ahp.ActionOrigin)(nil)
+	if h.stop != nil {
+		end, origin = h.stop.a, h.stop.origin
+		end.Duration = max(0, end.Duration)
+	}
+	c.apply(end, origin)
+	c.persistEnded(t.id)
 }
 
 // clientResume reopens the latest turn when it failed resumably
@@ -381,12 +510,11 @@ func (c *Chat) clientResume(cl Client, origin *ahp.ActionOrigin, a ahp.ChatTurnR
 		c.refuse(cl, origin, a, reasonReadOnly)
 		return
 	}
-	n := len(c.state.Turns)
-	if c.state.ActiveTurn != nil || n == 0 || c.state.Turns[n-1].ID != a.TurnID || !resumable(&c.state.Turns[n-1]) {
-		c.refuse(cl, origin, a, "Only the latest turn, ended by a resumable error while nothing runs, can be resumed.")
+	if c.turn != nil || reduce.CheckTurnResume(&c.state, a.TurnID) != nil {
+		c.refuse(cl, origin, a, reasonNotResumable)
 		return
 	}
-	last := c.state.Turns[n-1]
+	last := c.state.Turns[len(c.state.Turns)-1]
 	c.apply(a, origin)
 	started, err := time.Parse(time.RFC3339Nano, last.StartedAt)
 	if err != nil {
@@ -418,38 +546,55 @@ func (c *Chat) clientPendingSet(cl Client, origin *ahp.ActionOrigin, a ahp.ChatP
 		c.refuse(cl, origin, a, reasonReadOnly)
 		return
 	}
+	e := c.engine()
 	switch a.Kind {
 	case ahp.PendingQueued:
 		c.apply(a, origin)
-		c.startNext()
+		c.notePendingSender(a.ID, cl.Sender)
+		c.kick() // C-TURN-34
 	case ahp.PendingSteering:
 		if c.cfg.Agent != nil && !c.caps.Steering {
+			// C-TURN-49: a turn running or not.
 			c.refuse(cl, origin, a, ReasonNoSteering)
 			return
 		}
-		if s := c.state.SteeringMessage; s != nil && s.ID == a.ID && c.steer.handed && c.steer.id == a.ID {
-			if sameMessage(s.Message, a.Message) {
-				// C-TURN-50: answered, not handed twice.
+		if h := e.handed; h.id != "" {
+			if h.id == a.ID {
+				if !sameMessage(h.msg, a.Message) {
+					c.refuse(cl, origin, a, ReasonSteeringBusy) // C-TURN-51
+					return
+				}
+				// C-TURN-50: answered, and not handed twice.
 				c.apply(a, origin)
 				return
 			}
-			c.refuse(cl, origin, a, ReasonSteeringBusy)
-			return
-		}
-		if c.steer.handed && c.state.SteeringMessage != nil && c.state.SteeringMessage.ID != a.ID {
-			// The backend holds another steering message it has not run.
-			c.refuse(cl, origin, a, ReasonSteeringBusy)
-			return
+			if s := c.state.SteeringMessage; s != nil && s.ID == h.id {
+				// Another message would replace the one being processed.
+				c.refuse(cl, origin, a, ReasonSteeringBusy)
+				return
+			}
 		}
 		c.apply(a, origin)
-		if c.turn != nil {
+		c.notePendingSender(a.ID, cl.Sender)
+		if c.running() {
 			c.handSteering()
 		} else {
-			c.startNext()
+			c.kick()
 		}
 	default:
 		c.refuse(cl, origin, a, fmt.Sprintf("Unknown pending message kind %q.", a.Kind))
 	}
+}
+
+func (c *Chat) notePendingSender(id, sender string) {
+	e := c.engine()
+	if sender == "" {
+		return
+	}
+	if e.senders == nil {
+		e.senders = make(map[string]string)
+	}
+	e.senders[id] = sender
 }
 
 func sameMessage(a, b ahp.Message) bool {
@@ -458,17 +603,36 @@ func sameMessage(a, b ahp.Message) bool {
 	return string(ja) == string(jb)
 }
 
-// clientPendingRemoved takes a pending message back (C-TURN-55..59).
+// clientPendingRemoved takes a pending message back, said as the client
+// sent it, one the chat no longer holds included (C-TURN-55..59).
 func (c *Chat) clientPendingRemoved(cl Client, origin *ahp.ActionOrigin, a ahp.ChatPendingMessageRemoved) {
-	if a.Kind == ahp.PendingSteering && c.steer.handed && c.steer.id == a.ID {
-		if c.conv == nil || !c.conv.Withdraw(a.ID) {
+	e := c.engine()
+	if a.Kind == ahp.PendingSteering && e.handed.id == a.ID {
+		if c.running() && !c.caps.Withdraw {
+			// C-TURN-59: the backend keeps it.
 			c.refuse(cl, origin, a, ReasonSteeringBusy)
 			return
 		}
-		c.steer = steeringState{}
+		// C-TURN-57: withdrawn from the backend. One the model has read
+		// stays in its turn (C-TURN-58), and one the backend still holds
+		// is dropped when it comes back.
+		if c.conv != nil && c.caps.Withdraw && c.conv.Withdraw(a.ID) {
+			e.handed = handedSteering{}
+		}
 	}
 	c.apply(a, origin)
-	c.startNext()
+	if c.pendingGone(a.Kind, a.ID) {
+		delete(e.senders, a.ID)
+	}
+	c.kick() // C-TURN-35
+}
+
+// pendingGone reports whether the chat no longer holds pending message id.
+func (c *Chat) pendingGone(kind, id string) bool {
+	if kind == ahp.PendingSteering {
+		return c.state.SteeringMessage == nil || c.state.SteeringMessage.ID != id
+	}
+	return !slices.ContainsFunc(c.state.QueuedMessages, func(m ahp.PendingMessage) bool { return m.ID == id })
 }
 
 func (c *Chat) clientConfirm(cl Client, origin *ahp.ActionOrigin, a ahp.ChatToolCallConfirmed) {
@@ -485,34 +649,31 @@ func (c *Chat) clientConfirm(cl Client, origin *ahp.ActionOrigin, a ahp.ChatTool
 	}
 }
 
-// handSteering hands the pending steering message to the running turn,
-// again on each of the turn's actions until the backend takes it
-// (C-TURN-41, 42).
-func (c *Chat) handSteering() {
-	s := c.state.SteeringMessage
-	t := c.turn
-	if s == nil || t == nil || !t.sent || t.command != nil || c.conv == nil || c.steer.handed {
+// kick is a client queuing, taking back or reordering a message: while
+// nothing runs it lifts the pause a stop or a failure left and starts the
+// head of the queue (C-TURN-34..36).
+func (c *Chat) kick() {
+	if c.running() {
 		return
 	}
-	switch c.conv.Steer(agent.Steering{ID: s.ID, TurnID: t.id, Text: s.Message.Text}) {
-	case agent.SteerTaken:
-		c.steer = steeringState{handed: true, id: s.ID}
-	case agent.SteerNotYet:
-	case agent.SteerUnsupported:
-		c.log.Warn("backend refused steering", "steering", s.ID)
-		c.apply(ahp.ChatPendingMessageRemoved{Kind: ahp.PendingSteering, ID: s.ID}, nil)
-	case agent.SteerRefused:
-		c.log.Info("backend would not take steering message; taken out", "steering", s.ID)
-		c.apply(ahp.ChatPendingMessageRemoved{Kind: ahp.PendingSteering, ID: s.ID}, nil)
-	}
+	c.engine().paused = false
+	c.startNext()
 }
 
-// startNext starts what waits when nothing runs: a steering message ahead
-// of every queued one (C-TURN-45, 46), else the head of the queue
-// (C-TURN-26, 28). Nothing starts behind a resumable failure (C-TURN-38)
-// or while the backend holds a steering message (C-TURN-40).
+// startNext starts what waits when nothing runs. First a turn a client sent
+// behind the one that just ended (C-TURN-104); then, unless a hold is on
+// (see engineState), a steering message ahead of every queued one
+// (C-TURN-45, 46), else the head of the queue (C-TURN-26, 28).
 func (c *Chat) startNext() {
-	if c.turn != nil || c.state.ActiveTurn != nil || c.steer.handed || c.heldByResumableError() || c.readOnly() {
+	e := c.engine()
+	if c.running() || c.readOnly() {
+		return
+	}
+	if len(e.behind) > 0 {
+		c.startBehind()
+		return
+	}
+	if e.paused || e.handed.id != "" || c.heldByResumableError() {
 		return
 	}
 	var next *ahp.PendingMessage
@@ -525,13 +686,39 @@ func (c *Chat) startNext() {
 		return
 	}
 	p := *next
-	sender, _ := p.Message.Meta[SenderMetaKey].(string)
+	sender := e.senders[p.ID]
+	delete(e.senders, p.ID)
 	c.admit(ahp.ChatTurnStarted{
 		TurnID:          uuid.NewString(),
 		StartedAt:       isoTime(c.cfg.Now()),
 		Message:         p.Message,
 		QueuedMessageID: p.ID,
 	}, nil, sender)
+}
+
+// startBehind says and runs the first turn sent behind the one that ended
+// (turns already known are said again, changing nothing, as a repeated
+// start does). A turn stopped while it waited is said and ended unrun.
+func (c *Chat) startBehind() {
+	e := c.engine()
+	for len(e.behind) > 0 && !c.running() {
+		h := e.behind[0]
+		e.behind = e.behind[1:]
+		if h.stop != nil || c.isKnownTurn(h.a.TurnID) {
+			c.sayUnrun(h)
+			continue
+		}
+		c.admit(h.a, h.origin, h.cl.Sender)
+	}
+	// Repeats of the turn now running are said at once.
+	for len(e.behind) > 0 && c.isKnownTurn(e.behind[0].a.TurnID) && e.behind[0].stop == nil {
+		h := e.behind[0]
+		e.behind = e.behind[1:]
+		c.apply(h.a, h.origin)
+	}
+	if len(e.behind) == 0 {
+		e.behind = nil
+	}
 }
 
 // autoTitle names the chat after its first message (C-COMP-26): a ! command

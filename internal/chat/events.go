@@ -23,17 +23,9 @@ func (c *Chat) onAgentEvent(ev agent.Event) {
 		return
 	case agent.EventSteeringConsumed:
 		c.steeringConsumed(ev.SteeringID)
-		c.handSteering()
 		return
 	case agent.EventSteeringReturned:
-		if c.steer.id == ev.SteeringID {
-			c.steer = steeringState{}
-		}
-		if c.turn != nil && c.turn.id != ev.TurnID {
-			c.handSteering()
-		} else if c.turn == nil {
-			c.startNext()
-		}
+		c.steeringReturned(ev.TurnID, ev.SteeringID)
 		return
 	case agent.EventTurnStarted:
 		c.backendTurnStarted(ev)
@@ -41,6 +33,11 @@ func (c *Chat) onAgentEvent(ev agent.Event) {
 	}
 	t := c.turn
 	if t == nil || t.command != nil || ev.TurnID != t.id {
+		if ev.Kind == agent.EventTurnEnd {
+			// The backend is done with a turn the host had ended (a stop):
+			// the turn waiting for it goes out now.
+			c.backendEnded(ev.TurnID)
+		}
 		c.log.Debug("dropped event of an ended turn", "turn", ev.TurnID, "kind", ev.Kind)
 		return
 	}
@@ -50,44 +47,6 @@ func (c *Chat) onAgentEvent(ev agent.Event) {
 		// backend takes it (C-TURN-42).
 		c.handSteering()
 	}
-}
-
-// steeringConsumed: the backend took the steering message into its turn;
-// the host takes it out of the chat's pending messages.
-func (c *Chat) steeringConsumed(id string) {
-	if c.steer.id == id {
-		c.steer = steeringState{}
-	}
-	if s := c.state.SteeringMessage; s != nil && s.ID == id {
-		c.apply(ahp.ChatPendingMessageRemoved{Kind: ahp.PendingSteering, ID: id}, nil)
-	}
-}
-
-// backendTurnStarted: the backend runs a steering message it held as a
-// turn of its own (Claude after a stop, C-TURN-75).
-func (c *Chat) backendTurnStarted(ev agent.Event) {
-	if c.turn != nil || c.state.ActiveTurn != nil {
-		c.log.Warn("backend started a turn while another runs", "turn", ev.TurnID)
-		return
-	}
-	var msg ahp.Message
-	queued := ""
-	if s := c.state.SteeringMessage; s != nil && s.ID == ev.SteeringID {
-		msg, queued = s.Message, s.ID
-	} else {
-		msg = ahp.Message{Text: ev.Text, Origin: ahp.MessageOrigin{Kind: "user"}}
-	}
-	if c.steer.id == ev.SteeringID {
-		c.steer = steeringState{}
-	}
-	a := ahp.ChatTurnStarted{TurnID: ev.TurnID, StartedAt: isoTime(c.cfg.Now()), Message: msg, QueuedMessageID: queued}
-	sender, _ := msg.Meta[SenderMetaKey].(string)
-	c.apply(a, nil)
-	c.turn = &runningTurn{id: ev.TurnID, started: c.cfg.Now(), sender: sender, sent: true, tools: make(map[string]bool)}
-	if sender != "" {
-		c.senders[ev.TurnID] = sender
-	}
-	c.persistRunning()
 }
 
 // applyTurnEvent maps a backend event of the running turn onto actions.
@@ -188,10 +147,14 @@ func (c *Chat) applyTurnEvent(t *runningTurn, ev agent.Event) {
 		if ev.End != nil {
 			end = *ev.End
 		}
-		if c.steer.handed && end.Outcome != agent.OutcomeComplete {
-			// A failed or stopped turn takes the steering it held with it
-			// (C-TURN-67); the chat no longer shows it pending.
-			c.steeringConsumed(c.steer.id)
+		if t.command == nil {
+			c.backendEnded(t.id)
+		}
+		if h := c.engine().handed; h.id != "" && h.turnID == t.id && end.Outcome == agent.OutcomeError {
+			// A turn that fails takes the steering message it holds with it
+			// (C-TURN-67): the chat no longer shows it pending.
+			c.engine().handed = handedSteering{}
+			c.takeOutSteering(h.id)
 		}
 		c.endTurn(end)
 	}

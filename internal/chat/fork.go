@@ -19,11 +19,19 @@ type RecordMeta struct {
 	// has to say (a side chat's source turn, C-FROM-13); never into its
 	// visible history (C-FROM-14).
 	FirstPromptContext string `json:"firstPromptContext,omitempty"`
+	// BackendStarted: the backend holds a conversation under the record's
+	// ConversationID (a turn was handed to it), so the next open resumes it
+	// even when the chat shows no turn (after a clear-all rewind on a
+	// backend that kept it).
+	BackendStarted bool `json:"backendStarted,omitempty"`
 }
 
-// PendingOpen is a fork waiting for the chat's first turn.
+// PendingOpen is a fork or a rewind waiting for the chat's next turn.
 type PendingOpen struct {
-	Source string `json:"source"`
+	// Rewind: reopen the chat's own conversation cut back to Point;
+	// otherwise a fork of Source at Point.
+	Rewind bool   `json:"rewind,omitempty"`
+	Source string `json:"source,omitempty"`
 	Point  string `json:"point"`
 }
 
@@ -38,7 +46,7 @@ func ParseRecordMeta(raw json.RawMessage) RecordMeta {
 
 // Raw encodes the meta for a record.
 func (m RecordMeta) Raw() json.RawMessage {
-	if m.PendingOpen == nil && m.FirstPromptContext == "" {
+	if m.PendingOpen == nil && m.FirstPromptContext == "" && !m.BackendStarted {
 		return nil
 	}
 	b, _ := json.Marshal(m)

@@ -131,6 +131,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*Daemon, error) {
 	srv := rpc.NewServer(rpc.Options{
 		Handler:     h,
 		Token:       cfg.ConnectionToken,
+		ExtraTokens: extraTokens(cfg),
 		Logger:      log,
 		OutboxBytes: cfg.OutboxBytes,
 	})
@@ -204,3 +205,11 @@ type Stats struct {
 
 // Stats returns the daemon's counters.
 func (d *Daemon) Stats() Stats { return Stats{RPC: d.rpc.Stats(), Store: d.store.Stats()} }
+
+func extraTokens(cfg Config) []string {
+	out := make([]string, 0, len(cfg.Tokens))
+	for _, t := range cfg.Tokens {
+		out = append(out, t.Token)
+	}
+	return out
+}

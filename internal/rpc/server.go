@@ -58,6 +58,9 @@ type Options struct {
 	// Token, when not empty, must be presented by the upgrade request as
 	// query "?tkn=<token>" or header "Authorization: Bearer <token>".
 	Token string
+	// ExtraTokens are accepted as well as Token (connection tokens that
+	// carry their own grants). With Token empty they are not required.
+	ExtraTokens []string
 	// Logger receives the transport's logs; each connection logs with the
 	// attribute "conn". Default slog.Default().
 	Logger *slog.Logger
@@ -107,9 +110,9 @@ type Server struct {
 	opts     Options
 	log      *slog.Logger
 	upgrader websocket.Upgrader
-	// tokenSum is sha256(opts.Token), so the comparison is constant-time
-	// whatever the length of the token presented.
-	tokenSum [sha256.Size]byte
+	// tokenSums are sha256 of Token and ExtraTokens, so the comparison is
+	// constant-time whatever the length of the token presented.
+	tokenSums [][sha256.Size]byte
 	stats    counters
 
 	// mu guards conns, shuttingDown and idleClosed. A connection is in
@@ -154,8 +157,10 @@ func NewServer(o Options) *Server {
 			WriteBufferPool: &sync.Pool{},
 		},
 	}
-	if o.Token != "" {
-		s.tokenSum = sha256.Sum256([]byte(o.Token))
+	for _, t := range append([]string{o.Token}, o.ExtraTokens...) {
+		if t != "" {
+			s.tokenSums = append(s.tokenSums, sha256.Sum256([]byte(t)))
+		}
 	}
 	return s
 }
@@ -203,17 +208,26 @@ func (s *Server) authorize(r *http.Request) (token string, ok bool) {
 	bearer := bearerToken(r.Header.Get("Authorization"))
 	query := r.URL.Query().Get("tkn")
 	if s.opts.Token == "" {
+		presented := query
 		if bearer != "" {
-			return bearer, true
+			presented = bearer
 		}
-		return query, true
+		if presented == "" || len(s.tokenSums) == 0 {
+			return presented, true
+		}
+		// A token nobody configured is refused even where none is
+		// required: it must not pass for the deployment itself.
 	}
 	for _, t := range [...]string{bearer, query} {
 		if t == "" {
 			continue
 		}
 		sum := sha256.Sum256([]byte(t))
-		if subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) == 1 {
+		match := 0
+		for _, want := range s.tokenSums {
+			match |= subtle.ConstantTimeCompare(sum[:], want[:])
+		}
+		if match == 1 {
 			return t, true
 		}
 	}

@@ -10,10 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
-	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ahpd/ahpd/internal/agent"
@@ -57,6 +56,10 @@ type Session struct {
 	done     chan struct{}
 	stopping chan struct{}
 	once     sync.Once
+
+	// dirs is a snapshot of the session's directories that chat actors read
+	// (atomically replaced by run whenever they change).
+	dirs atomic.Pointer[[]string]
 
 	// Owned by run.
 	state  ahp.SessionState
@@ -114,6 +117,7 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 	if s.state.DefaultChat == "" && len(s.state.Chats) > 0 {
 		s.state.DefaultChat = s.state.Chats[0].Resource
 	}
+	s.publishDirs()
 	go s.run()
 	return s, nil
 }
@@ -238,12 +242,18 @@ func (s *Session) apply(a ahp.Action, origin *ahp.ActionOrigin) {
 	before := s.summary()
 	reduce.Session(&s.state, a)
 	s.cfg.Bus.Publish(s.uri, a, origin, "")
+	s.publishDirs()
 	after := s.summary()
 	if b, _ := json.Marshal(before); true {
 		if a2, _ := json.Marshal(after); string(b) != string(a2) && s.cfg.OnSummary != nil {
 			s.cfg.OnSummary(after)
 		}
 	}
+}
+
+func (s *Session) publishDirs() {
+	d := slices.Clone(s.state.WorkingDirectories)
+	s.dirs.Store(&d)
 }
 
 // summary is the session's catalogue entry (listSessions, root
@@ -353,6 +363,9 @@ func (s *Session) openChat(ctx context.Context, uri string) (*chat.Chat, error) 
 		Now:          s.cfg.Now,
 		TurnsView:    s.cfg.TurnsView,
 		CommandShell: s.cfg.CommandShell,
+		SessionDirectories: func() []string {
+			return slices.Clone(*s.dirs.Load())
+		},
 		OnSummary: func(cs ahp.ChatSummary) {
 			_ = s.do(func() { s.chatSummaryChanged(cs) })
 		},
@@ -427,11 +440,14 @@ func diffChatSummary(a, b ahp.ChatSummary) *ahp.PartialChatSummary {
 		p.WorkingDirectories, changed = b.WorkingDirectories, true
 	}
 	if oa, ob := jsonOf(a.Origin), jsonOf(b.Origin); oa != ob {
-		p.Origin, changed = b.Origin, true
+		changed = true
 	}
 	if !changed {
 		return nil
 	}
+	// C-FROM-18: every change re-sends the origin whole, so nothing ever
+	// reads as a chat that forgot where it came from.
+	p.Origin = b.Origin
 	return &p
 }
 
@@ -526,35 +542,11 @@ func sessionGrant(a ahp.Action) string {
 
 // localPaths turns directory URIs (file:///x) or plain paths into local
 // absolute paths.
-func localPaths(uris []string) ([]string, error) {
-	out := make([]string, 0, len(uris))
-	for _, u := range uris {
-		p, err := LocalPath(u)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, nil
-}
+func localPaths(uris []string) ([]string, error) { return ahp.LocalPaths(uris) }
 
 // LocalPath turns a directory URI (file:///x) or a plain absolute path into
 // a local absolute path.
-func LocalPath(u string) (string, error) {
-	if filepath.IsAbs(u) {
-		return filepath.Clean(u), nil
-	}
-	pu, err := url.Parse(u)
-	if err != nil || pu.Scheme != "file" || pu.Path == "" {
-		return "", fmt.Errorf("%q is not a file: URI or an absolute path", u)
-	}
-	if pu.Host != "" && pu.Host != "localhost" {
-		return "", fmt.Errorf("%q names another host", u)
-	}
-	return filepath.Clean(pu.Path), nil
-}
+func LocalPath(u string) (string, error) { return ahp.LocalPath(u) }
 
 // FileURI turns a local path into a file: URI.
-func FileURI(path string) string {
-	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(path)}).String()
-}
+func FileURI(path string) string { return ahp.FileURI(path) }

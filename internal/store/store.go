@@ -210,6 +210,21 @@ func (s *Store) Close() error {
 	return s.closeErr
 }
 
+// writeExec runs one write statement, holding the writer token. SQLite runs
+// a lone statement as its own transaction (autocommit), so this is one
+// transaction without the two extra round trips of BEGIN and COMMIT. It is
+// safe from the stale-snapshot SQLITE_BUSY that BEGIN IMMEDIATE exists to
+// avoid because the token keeps every other writer of this Store out.
+func (s *Store) writeExec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	select {
+	case s.writeSem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-s.writeSem }()
+	return s.db.ExecContext(ctx, query, args...)
+}
+
 // withWrite runs fn in one write transaction (BEGIN IMMEDIATE), holding the
 // writer token. fn's error rolls the transaction back and is returned as is.
 func (s *Store) withWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {

@@ -65,8 +65,7 @@ func (s *Store) putTurn(ctx context.Context, r TurnRecord) error {
 	if err != nil {
 		return err
 	}
-	return s.withWrite(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO turns (`+turnColumns+`)
+	_, err = s.writeExec(ctx, `INSERT INTO turns (`+turnColumns+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (chat, id) DO UPDATE SET
 				seq = excluded.seq,
@@ -76,10 +75,9 @@ func (s *Store) putTurn(ctx context.Context, r TurnRecord) error {
 				command = excluded.command,
 				started_at = excluded.started_at,
 				body = excluded.body`,
-			r.Chat, r.ID, r.Seq, r.State, r.Sender, r.Point, boolValue(r.Command),
-			timeValue(r.StartedAt), body)
-		return err
-	})
+		r.Chat, r.ID, r.Seq, r.State, r.Sender, r.Point, boolValue(r.Command),
+		timeValue(r.StartedAt), body)
+	return err
 }
 
 // Turn returns one turn; ok is false when there is none.

@@ -55,6 +55,10 @@ type conversation struct {
 	wake chan struct{}
 	// loopDone is closed when the loop has returned and closed events.
 	loopDone chan struct{}
+	// late holds the steering a [late] turn took and never read; the loop
+	// owns it and hands it back before the next turn starts, or LateDelay
+	// after the turn's end.
+	late []agent.Steering
 
 	// mu guards queue, active, closed and exited.
 	mu sync.Mutex
@@ -134,8 +138,14 @@ func (c *conversation) Send(ctx context.Context, t agent.Turn) error {
 }
 
 // Steer takes a steering message into the running turn, which reads it at
-// its next step.
+// its next step. Every call is logged with its answer (Script.Steers).
 func (c *conversation) Steer(s agent.Steering) agent.SteerResult {
+	r := c.steer(s)
+	c.s.recordSteer(c.id, s, r)
+	return r
+}
+
+func (c *conversation) steer(s agent.Steering) agent.SteerResult {
 	if !c.s.opts.Caps.Steering {
 		return agent.SteerUnsupported
 	}
@@ -253,6 +263,9 @@ func (c *conversation) loop() {
 	defer close(c.loopDone)
 	defer close(c.events)
 	for {
+		if !c.settleLate() {
+			return
+		}
 		q, a, ok := c.next()
 		if !ok {
 			return
@@ -269,6 +282,42 @@ func (c *conversation) loop() {
 			return
 		}
 	}
+}
+
+// settleLate hands back the steering a [late] turn left, once a next turn
+// is sent or LateDelay has passed; false once the conversation is closed.
+func (c *conversation) settleLate() bool {
+	if len(c.late) == 0 {
+		return true
+	}
+	timer := time.NewTimer(c.s.opts.LateDelay)
+	defer timer.Stop()
+	for {
+		c.mu.Lock()
+		sent := len(c.queue) > 0
+		c.mu.Unlock()
+		if sent {
+			break
+		}
+		select {
+		case <-c.wake:
+			continue
+		case <-timer.C:
+		case <-c.done:
+			return false
+		}
+		break
+	}
+	late := c.late
+	c.late = nil
+	for _, s := range late {
+		if !c.emit(agent.Event{Kind: agent.EventSteeringReturned, TurnID: s.TurnID, SteeringID: s.ID}) {
+			return false
+		}
+	}
+	// The wake-up taken above may have been for a turn sent since.
+	c.poke()
+	return true
 }
 
 // next takes the head of the queue, making it the active turn unless a stop
@@ -303,7 +352,7 @@ func (c *conversation) next() (q *queued, a *active, ok bool) {
 
 // markers are what a turn's text asks for.
 type markers struct {
-	think, tool, confirm, slow, hold, prep, exit, deaf bool
+	think, tool, confirm, slow, hold, prep, exit, deaf, late, stubborn bool
 	// fail: [error] or [error:resumable]; resumable: the latter.
 	fail, resumable bool
 }
@@ -318,7 +367,9 @@ func parseMarkers(text string) markers {
 		hold:      has("[hold]"),
 		prep:      has("[prep]"),
 		exit:      has("[exit]"),
-		deaf:      has("[deaf]"),
+		deaf:      has("[deaf]") || has("[late]"),
+		late:      has("[late]"),
+		stubborn:  has("[stubborn]"),
 		fail:      has("[error]") || has("[error:resumable]"),
 		resumable: has("[error:resumable]"),
 	}
@@ -336,6 +387,8 @@ type turnRun struct {
 	last agent.EventKind
 	// markdownParts and reasoningParts count the parts begun.
 	markdownParts, reasoningParts int
+	// openTool is the turn's tool call begun and not answered yet.
+	openTool *agent.ToolCall
 }
 
 // run runs the turn to its end; a non-nil error means the loop must return
@@ -343,6 +396,11 @@ type turnRun struct {
 func (r *turnRun) run() error {
 	err := r.body()
 	if errors.Is(err, errStopped) {
+		if r.m.stubborn {
+			if err := r.answerAfterStop(); err != nil {
+				return err
+			}
+		}
 		return r.finish(&agent.End{Outcome: agent.OutcomeCancelled, Point: r.point})
 	}
 	return err
@@ -438,6 +496,23 @@ func (r *turnRun) body() error {
 	return r.finish(&agent.End{Outcome: agent.OutcomeComplete, Point: r.point})
 }
 
+// answerAfterStop is a [stubborn] turn going on after a stop: it answers
+// the tool call it was stopped in and says one more delta.
+func (r *turnRun) answerAfterStop() error {
+	c, t := r.c, r.a.turn
+	if call := r.openTool; call != nil {
+		done := *call
+		done.Success = true
+		done.Output = t.Text
+		done.PastTense = "Echoed " + t.Text
+		r.openTool = nil
+		if !c.emit(agent.Event{Kind: agent.EventToolDone, TurnID: t.ID, ToolCall: &done}) {
+			return errClosed
+		}
+	}
+	return r.text(" (after the stop)")
+}
+
 func (r *turnRun) model() string {
 	if r.a.turn.Model != "" {
 		return r.a.turn.Model
@@ -472,6 +547,7 @@ func (r *turnRun) toolCall() error {
 		c.mu.Unlock()
 	}
 	ready := call
+	r.openTool = &call
 	if !c.emit(agent.Event{Kind: agent.EventToolReady, TurnID: t.ID, ToolCall: &ready}) {
 		return errClosed
 	}
@@ -493,6 +569,7 @@ func (r *turnRun) toolCall() error {
 	} else {
 		done.Error = "denied"
 	}
+	r.openTool = nil
 	if !c.emit(agent.Event{Kind: agent.EventToolDone, TurnID: t.ID, ToolCall: &done}) {
 		return errClosed
 	}
@@ -629,6 +706,11 @@ func (r *turnRun) finish(end *agent.End) error {
 	r.a.waitingTool = ""
 	c.active = nil
 	c.mu.Unlock()
+	if r.m.late {
+		// Handed back only after the end (settleLate).
+		c.late = append(c.late, left...)
+		left = nil
+	}
 	for _, s := range left {
 		if !c.emit(agent.Event{Kind: agent.EventSteeringReturned, TurnID: r.a.turn.ID, SteeringID: s.ID}) {
 			return errClosed

@@ -1,0 +1,49 @@
+package chat
+
+import (
+	"slices"
+
+	"github.com/ahpd/ahpd/internal/ahp"
+)
+
+const reasonDirectoriesRunning = "A chat's directories cannot change while a turn runs."
+
+// clientDirectories changes the directories a chat works in: always a
+// subset of its session's (C-FIRST-25..27). The change starts this chat's
+// backend again, resumed, and no other chat's (C-FIRST-28, 29).
+func (c *Chat) clientDirectories(cl Client, origin *ahp.ActionOrigin, a ahp.Action) {
+	if c.running() {
+		c.refuse(cl, origin, a, reasonDirectoriesRunning)
+		return
+	}
+	session := c.sessionDirectories()
+	if set, ok := a.(ahp.ChatWorkingDirectorySet); ok && !slices.Contains(session, set.Directory) {
+		c.refuse(cl, origin, a, set.Directory+" is not a directory of this chat's session; a chat works in its session's directories or a subset of them.")
+		return
+	}
+	c.apply(a, origin)
+	dirs := c.state.WorkingDirectories
+	if len(dirs) == 0 {
+		dirs = session
+	}
+	paths, err := ahp.LocalPaths(dirs)
+	if err != nil {
+		c.log.Warn("chat directories", "err", err)
+		return
+	}
+	c.cfg.Directories = paths
+	c.persistRecord()
+	if c.conv != nil {
+		c.closeConversation()
+		if err := c.ensureConversation(); err != nil {
+			c.log.Warn("restart chat in its new directories", "err", err)
+		}
+	}
+}
+
+func (c *Chat) sessionDirectories() []string {
+	if c.cfg.SessionDirectories == nil {
+		return nil
+	}
+	return c.cfg.SessionDirectories()
+}

@@ -1,0 +1,158 @@
+package chat
+
+import (
+	"context"
+
+	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/store"
+	"github.com/google/uuid"
+)
+
+const reasonTruncateRunning = "A chat cannot be rewound while a turn runs; stop it first."
+
+// clientTruncate is a rewind (chat/truncated, CHATS.md "Compacted context,
+// and a rewind"): the turns after the named one drop, said first
+// (C-COMP-05, 10); then the backend is cut back to where the kept turn
+// ended, or, with no turnId, the chat starts over (C-COMP-13..19).
+func (c *Chat) clientTruncate(cl Client, origin *ahp.ActionOrigin, a ahp.ChatTruncated) {
+	if c.readOnly() {
+		c.refuse(cl, origin, a, reasonReadOnly)
+		return
+	}
+	if c.running() {
+		c.refuse(cl, origin, a, reasonTruncateRunning)
+		return
+	}
+	keep := -1
+	if a.TurnID != "" {
+		keep = c.turnIndex(a.TurnID)
+		if keep < 0 {
+			c.refuse(cl, origin, a, "No turn "+a.TurnID+" in this chat.")
+			return
+		}
+	}
+	// The commands and points of the turns that drop go with them
+	// (C-COMP-24); what the backend is cut to is decided on the turns
+	// as they were.
+	anchor := c.rewindAnchor(keep)
+	c.apply(a, origin)
+	for id := range c.points {
+		if c.turnIndex(id) < 0 {
+			delete(c.points, id)
+		}
+	}
+	for id := range c.commands {
+		if c.turnIndex(id) < 0 {
+			delete(c.commands, id)
+		}
+	}
+	uri := c.cfg.URI
+	c.cfg.Store.Enqueue(func(ctx context.Context, s *store.Store) error { return s.TruncateTurns(ctx, uri, keep) })
+	if c.loadedFrom > len(c.state.Turns) {
+		c.loadedFrom = len(c.state.Turns)
+	}
+	c.rewindBackend(anchor)
+}
+
+func (c *Chat) turnIndex(id string) int {
+	for i := range c.state.Turns {
+		if c.state.Turns[i].ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// rewindAnchor is the backend's point for a rewind that keeps turns
+// 0..keep: the last turn at or before keep that the backend saw (a !
+// command's turn rewinds the backend at the turn before it, C-COMP-20).
+// found is false when there is no such turn: the chat starts over
+// (C-COMP-13, 22).
+type anchor struct {
+	found bool
+	point string
+}
+
+func (c *Chat) rewindAnchor(keep int) anchor {
+	for i := keep; i >= 0; i-- {
+		id := c.state.Turns[i].ID
+		if c.commands[id] {
+			continue
+		}
+		return anchor{found: true, point: c.points[id]}
+	}
+	return anchor{}
+}
+
+// rewindBackend cuts the backend to the anchor, or starts the chat over.
+func (c *Chat) rewindBackend(at anchor) {
+	if at.found {
+		if at.point == "" || !c.caps.Rewind {
+			// C-COMP-11, 12: no rewind point (a turn read back by a backend
+			// that names points only for turns it watched), or a backend
+			// that cannot cut: the turns dropped from every client stay in
+			// the backend.
+			c.log.Info("rewind: backend keeps its history", "point", at.point, "canRewind", c.caps.Rewind)
+			return
+		}
+		c.closeConversation()
+		meta := ParseRecordMeta(c.record.Meta)
+		meta.PendingOpen = &PendingOpen{Rewind: true, Point: at.point}
+		c.record.Meta = meta.Raw()
+		c.persistRecord()
+		return
+	}
+	// Start over (C-COMP-14..19): the backend stops, its conversation is
+	// deleted through its delete, and a new one starts for this chat.
+	c.closeConversation()
+	meta := ParseRecordMeta(c.record.Meta)
+	meta.PendingOpen = nil
+	if !meta.BackendStarted && !c.hasBackendTurns() {
+		c.record.Meta = meta.Raw()
+		c.persistRecord()
+		return
+	}
+	if c.cfg.Agent == nil || !c.caps.Delete {
+		// C-COMP-17: a backend with no delete keeps the conversation, and
+		// the chat comes back on it (reading 10, docs/CHATS.md).
+		c.log.Info("clear: backend has no delete; it keeps the conversation", "conversation", c.record.ConversationID)
+		c.record.Meta = meta.Raw()
+		c.persistRecord()
+		return
+	}
+	if err := c.cfg.Agent.Delete(context.Background(), c.record.ConversationID, c.cfg.Directories); err != nil {
+		// C-COMP-18, 19: logged; the backend comes back on the
+		// conversation it had.
+		c.log.Warn("clear: delete backend conversation failed; keeping it", "conversation", c.record.ConversationID, "err", err)
+		c.record.Meta = meta.Raw()
+		c.persistRecord()
+		return
+	}
+	// C-COMP-16: a new conversation for the same chat, nothing to resume.
+	c.record.ConversationID = uuid.NewString()
+	meta.BackendStarted = false
+	c.record.Meta = meta.Raw()
+	c.persistRecord()
+}
+
+// closeConversation ends the backend process of this chat; the next turn
+// opens it again.
+func (c *Chat) closeConversation() {
+	if c.conv == nil {
+		return
+	}
+	if err := c.conv.Close(); err != nil {
+		c.log.Warn("close agent conversation", "err", err)
+	}
+	c.conv = nil
+	c.resetBackendBookkeeping()
+}
+
+// resetBackendBookkeeping forgets what the engine tracked of a backend
+// conversation that was closed while no turn ran.
+func (c *Chat) resetBackendBookkeeping() {
+	e := c.engine()
+	e.handed = handedSteering{}
+	e.open = nil
+	e.unsent = nil
+}
