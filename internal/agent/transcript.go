@@ -34,13 +34,17 @@ type TranscriptTurn struct {
 	Parts []TranscriptPart
 	// Outcome is how the turn ended.
 	Outcome Outcome
-	// ErrorMessage describes an OutcomeError.
+	// ErrorType and ErrorMessage describe an OutcomeError (as End's
+	// ErrorType and Message do).
+	ErrorType    string
 	ErrorMessage string
 	// Point is the backend's name for where the turn ended (End.Point):
 	// where a fork or rewind at this turn resumes. Empty when it names none.
 	Point string
-	// Started is when the prompt was written; zero when unknown.
+	// Started is when the prompt was written and Ended when the entry at
+	// Point was; zero when unknown.
 	Started time.Time
+	Ended   time.Time
 	// Usage is the turn's token usage; nil when the transcript has none.
 	Usage *Usage
 }

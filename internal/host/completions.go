@@ -76,7 +76,12 @@ func (h *Host) completions(ctx context.Context, cl *client, params json.RawMessa
 	case '#':
 		q := token[1:]
 		if strings.HasPrefix("chat:", q) || strings.HasPrefix(q, "chat:") {
-			name := strings.TrimPrefix(q, "chat:")
+			// On its way to #chat: every other chat matches; after it, the
+			// chats whose title holds what follows.
+			name, _ := strings.CutPrefix(q, "chat:")
+			if !strings.HasPrefix(q, "chat:") {
+				name = ""
+			}
 			sum, err := s.Summary(ctx)
 			if err != nil {
 				return nil, err

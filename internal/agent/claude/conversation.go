@@ -379,6 +379,11 @@ func (c *conversation) Steer(s agent.Steering) agent.SteerResult {
 	return agent.SteerTaken
 }
 
+// denyMessage is what the CLI is told when the user refuses a tool call;
+// it comes back as the call's result, which is how a transcript read back
+// knows the call was denied.
+const denyMessage = "The user denied this tool call."
+
 // Withdraw: the CLI cannot give a steering message back.
 func (c *conversation) Withdraw(id string) bool { return false }
 
@@ -398,7 +403,7 @@ func (c *conversation) Confirm(turnID, toolCallID string, approved bool) error {
 	if approved {
 		c.answerPermission(p, permissionAllow{Behavior: "allow", UpdatedInput: p.input})
 	} else {
-		c.answerPermission(p, permissionDeny{Behavior: "deny", Message: "The user denied this tool call."})
+		c.answerPermission(p, permissionDeny{Behavior: "deny", Message: denyMessage})
 	}
 	return nil
 }

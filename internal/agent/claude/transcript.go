@@ -73,6 +73,9 @@ type TranscriptPart struct {
 	Tool *agent.ToolCall
 	// ToolDone: a result came back for Tool.
 	ToolDone bool
+	// Denied: the result is the user's refusal of a call that asked for
+	// confirmation (Confirm with approved false).
+	Denied bool
 }
 
 // TranscriptTurn is one turn read back from a Claude transcript.
@@ -86,19 +89,28 @@ type TranscriptTurn struct {
 	Steering []string
 	Parts    []TranscriptPart
 	State    TurnState
-	// Error is the message of a TurnError.
-	Error string
+	// Error is the message of a TurnError; ErrorType says what kind of
+	// failure it was ("api_error" for the API's).
+	Error     string
+	ErrorType string
 	// Point is the uuid of the turn's last chain entry: where a fork or
 	// rewind at this turn resumes (C-COMP-07).
 	Point string
 	Usage agent.Usage
-	// Started is the prompt's timestamp.
+	// Started is the prompt's timestamp; Ended the timestamp of the
+	// entry at Point.
 	Started time.Time
+	Ended   time.Time
 }
 
 // interruptedPrefix starts the user text the CLI writes for a stop:
 // "[Request interrupted by user]" or "... for tool use]".
 const interruptedPrefix = "[Request interrupted by user"
+
+// interruptedAtTool is in the text of a stop that came while a tool call
+// ran or waited for confirmation: the results the CLI wrote just before it
+// answer the calls the stop cancelled.
+const interruptedAtTool = "for tool use"
 
 // hostBlockPrefixes start the text blocks this backend adds ahead of what
 // was said; a read-back turn leaves them out of UserText.
@@ -205,6 +217,9 @@ func parseTranscript(r io.Reader) ([]TranscriptTurn, error) {
 		// usage is each turn's usage by message id: the CLI writes a line
 		// per content block, each carrying its message's usage.
 		usage []map[string]wireUsage
+		// answered are the tool parts of the current turn whose results
+		// came since its last assistant entry.
+		answered []int
 	)
 	open := func(e *entry) *TranscriptTurn {
 		turns = append(turns, TranscriptTurn{PromptID: e.UUID, State: TurnComplete, Parts: notices})
@@ -229,28 +244,33 @@ func parseTranscript(r io.Reader) ([]TranscriptTurn, error) {
 			texts, results := e.Message.userContent()
 			text := strings.Join(texts, "\n\n")
 			interrupted := strings.HasPrefix(strings.TrimSpace(text), interruptedPrefix)
-			if len(results) > 0 {
-				t := ensure(e)
-				for _, res := range results {
-					t.foldResult(res)
-				}
+			if len(results) == 0 && !interrupted {
+				t := open(e)
+				t.UserText = text
 				t.Point = e.UUID
-				if interrupted {
-					t.State = TurnCancelled
-					cur = -1
-				}
+				answered = nil
 				continue
 			}
-			if interrupted {
-				t := ensure(e)
-				t.State = TurnCancelled
-				t.Point = e.UUID
-				cur = -1
-				continue
+			t := ensure(e)
+			for _, res := range results {
+				if i := t.foldResult(res); i >= 0 {
+					answered = append(answered, i)
+				}
 			}
-			t := open(e)
-			t.UserText = text
 			t.Point = e.UUID
+			if interrupted {
+				if strings.Contains(text, interruptedAtTool) {
+					// C-TURN-17, C-TURN-18: the CLI's answer to the call it
+					// was stopped in came after the stop; the call reads
+					// back cancelled, as every client saw it.
+					for _, i := range answered {
+						t.Parts[i].unfold()
+					}
+				}
+				t.State = TurnCancelled
+				cur = -1
+				answered = nil
+			}
 		case "assistant":
 			if e.Message == nil {
 				continue
@@ -261,9 +281,11 @@ func parseTranscript(r io.Reader) ([]TranscriptTurn, error) {
 				if failed {
 					t.State = TurnError
 					t.Error = strings.Join(e.Message.texts(), "\n")
+					t.ErrorType = "api_error"
 				}
 				continue
 			}
+			answered = nil
 			if u := e.Message.Usage; u != nil {
 				usage[cur][e.Message.ID] = *u
 			}
@@ -306,6 +328,9 @@ func parseTranscript(r io.Reader) ([]TranscriptTurn, error) {
 	}
 	for i := range turns {
 		t := &turns[i]
+		if e := byID[t.Point]; e != nil {
+			t.Ended, _ = time.Parse(time.RFC3339Nano, e.Timestamp)
+		}
 		for _, u := range usage[i] {
 			t.Usage.InputTokens += u.InputTokens
 			t.Usage.OutputTokens += u.OutputTokens
@@ -320,8 +345,9 @@ func parseTranscript(r io.Reader) ([]TranscriptTurn, error) {
 	return turns, nil
 }
 
-// foldResult completes the tool call a tool result answers.
-func (t *TranscriptTurn) foldResult(res toolResult) {
+// foldResult completes the tool call a tool result answers and returns
+// its part's index, or -1 when no call of the turn has that id.
+func (t *TranscriptTurn) foldResult(res toolResult) int {
 	for i := len(t.Parts) - 1; i >= 0; i-- {
 		p := &t.Parts[i]
 		if p.Kind != PartToolCall || p.Tool.ID != res.ToolUseID {
@@ -332,12 +358,21 @@ func (t *TranscriptTurn) foldResult(res toolResult) {
 		out := res.text()
 		if res.IsError {
 			p.Tool.Error = out
+			p.Denied = out == denyMessage
 		} else {
 			p.Tool.Output = out
 			p.Tool.PastTense = pastTense(p.Tool.Name, json.RawMessage(p.Tool.Input))
 		}
-		return
+		return i
 	}
+	return -1
+}
+
+// unfold takes a tool call's result back out: the call did not finish.
+func (p *TranscriptPart) unfold() {
+	p.ToolDone, p.Denied = false, false
+	p.Tool.Success = false
+	p.Tool.Output, p.Tool.Error, p.Tool.PastTense = "", "", ""
 }
 
 // projectSlug is the CLI's folder name for a working directory: every

@@ -55,7 +55,7 @@ func TestParseTranscript(t *testing.T) {
 		{"one", TurnComplete, "a3", []string{"steer me"},
 			`[reasoning{"hmm"} tool{tu1 Bash in={"command":"ls"} inv="Run ` + "`ls`" + `" done=true ok=true out="file" err="" past="Ran ` + "`ls`" + `"} markdown{"done one"}]`},
 		{"two", TurnCancelled, "i2", nil,
-			`[tool{tu2 Bash in={"command":"touch x"} inv="Run ` + "`touch x`" + `" done=true ok=false out="" err="The user denied this tool call." past=""}]`},
+			`[tool{tu2 Bash in={"command":"touch x"} inv="Run ` + "`touch x`" + `" done=false ok=false out="" err="" past=""}]`},
 		{"three", TurnComplete, "a6", nil,
 			`[notice{"Conversation compacted (manual): 1000 tokens before, 100 after."} markdown{"three answer"}]`},
 		{"boom", TurnError, "a7", nil, `[]`},
