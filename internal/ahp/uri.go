@@ -214,3 +214,20 @@ func LocalPaths(uris []string) ([]string, error) {
 func FileURI(path string) string {
 	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(path)}).String()
 }
+
+// DerivedChatURI is VS Code's ahp-chat://<chatId>/<base64url(session)>.
+func DerivedChatURI(session, chatID string) string {
+	return ChatScheme + "://" + chatID + "/" + b64(session)
+}
+
+// MintChatURI mints the URI of a chat the host opens itself in a session
+// (a tool's chat, a worker): in the format of the session's default chat
+// (C-FIRST-04). A session whose default chat is VS Code's derived URI gets
+// the derived form VS Code itself uses for a peer chat
+// (buildChatUri(session, id)); any other gets an opaque ahp-chat:/<id>.
+func MintChatURI(session, defaultChat, id string) string {
+	if p, err := ParseChatURI(defaultChat); err == nil && (p.Kind == ChatURIDefault || p.Kind == ChatURIDerived) {
+		return DerivedChatURI(session, id)
+	}
+	return OpaqueChatURI(id)
+}

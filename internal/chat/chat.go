@@ -135,6 +135,11 @@ func Open(ctx context.Context, cfg Config) (*Chat, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open chat %s: %w", cfg.URI, err)
 	}
+	if len(recs) == 0 {
+		// Nothing stored: a conversation the backend kept on its own reads
+		// back from its transcript, with the points to fork or rewind at.
+		recs = c.readBack(ctx)
+	}
 	c.state = c.initialState()
 	var crashed *store.TurnRecord
 	for i := range recs {

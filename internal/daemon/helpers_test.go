@@ -38,7 +38,15 @@ func newEnv(t *testing.T, mutate ...func(*daemon.Config)) *testEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &testEnv{t: t, agents: reg, script: sc, workDir: t.TempDir()}
+	e := newEnvWith(t, reg, mutate...)
+	e.script = sc
+	return e
+}
+
+// newEnvWith starts a daemon offering the agents of reg.
+func newEnvWith(t *testing.T, reg *agent.Registry, mutate ...func(*daemon.Config)) *testEnv {
+	t.Helper()
+	e := &testEnv{t: t, agents: reg, workDir: t.TempDir()}
 	e.cfg = daemon.Defaults()
 	e.cfg.Port = 0
 	e.cfg.DataDir = t.TempDir()
@@ -96,7 +104,11 @@ func (e *testEnv) client(id string) *ahptest.Client {
 // createSession creates a session and returns its URI and default chat.
 func (e *testEnv) createSession(c *ahptest.Client, uri string) (sessionURI, defaultChat string) {
 	e.t.Helper()
-	c.MustCall("createSession", map[string]any{"channel": uri, "provider": "script"})
+	provider := "script"
+	if ps := e.agents.Providers(); len(ps) == 1 {
+		provider = ps[0]
+	}
+	c.MustCall("createSession", map[string]any{"channel": uri, "provider": provider})
 	st, _ := c.Subscribe(uri)
 	var s ahp.SessionState
 	if err := json.Unmarshal(st, &s); err != nil {
@@ -145,4 +157,13 @@ func awaitEnd(t testing.TB, c *ahptest.Client, chat, id string) ahptest.Envelope
 		}
 		return false
 	})
+}
+
+func sessionList(t testing.TB, c *ahptest.Client) []ahp.SessionSummary {
+	t.Helper()
+	var res ahp.ListSessionsResult
+	if err := json.Unmarshal(c.MustCall("listSessions", map[string]any{"channel": ahp.RootURI}), &res); err != nil {
+		t.Fatal(err)
+	}
+	return res.Items
 }

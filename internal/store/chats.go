@@ -70,8 +70,7 @@ func (s *Store) putChat(ctx context.Context, r ChatRecord) error {
 	if err != nil {
 		return err
 	}
-	return s.withWrite(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO chats (`+chatColumns+`)
+	_, err = s.writeExec(ctx, `INSERT INTO chats (`+chatColumns+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (uri) DO UPDATE SET
 				session = excluded.session,
@@ -89,17 +88,16 @@ func (s *Store) putChat(ctx context.Context, r ChatRecord) error {
 				created_at = excluded.created_at,
 				modified_at = excluded.modified_at,
 				meta = excluded.meta`,
-			r.URI, r.Session, r.Position, r.Title, boolValue(r.TitleProvisional), origin,
-			listValue(r.WorkingDirectories), r.ConversationID, draft, r.Interactivity,
-			r.Flags, boolValue(r.Closed), r.ClosedMode, timeValue(r.CreatedAt),
-			timeValue(r.ModifiedAt), meta)
-		return err
-	})
+		r.URI, r.Session, r.Position, r.Title, boolValue(r.TitleProvisional), origin,
+		listValue(r.WorkingDirectories), r.ConversationID, draft, r.Interactivity,
+		r.Flags, boolValue(r.Closed), r.ClosedMode, timeValue(r.CreatedAt),
+		timeValue(r.ModifiedAt), meta)
+	return err
 }
 
 // Chat returns the stored chat; ok is false when there is none.
 func (s *Store) Chat(ctx context.Context, uri string) (ChatRecord, bool, error) {
-	row := s.db.QueryRowContext(ctx, `SELECT `+chatColumns+` FROM chats WHERE uri = ?`, uri)
+	row := s.queryRow(ctx, `SELECT `+chatColumns+` FROM chats WHERE uri = ?`, uri)
 	r, err := scanChat(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ChatRecord{}, false, nil
@@ -113,7 +111,7 @@ func (s *Store) Chat(ctx context.Context, uri string) (ChatRecord, bool, error) 
 // Chats returns the session's chats ordered by Position; closed chats only
 // when includeClosed.
 func (s *Store) Chats(ctx context.Context, session string, includeClosed bool) ([]ChatRecord, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+chatColumns+` FROM chats
+	rows, err := s.query(ctx, `SELECT `+chatColumns+` FROM chats
 		WHERE session = ? AND (? OR closed = 0)
 		ORDER BY position, uri`, session, includeClosed)
 	if err != nil {
@@ -139,13 +137,7 @@ func (s *Store) Chats(ctx context.Context, session string, includeClosed bool) (
 func (s *Store) SetDraft(ctx context.Context, chat string, draft json.RawMessage) error {
 	v, err := rawValue("draft", draft)
 	if err == nil {
-		err = s.withWrite(ctx, func(tx *sql.Tx) error {
-			res, err := tx.ExecContext(ctx, `UPDATE chats SET draft = ? WHERE uri = ?`, v, chat)
-			if err != nil {
-				return err
-			}
-			return mustAffect(res, "chat")
-		})
+		err = s.updateChat(ctx, `UPDATE chats SET draft = ? WHERE uri = ?`, v, chat)
 	}
 	if err != nil {
 		return fmt.Errorf("set draft of %s: %w", chat, err)
@@ -159,13 +151,7 @@ func (s *Store) SetDraft(ctx context.Context, chat string, draft json.RawMessage
 func (s *Store) CloseChat(ctx context.Context, chat, mode string) error {
 	err := checkClosedMode(mode)
 	if err == nil {
-		err = s.withWrite(ctx, func(tx *sql.Tx) error {
-			res, err := tx.ExecContext(ctx, `UPDATE chats SET closed = 1, closed_mode = ? WHERE uri = ?`, mode, chat)
-			if err != nil {
-				return err
-			}
-			return mustAffect(res, "chat")
-		})
+		err = s.updateChat(ctx, `UPDATE chats SET closed = 1, closed_mode = ? WHERE uri = ?`, mode, chat)
 	}
 	if err != nil {
 		return fmt.Errorf("close chat %s: %w", chat, err)
@@ -176,11 +162,7 @@ func (s *Store) CloseChat(ctx context.Context, chat, mode string) error {
 // DeleteChat removes the chat and its turns. Deleting a chat that is not
 // stored is not an error.
 func (s *Store) DeleteChat(ctx context.Context, chat string) error {
-	err := s.withWrite(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `DELETE FROM chats WHERE uri = ?`, chat)
-		return err
-	})
-	if err != nil {
+	if _, err := s.writeExec(ctx, `DELETE FROM chats WHERE uri = ?`, chat); err != nil {
 		return fmt.Errorf("delete chat %s: %w", chat, err)
 	}
 	return nil
@@ -191,6 +173,16 @@ func checkClosedMode(mode string) error {
 		return fmt.Errorf("%w: closed mode %q, want %q or %q", ErrInvalid, mode, ClosedHidden, ClosedDelete)
 	}
 	return nil
+}
+
+// updateChat runs an UPDATE of one chat (the last argument is its URI) and
+// reports ErrNotFound when no chat matched.
+func (s *Store) updateChat(ctx context.Context, query string, args ...any) error {
+	res, err := s.writeExec(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	return mustAffect(res, "chat")
 }
 
 func mustAffect(res sql.Result, what string) error {

@@ -51,8 +51,7 @@ func (s *Store) putSession(ctx context.Context, r SessionRecord) error {
 	if err != nil {
 		return err
 	}
-	return s.withWrite(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO sessions (`+sessionColumns+`)
+	_, err = s.writeExec(ctx, `INSERT INTO sessions (`+sessionColumns+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (uri) DO UPDATE SET
 				provider = excluded.provider,
@@ -65,15 +64,14 @@ func (s *Store) putSession(ctx context.Context, r SessionRecord) error {
 				owner = excluded.owner,
 				config = excluded.config,
 				meta = excluded.meta`,
-			r.URI, r.Provider, r.Title, timeValue(r.CreatedAt), timeValue(r.ModifiedAt),
-			listValue(r.WorkingDirectories), r.DefaultChat, r.Flags, r.Owner, config, meta)
-		return err
-	})
+		r.URI, r.Provider, r.Title, timeValue(r.CreatedAt), timeValue(r.ModifiedAt),
+		listValue(r.WorkingDirectories), r.DefaultChat, r.Flags, r.Owner, config, meta)
+	return err
 }
 
 // Session returns the stored session; ok is false when there is none.
 func (s *Store) Session(ctx context.Context, uri string) (SessionRecord, bool, error) {
-	row := s.db.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE uri = ?`, uri)
+	row := s.queryRow(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE uri = ?`, uri)
 	r, err := scanSession(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return SessionRecord{}, false, nil
@@ -86,7 +84,7 @@ func (s *Store) Session(ctx context.Context, uri string) (SessionRecord, bool, e
 
 // Sessions returns every stored session, most recently modified first.
 func (s *Store) Sessions(ctx context.Context) ([]SessionRecord, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+sessionColumns+` FROM sessions
+	rows, err := s.query(ctx, `SELECT `+sessionColumns+` FROM sessions
 		ORDER BY modified_at DESC, uri`)
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
@@ -109,19 +107,10 @@ func (s *Store) Sessions(ctx context.Context) ([]SessionRecord, error) {
 // DeleteSession removes the session with its chats and their turns. Deleting
 // a session that is not stored is not an error.
 func (s *Store) DeleteSession(ctx context.Context, uri string) error {
-	err := s.withWrite(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE uri = ?`, uri)
-		return err
-	})
-	if err != nil {
+	if _, err := s.writeExec(ctx, `DELETE FROM sessions WHERE uri = ?`, uri); err != nil {
 		return fmt.Errorf("delete session %s: %w", uri, err)
 	}
 	return nil
-}
-
-// scanner is a *sql.Row or *sql.Rows.
-type scanner interface {
-	Scan(dest ...any) error
 }
 
 func scanSession(sc scanner) (SessionRecord, error) {

@@ -9,7 +9,7 @@ import (
 
 // GetSetting returns a daemon setting; ok is false when it was never set.
 func (s *Store) GetSetting(ctx context.Context, key string) (value string, ok bool, err error) {
-	err = s.db.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = ?`, key).Scan(&value)
+	err = s.queryRow(ctx, `SELECT value FROM settings WHERE key = ?`, key).Scan(&value)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil
 	}
@@ -21,11 +21,8 @@ func (s *Store) GetSetting(ctx context.Context, key string) (value string, ok bo
 
 // SetSetting stores a daemon setting, replacing any earlier value.
 func (s *Store) SetSetting(ctx context.Context, key, value string) error {
-	err := s.withWrite(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO settings (key, value) VALUES (?, ?)
-			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
-		return err
-	})
+	_, err := s.writeExec(ctx, `INSERT INTO settings (key, value) VALUES (?, ?)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
 	if err != nil {
 		return fmt.Errorf("set setting %s: %w", key, err)
 	}

@@ -37,6 +37,8 @@ var (
 	ErrInvalid = errors.New("invalid record")
 	// ErrSchemaTooNew: the database was written by a newer ahpd.
 	ErrSchemaTooNew = errors.New("database schema is newer than this binary")
+	// ErrClosed: the store was used after Close.
+	ErrClosed = errors.New("store is closed")
 )
 
 const (
@@ -66,7 +68,8 @@ type Store struct {
 	// SQLite allows only one writer at a time anyway; taking this token
 	// before BEGIN IMMEDIATE makes writers queue here, where the wait honours
 	// ctx and wakes at once, instead of inside SQLite's busy handler, which
-	// sleeps and polls. Every write transaction goes through withWrite.
+	// sleeps and polls. Every write goes through writeExec (one statement)
+	// or withWrite (several statements in one transaction).
 	writeSem chan struct{}
 
 	// queueMu guards the write-behind queue fields below it.
@@ -90,6 +93,13 @@ type Store struct {
 	warned atomic.Bool
 
 	stats queueStats
+
+	// stmtMu guards stmts.
+	stmtMu sync.Mutex
+	// stmts caches prepared statements by query text. Every query is a
+	// constant of this package, so the set is small and fixed; parsing the
+	// upserts on each call was a third of PutTurn's time.
+	stmts map[string]*sql.Stmt
 
 	closeOnce sync.Once
 	closeErr  error
@@ -135,6 +145,7 @@ func openWith(path string, logger *slog.Logger, migs []migration) (*Store, error
 		wake:       make(chan struct{}, 1),
 		writerDone: make(chan struct{}),
 		highWater:  defaultHighWater,
+		stmts:      make(map[string]*sql.Stmt),
 	}
 	ctx := context.Background()
 	if err := s.checkPragmas(ctx); err != nil {
@@ -203,6 +214,12 @@ func (s *Store) Close() error {
 		if st := s.Stats(); st.WriteErrors > 0 {
 			s.logger.Warn("store closed after write errors", "write_errors", st.WriteErrors, "written", st.Written)
 		}
+		s.stmtMu.Lock()
+		for _, st := range s.stmts {
+			st.Close()
+		}
+		s.stmts = nil
+		s.stmtMu.Unlock()
 		if err := s.db.Close(); err != nil {
 			s.closeErr = fmt.Errorf("close store %s: %w", s.path, err)
 		}
@@ -222,8 +239,58 @@ func (s *Store) writeExec(ctx context.Context, query string, args ...any) (sql.R
 		return nil, ctx.Err()
 	}
 	defer func() { <-s.writeSem }()
-	return s.db.ExecContext(ctx, query, args...)
+	st, err := s.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(ctx, args...)
 }
+
+// stmt returns the prepared statement for query, preparing it on first use.
+func (s *Store) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	if st, ok := s.stmts[query]; ok {
+		return st, nil
+	}
+	if s.stmts == nil {
+		return nil, ErrClosed
+	}
+	st, err := s.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	s.stmts[query] = st
+	return st, nil
+}
+
+// query runs a read through its prepared statement.
+func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := s.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+// queryRow is query for a single row; a failure to prepare surfaces from
+// Scan, like any other error of *sql.Row.
+func (s *Store) queryRow(ctx context.Context, query string, args ...any) scanner {
+	st, err := s.stmt(ctx, query)
+	if err != nil {
+		return errScanner{err}
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+// scanner is a *sql.Row or *sql.Rows.
+type scanner interface {
+	Scan(dest ...any) error
+}
+
+type errScanner struct{ err error }
+
+func (e errScanner) Scan(...any) error { return e.err }
 
 // withWrite runs fn in one write transaction (BEGIN IMMEDIATE), holding the
 // writer token. fn's error rolls the transaction back and is returned as is.

@@ -82,7 +82,7 @@ func (s *Store) putTurn(ctx context.Context, r TurnRecord) error {
 
 // Turn returns one turn; ok is false when there is none.
 func (s *Store) Turn(ctx context.Context, chat, id string) (TurnRecord, bool, error) {
-	row := s.db.QueryRowContext(ctx, `SELECT `+turnColumns+` FROM turns WHERE chat = ? AND id = ?`, chat, id)
+	row := s.queryRow(ctx, `SELECT `+turnColumns+` FROM turns WHERE chat = ? AND id = ?`, chat, id)
 	r, err := scanTurn(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return TurnRecord{}, false, nil
@@ -136,7 +136,7 @@ func (s *Store) LastTurns(ctx context.Context, chat string, limit int) ([]TurnRe
 // CountTurns reports how many turns the chat has stored.
 func (s *Store) CountTurns(ctx context.Context, chat string) (int, error) {
 	var n int
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM turns WHERE chat = ?`, chat).Scan(&n); err != nil {
+	if err := s.queryRow(ctx, `SELECT count(*) FROM turns WHERE chat = ?`, chat).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count turns of %s: %w", chat, err)
 	}
 	return n, nil
@@ -145,11 +145,7 @@ func (s *Store) CountTurns(ctx context.Context, chat string) (int, error) {
 // TruncateTurns deletes the chat's turns with Seq > keepThroughSeq; -1 (or
 // less) deletes them all.
 func (s *Store) TruncateTurns(ctx context.Context, chat string, keepThroughSeq int) error {
-	err := s.withWrite(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `DELETE FROM turns WHERE chat = ? AND seq > ?`, chat, keepThroughSeq)
-		return err
-	})
-	if err != nil {
+	if _, err := s.writeExec(ctx, `DELETE FROM turns WHERE chat = ? AND seq > ?`, chat, keepThroughSeq); err != nil {
 		return fmt.Errorf("truncate turns of %s after %d: %w", chat, keepThroughSeq, err)
 	}
 	return nil
@@ -167,7 +163,7 @@ func (s *Store) RunningTurns(ctx context.Context) ([]TurnRecord, error) {
 }
 
 func (s *Store) queryTurns(ctx context.Context, query string, args ...any) ([]TurnRecord, error) {
-	rows, err := s.db.QueryContext(ctx, query, args...)
+	rows, err := s.query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}

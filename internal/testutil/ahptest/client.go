@@ -377,3 +377,20 @@ func (c *Client) AwaitFrame(what string, n int, match func(Frame) bool) Frame {
 	})
 	return got
 }
+
+// AwaitNotificationWhere waits for a notification of method whose params
+// satisfy match.
+func (c *Client) AwaitNotificationWhere(method string, match func(params json.RawMessage) bool) Notification {
+	c.t.Helper()
+	var got Notification
+	c.WaitFor(method, func() bool {
+		for _, n := range c.notes {
+			if n.Method == method && match(n.Params) {
+				got = n
+				return true
+			}
+		}
+		return false
+	})
+	return got
+}

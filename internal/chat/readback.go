@@ -1,0 +1,183 @@
+package chat
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/google/uuid"
+
+	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/reduce"
+	"github.com/ahpd/ahpd/internal/store"
+)
+
+// readBack rebuilds the turns of a chat the store holds none of from its
+// backend's transcript: a conversation the backend's CLI wrote outside the
+// daemon, or a chat whose store rows were lost. It needs a backend that
+// reads transcripts (agent.TranscriptReader) and a record naming the
+// conversation; a fork whose conversation is not open yet has none of its
+// own. The turns are stored with their points, behind the actor, and
+// returned as records for Open to load. Anything that goes wrong is logged
+// and reads back nothing.
+func (c *Chat) readBack(ctx context.Context) []store.TurnRecord {
+	reader, ok := c.cfg.Agent.(agent.TranscriptReader)
+	if !ok || c.record.ConversationID == "" || ParseRecordMeta(c.record.Meta).PendingOpen != nil {
+		return nil
+	}
+	tts, err := reader.ReadTurns(ctx, c.record.ConversationID, c.cfg.Directories)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		c.log.Warn("read the chat back from its transcript", "conversation", c.record.ConversationID, "err", err)
+		return nil
+	}
+	if len(tts) == 0 {
+		return nil
+	}
+	turns := TranscriptTurns(tts)
+	recs := make([]store.TurnRecord, 0, len(turns))
+	for i, t := range turns {
+		body, err := json.Marshal(t)
+		if err != nil {
+			c.log.Error("marshal a turn read back", "turn", t.ID, "err", err)
+			return nil
+		}
+		recs = append(recs, store.TurnRecord{
+			Chat: c.cfg.URI, ID: t.ID, Seq: i, State: string(t.State), Point: tts[i].Point,
+			StartedAt: parseISO(t.StartedAt), Body: body,
+		})
+	}
+	for _, r := range recs {
+		c.cfg.Store.Enqueue(func(ctx context.Context, s *store.Store) error { return s.PutTurn(ctx, r) })
+	}
+	c.log.Info("read the chat back from its transcript", "conversation", c.record.ConversationID, "turns", len(recs))
+	return recs
+}
+
+// TranscriptTurns turns what a backend read back from its transcript into
+// the chat's turns, one per transcript turn in order, with the response
+// parts the live turn engine produces: a markdown part per text block, a
+// reasoning part per reasoning block, a systemNotification part per notice,
+// and a tool call part per call, completed with its result, cancelled as
+// denied when the user refused it, and cancelled (skipped) when it never
+// finished. A failed turn ends with an error part; a stopped one is
+// cancelled. The turns are built by running the actions the engine would
+// have said through the chat reducer, so they match what clients that
+// watched the turn hold. A turn says no sender: the transcript names none.
+func TranscriptTurns(tts []agent.TranscriptTurn) []ahp.Turn {
+	var st ahp.ChatState
+	seen := make(map[string]bool, len(tts))
+	for _, tt := range tts {
+		id := tt.ID
+		if id == "" || seen[id] {
+			id = uuid.NewString()
+		}
+		seen[id] = true
+		replayTurn(&st, id, tt)
+	}
+	if st.Turns == nil {
+		return []ahp.Turn{}
+	}
+	return st.Turns
+}
+
+// replayTurn applies to st the actions that started, answered and ended tt
+// under turn id.
+func replayTurn(st *ahp.ChatState, id string, tt agent.TranscriptTurn) {
+	apply := func(a ahp.Action) { reduce.Chat(st, a) }
+	started := ""
+	if !tt.Started.IsZero() {
+		started = isoTime(tt.Started)
+	}
+	apply(ahp.ChatTurnStarted{TurnID: id, StartedAt: started, Message: ahp.Message{
+		Text: tt.Text, Origin: ahp.MessageOrigin{Kind: "user"},
+	}})
+	for i, p := range tt.Parts {
+		switch p.Kind {
+		case agent.TranscriptMarkdown:
+			if p.Text != "" {
+				apply(ahp.ChatResponsePart{TurnID: id, Part: ahp.MarkdownPart(fmt.Sprintf("%s-md-%d", id, i), p.Text)})
+			}
+		case agent.TranscriptReasoning:
+			if p.Text != "" {
+				apply(ahp.ChatResponsePart{TurnID: id, Part: ahp.ReasoningPart(fmt.Sprintf("%s-rs-%d", id, i), p.Text)})
+			}
+		case agent.TranscriptNotice:
+			apply(ahp.ChatResponsePart{TurnID: id, Part: ahp.SystemNotificationPart(p.Text, nil)})
+		case agent.TranscriptToolCall:
+			if p.Tool != nil && p.Tool.ID != "" {
+				replayToolCall(apply, id, p)
+			}
+		}
+	}
+	if u := tt.Usage; u != nil {
+		info := ahp.UsageInfo{InputTokens: int64(u.InputTokens), OutputTokens: int64(u.OutputTokens), Model: u.Model}
+		if u.CacheRead > 0 {
+			n := int64(u.CacheRead)
+			info.CacheReadTokens = &n
+		}
+		apply(ahp.ChatUsage{TurnID: id, Usage: info})
+	}
+	var dur int64
+	if !tt.Started.IsZero() && tt.Ended.After(tt.Started) {
+		dur = tt.Ended.Sub(tt.Started).Milliseconds()
+	}
+	switch tt.Outcome {
+	case agent.OutcomeCancelled:
+		apply(ahp.ChatTurnCancelled{TurnID: id, Duration: dur})
+	case agent.OutcomeError:
+		msg := tt.ErrorMessage
+		if msg == "" {
+			msg = "The turn failed."
+		}
+		apply(ahp.ChatError{TurnID: id, Duration: dur, Part: ahp.ErrorPart(ahp.ErrorInfo{ErrorType: tt.ErrorType, Message: msg}, false)})
+	default:
+		apply(ahp.ChatTurnComplete{TurnID: id, Duration: dur})
+	}
+}
+
+// replayToolCall applies a tool call's start, its complete input, and its
+// ending as the engine says them.
+func replayToolCall(apply func(ahp.Action), turnID string, p agent.TranscriptPart) {
+	tc := p.Tool
+	display := tc.DisplayName
+	if display == "" {
+		display = tc.Name
+	}
+	apply(ahp.ChatToolCallStart{TurnID: turnID, ToolCallID: tc.ID, ToolName: tc.Name, DisplayName: display})
+	ready := ahp.ChatToolCallReady{TurnID: turnID, ToolCallID: tc.ID}
+	inv := tc.Invocation
+	if inv == "" {
+		inv = tc.Name
+	}
+	ready.InvocationMessage = ahp.Plain(inv)
+	if tc.Input != "" {
+		ready.ToolInput = ahp.ToolInputString(tc.Input)
+	}
+	if !p.Denied {
+		ready.Confirmed = ahp.ConfirmedNotNeeded
+	}
+	apply(ready)
+	switch {
+	case p.Denied:
+		apply(ahp.ChatToolCallConfirmed{TurnID: turnID, ToolCallID: tc.ID, Approved: false})
+	case p.Done:
+		res := ahp.ToolCallResult{Success: tc.Success}
+		if tc.PastTense != "" {
+			res.PastTenseMessage = ahp.Plain(tc.PastTense)
+		}
+		if tc.Output != "" {
+			res.Content = []ahp.ToolResultContent{ahp.TextContent(tc.Output)}
+		}
+		if tc.Error != "" {
+			res.Error = errorJSON(tc.Error)
+		}
+		apply(ahp.ChatToolCallComplete{TurnID: turnID, ToolCallID: tc.ID, Result: res})
+	}
+	// A call that never finished is cancelled (skipped) when its turn ends.
+}

@@ -1,0 +1,88 @@
+package daemon_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/testutil/ahptest"
+)
+
+// TestVSCodeDialect: a VS Code window names sessions <provider>:/<uuid>,
+// computes the default chat as ahp-chat://default/<base64url(session)>,
+// offers 0.10.0 and pushes root/configChanged with clientSeq 0; the host
+// publishes exactly that URI as the default chat (C-FIRST-01, 03, 05, 06).
+func TestVSCodeDialect(t *testing.T) {
+	e := newEnv(t)
+	vs := ahptest.Dial(t, e.d.URL(), "")
+	vs.ID = "vscode"
+	raw := vs.MustCall("initialize", map[string]any{"channel": "ahp-root:", "protocolVersions": []string{"0.10.0"}, "clientId": "vscode", "initialSubscriptions": []string{"ahp-root://"}})
+	var init ahp.InitializeResult
+	if err := json.Unmarshal(raw, &init); err != nil {
+		t.Fatal(err)
+	}
+	if init.ProtocolVersion != "0.10.0" || len(init.Snapshots) != 1 || init.TerminalCommandPrefix != "!" || init.DefaultDirectory == "" {
+		t.Fatalf("initialize: %s", raw)
+	}
+	vs.Notify("dispatchAction", map[string]any{"channel": "ahp-root://", "clientSeq": 0, "action": map[string]any{"type": "root/configChanged", "config": map[string]any{"telemetryLevel": "off"}}})
+	vs.MustCall("ping", map[string]any{"channel": "ahp-root://"})
+
+	sess := "script:/0c0c0c0c-0000-4000-8000-000000000001"
+	def := ahp.DefaultChatURI(sess)
+	vs.MustCall("createSession", map[string]any{"channel": sess, "provider": "script"})
+	// VS Code subscribes to the URI it computed, without reading the catalogue.
+	cs := chatOf(t, vs, def)
+	if cs.Resource != def {
+		t.Fatalf("chat resource = %s, want %s", cs.Resource, def)
+	}
+	st := sessionState(t, vs, sess)
+	if st.DefaultChat != def || len(st.Chats) != 1 || st.Chats[0].Resource != def {
+		t.Fatalf("session names the chat %s / %+v, want %s", st.DefaultChat, st.Chats, def)
+	}
+	sendTurn(t, vs, def, "t1", "hello from VS Code")
+
+	// Another client gets an opaque first chat; the derived URI of its
+	// session is no chat (C-FIRST-02, 07, reading 4).
+	other := e.client("cli")
+	osess, odef := e.createSession(other, "ahp-session:/0c0c0c0c-0000-4000-8000-000000000002")
+	if p, err := ahp.ParseChatURI(odef); err != nil || p.Kind != ahp.ChatURIOpaque {
+		t.Fatalf("first chat of an ahp-session: session = %s", odef)
+	}
+	if _, err := other.Call("subscribe", map[string]any{"channel": ahp.DefaultChatURI(osess)}); err == nil || err.Code != ahp.CodeSessionNotFound || err.Message != "Resource not found: "+ahp.DefaultChatURI(osess) {
+		t.Fatalf("derived URI of a session with an opaque default: %v", err)
+	}
+	// C-FIRST-16: ahp-chat:/<session id> is not the session's chat.
+	id, _ := ahp.SessionID(osess)
+	if _, err := other.Call("subscribe", map[string]any{"channel": "ahp-chat:/" + id}); err == nil || err.Code != ahp.CodeSessionNotFound {
+		t.Fatalf("ahp-chat:/<session id>: %v", err)
+	}
+}
+
+// TestOlderClientVersions: a 0.9.0 client is answered 0.9.0 and its
+// summaries carry no 1.0 fields (chats, defaultChat).
+func TestOlderClientVersions(t *testing.T) {
+	e := newEnv(t)
+	old := ahptest.Dial(t, e.d.URL(), "")
+	raw := old.MustCall("initialize", map[string]any{"channel": ahp.RootURI, "protocolVersions": []string{"0.9.0"}, "clientId": "old"})
+	var init ahp.InitializeResult
+	if err := json.Unmarshal(raw, &init); err != nil || init.ProtocolVersion != "0.9.0" {
+		t.Fatalf("0.9.0 offer: %s", raw)
+	}
+	old.MustCall("createSession", map[string]any{"channel": "ahp-session:/01d01d01-0000-4000-8000-000000000001"})
+	var list struct {
+		Items []map[string]json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal(old.MustCall("listSessions", map[string]any{"channel": ahp.RootURI}), &list); err != nil || len(list.Items) != 1 {
+		t.Fatal(err)
+	}
+	if _, ok := list.Items[0]["chats"]; ok {
+		t.Fatalf("0.9.0 client got summary chats: %v", list.Items[0])
+	}
+	for _, offer := range [][]string{{"1.1.0", "1.0.0"}, {"1.0.0"}} {
+		c := ahptest.Dial(t, e.d.URL(), "")
+		raw := c.MustCall("initialize", map[string]any{"channel": ahp.RootURI, "protocolVersions": offer, "clientId": "n"})
+		if err := json.Unmarshal(raw, &init); err != nil || init.ProtocolVersion != "1.0.0" {
+			t.Fatalf("offer %v answered %s", offer, raw)
+		}
+	}
+}
