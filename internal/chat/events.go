@@ -35,7 +35,9 @@ func (c *Chat) onAgentEvent(ev agent.Event) {
 	if t == nil || t.command != nil || ev.TurnID != t.id {
 		if ev.Kind == agent.EventTurnEnd {
 			// The backend is done with a turn the host had ended (a stop):
-			// the turn waiting for it goes out now.
+			// the point it names is kept, and the turn waiting for it goes
+			// out now.
+			c.notePoint(ev)
 			c.backendEnded(ev.TurnID)
 		}
 		c.log.Debug("dropped event of an ended turn", "turn", ev.TurnID, "kind", ev.Kind)

@@ -181,3 +181,30 @@ func replayToolCall(apply func(ahp.Action), turnID string, p agent.TranscriptPar
 	}
 	// A call that never finished is cancelled (skipped) when its turn ends.
 }
+
+// notePoint keeps the point a backend names at the end of a turn the host
+// had already ended: a client's stop ends the turn at once, and Claude's
+// CLI names where the stopped turn ended only when its result comes. A
+// fork or rewind at the stopped turn then resumes there (C-COMP-08, 09),
+// as one at a turn read back from the transcript does (C-COMP-07).
+func (c *Chat) notePoint(ev agent.Event) {
+	if ev.End == nil || ev.End.Point == "" || c.points[ev.TurnID] == ev.End.Point {
+		return
+	}
+	i := c.turnIndex(ev.TurnID)
+	if i < 0 {
+		return
+	}
+	c.points[ev.TurnID] = ev.End.Point
+	t := c.state.Turns[i]
+	body, err := json.Marshal(t)
+	if err != nil {
+		c.log.Error("marshal ended turn", "err", err)
+		return
+	}
+	rec := store.TurnRecord{
+		Chat: c.cfg.URI, ID: t.ID, Seq: i, State: string(t.State), Sender: c.senders[t.ID],
+		Point: ev.End.Point, Command: c.commands[t.ID], StartedAt: parseISO(t.StartedAt), Body: body,
+	}
+	c.cfg.Store.Enqueue(func(ctx context.Context, s *store.Store) error { return s.PutTurn(ctx, rec) })
+}

@@ -193,7 +193,7 @@ func (ce *claudeEnv) chatRecord(chat string) store.ChatRecord {
 }
 
 // turnEnvs returns the envelopes a client got on chat that name turn id.
-func turnEnvs(c *ahptest.Client, chat, id string) []ahptest.Envelope {
+func clTurnEnvs(c *ahptest.Client, chat, id string) []ahptest.Envelope {
 	var out []ahptest.Envelope
 	for _, env := range c.Envelopes() {
 		if env.Channel != chat {
@@ -208,7 +208,7 @@ func turnEnvs(c *ahptest.Client, chat, id string) []ahptest.Envelope {
 }
 
 // awaitTurnAction waits for an action of type typ on chat naming turn id.
-func awaitTurnAction(t testing.TB, c *ahptest.Client, chat, id, typ string) ahptest.Envelope {
+func clAwaitAction(t testing.TB, c *ahptest.Client, chat, id, typ string) ahptest.Envelope {
 	t.Helper()
 	return c.AwaitEnvelope(typ+" of "+id, func(env ahptest.Envelope) bool {
 		if env.Channel != chat || env.Type() != typ {
@@ -223,7 +223,7 @@ func awaitTurnAction(t testing.TB, c *ahptest.Client, chat, id, typ string) ahpt
 // awaitConfirmationAsk waits for the tool call of turn id that waits for
 // confirmation (a chat/toolCallReady that says nothing of confirmed) and
 // returns its toolCallId.
-func awaitConfirmationAsk(t testing.TB, c *ahptest.Client, chat, id string) string {
+func clAwaitAsk(t testing.TB, c *ahptest.Client, chat, id string) string {
 	t.Helper()
 	env := c.AwaitEnvelope("a tool call of "+id+" waiting for confirmation", func(env ahptest.Envelope) bool {
 		if env.Channel != chat || env.Type() != "chat/toolCallReady" {
@@ -242,7 +242,7 @@ func awaitConfirmationAsk(t testing.TB, c *ahptest.Client, chat, id string) stri
 }
 
 // markdown is the text of a turn's markdown parts, joined by "|".
-func markdown(t ahp.Turn) string {
+func clMarkdown(t ahp.Turn) string {
 	var out []string
 	for _, p := range t.ResponseParts {
 		if p.Kind == ahp.PartMarkdown {
@@ -253,7 +253,7 @@ func markdown(t ahp.Turn) string {
 }
 
 // toolCalls lists a turn's tool call parts.
-func toolCalls(t ahp.Turn) []*ahp.ToolCallState {
+func clToolCalls(t ahp.Turn) []*ahp.ToolCallState {
 	var out []*ahp.ToolCallState
 	for _, p := range t.ResponseParts {
 		if p.Kind == ahp.PartToolCall && p.ToolCall != nil {
@@ -263,19 +263,19 @@ func toolCalls(t ahp.Turn) []*ahp.ToolCallState {
 	return out
 }
 
-func pendingSet(kind, id, text string) map[string]any {
+func clPending(kind, id, text string) map[string]any {
 	return map[string]any{
 		"type": "chat/pendingMessageSet", "kind": kind, "id": id,
 		"message": map[string]any{"text": text, "origin": map[string]any{"kind": "user"}},
 	}
 }
 
-func fileExists(path string) bool {
+func clExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
 }
 
-func mustJSON(t testing.TB, v any) string {
+func clJSON(t testing.TB, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {

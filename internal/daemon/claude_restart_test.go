@@ -33,7 +33,7 @@ func TestClaudeRestartForkRewind(t *testing.T) {
 		}
 	}
 	before := chatOf(t, a, def).Turns
-	points := pointsOf(ce.storedTurns(def))
+	points := clPoints(ce.storedTurns(def))
 	if len(points) != 3 || slices.Contains(points, "") {
 		t.Fatalf("stored points %q, want one per turn", points)
 	}
@@ -44,7 +44,7 @@ func TestClaudeRestartForkRewind(t *testing.T) {
 	if got, want := canon(t, after), canon(t, before); got != want {
 		t.Fatalf("turns after the restart:\n%s\nwant\n%s", got, want)
 	}
-	if got := pointsOf(ce.storedTurns(def)); !slices.Equal(got, points) {
+	if got := clPoints(ce.storedTurns(def)); !slices.Equal(got, points) {
 		t.Fatalf("points after the restart %q, want %q", got, points)
 	}
 
@@ -58,7 +58,7 @@ func TestClaudeRestartForkRewind(t *testing.T) {
 		for _, tt := range tts {
 			backPoints = append(backPoints, tt.Point)
 		}
-		compareTurns(t, after, points, back, backPoints)
+		clCompareTurns(t, after, points, back, backPoints)
 	})
 
 	t.Run("fork at turn 1", func(t *testing.T) {
@@ -131,14 +131,14 @@ func TestClaudeReadBackWhenStoreLost(t *testing.T) {
 	complete("t3", "ponder [think]")
 
 	a.Dispatch(def, turnStarted("t4", "make a file [bash:touch denied.txt]"))
-	call := awaitConfirmationAsk(t, a, def, "t4")
+	call := clAwaitAsk(t, a, def, "t4")
 	a.AwaitEcho(a.Dispatch(def, map[string]any{"type": "chat/toolCallConfirmed", "turnId": "t4", "toolCallId": call, "approved": false}))
 	if end := awaitEnd(t, a, def, "t4"); end.Type() != "chat/turnComplete" {
 		t.Fatalf("t4 ended with %s", end.Type())
 	}
 
 	a.Dispatch(def, turnStarted("t5", "talk slowly [slow]"))
-	awaitTurnAction(t, a, def, "t5", "chat/delta")
+	clAwaitAction(t, a, def, "t5", "chat/delta")
 	a.Dispatch(def, map[string]any{"type": "chat/turnCancelled", "turnId": "t5"})
 	if end := awaitEnd(t, a, def, "t5"); end.Type() != "chat/turnCancelled" {
 		t.Fatalf("t5 ended with %s", end.Type())
@@ -149,35 +149,38 @@ func TestClaudeReadBackWhenStoreLost(t *testing.T) {
 	complete("t7", "after all that")
 
 	live := chatOf(t, a, def).Turns
-	points := pointsOf(ce.storedTurns(def))
+	points := clPoints(ce.storedTurns(def))
 	if len(live) != 7 || len(points) != 7 {
 		t.Fatalf("%d turns, %d points", len(live), len(points))
 	}
-	if fileExists(filepath.Join(ce.workDir, "denied.txt")) {
+	if clExists(filepath.Join(ce.workDir, "denied.txt")) {
 		t.Fatal("the denied call ran")
 	}
 
 	// The chat's rows go; the daemon comes back on the transcript alone.
 	ce.stop()
-	dropTurns(t, filepath.Join(ce.cfg.DataDir, "ahpd.db"), def)
+	clDropTurns(t, filepath.Join(ce.cfg.DataDir, "ahpd.db"), def)
 	ce.start()
 	a = ce.client("a2")
 	back := chatOf(t, a, def).Turns
-	backPoints := pointsOf(ce.storedTurns(def))
-	compareTurns(t, live, points, back, backPoints)
+	backPoints := clPoints(ce.storedTurns(def))
+	clCompareTurns(t, live, points, back, backPoints)
 	for _, turn := range back {
 		if _, ok := turn.Message.Meta[chat.SenderMetaKey]; ok {
 			t.Errorf("turn %s read back says a sender", turn.ID)
 		}
 	}
-	if calls := toolCalls(back[3]); len(calls) != 1 || calls[0].Status != ahp.ToolCancelled || calls[0].Reason != ahp.CancelDenied {
-		t.Errorf("the denied call reads back %s", mustJSON(t, calls))
+	if calls := clToolCalls(back[3]); len(calls) != 1 || calls[0].Status != ahp.ToolCancelled || calls[0].Reason != ahp.CancelDenied {
+		t.Errorf("the denied call reads back %s", clJSON(t, calls))
 	}
 
 	t.Run("fork a turn read back", func(t *testing.T) {
 		fork := "ahp-chat:/c1a0de00-0000-4000-8000-00000000f002"
 		a.MustCall("createChat", map[string]any{"channel": sess, "chat": fork,
 			"source": map[string]any{"kind": "fork", "chat": def, "turnId": back[0].ID}})
+		if got := texts(chatOf(t, a, fork).Turns); !slices.Equal(got, []string{"plain words"}) {
+			t.Fatalf("fork holds %q", got)
+		}
 		if end := sendTurn(t, a, fork, "f1", "forked"); end.Type() != "chat/turnComplete" {
 			t.Fatalf("f1 ended with %s: %s", end.Type(), end.Action)
 		}
@@ -203,7 +206,7 @@ func TestClaudeReadBackWhenStoreLost(t *testing.T) {
 }
 
 // dropTurns deletes a chat's turns from a stopped daemon's store.
-func dropTurns(t *testing.T, db, chat string) {
+func clDropTurns(t *testing.T, db, chat string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -220,7 +223,7 @@ func dropTurns(t *testing.T, db, chat string) {
 	}
 }
 
-func pointsOf(recs []store.TurnRecord) []string {
+func clPoints(recs []store.TurnRecord) []string {
 	var out []string
 	for _, r := range recs {
 		out = append(out, r.Point)
@@ -232,10 +235,10 @@ func pointsOf(recs []store.TurnRecord) []string {
 // count, what was said, state, each part, and point. A stopped turn's
 // answer reads back as the CLI kept it, which may run on past where the
 // host cut it at the stop.
-func compareTurns(t *testing.T, live []ahp.Turn, livePoints []string, back []ahp.Turn, backPoints []string) {
+func clCompareTurns(t *testing.T, live []ahp.Turn, livePoints []string, back []ahp.Turn, backPoints []string) {
 	t.Helper()
 	if len(back) != len(live) {
-		t.Fatalf("%d turns read back, want %d:\n%s", len(back), len(live), mustJSON(t, back))
+		t.Fatalf("%d turns read back, want %d:\n%s", len(back), len(live), clJSON(t, back))
 	}
 	if !slices.Equal(backPoints, livePoints) {
 		t.Errorf("points read back %q, want %q", backPoints, livePoints)
@@ -246,7 +249,7 @@ func compareTurns(t *testing.T, live []ahp.Turn, livePoints []string, back []ahp
 			t.Errorf("turn %d reads back %q %s, want %q %s", i, b.Message.Text, b.State, l.Message.Text, l.State)
 			continue
 		}
-		lp, bp := partsOf(l), partsOf(b)
+		lp, bp := clParts(l), clParts(b)
 		if len(lp) != len(bp) {
 			t.Errorf("turn %d (%q) reads back parts %q, want %q", i, l.Message.Text, bp, lp)
 			continue
@@ -264,7 +267,7 @@ func compareTurns(t *testing.T, live []ahp.Turn, livePoints []string, back []ahp
 }
 
 // partsOf describes what a client shows of each response part.
-func partsOf(turn ahp.Turn) []string {
+func clParts(turn ahp.Turn) []string {
 	var out []string
 	for _, p := range turn.ResponseParts {
 		switch p.Kind {
@@ -291,4 +294,3 @@ func partsOf(turn ahp.Turn) []string {
 	}
 	return out
 }
-

@@ -18,7 +18,7 @@ import (
 // outbox fills, and the client that keeps reading sees every envelope, in
 // order, without slowing down.
 func TestSlowClientIsCut(t *testing.T) {
-	e := newEnv(t, func(c *daemon.Config) { c.OutboxBytes = 64 << 10 })
+	e := newEnv(t, func(c *daemon.Config) { c.OutboxBytes = 2 << 20 })
 	fast := e.client("fast")
 	sess, chat := e.createSession(fast, "ahp-session:/51015101-0000-4000-8000-000000000001")
 	fast.Subscribe(chat)
@@ -46,8 +46,8 @@ func TestSlowClientIsCut(t *testing.T) {
 	send(2, "subscribe", map[string]any{"channel": chat})
 	send(3, "subscribe", map[string]any{"channel": sess})
 
-	big := strings.Repeat("x", 16<<10)
-	const turns = 40
+	big := strings.Repeat("x", 128<<10)
+	const turns = 200
 	for i := range turns {
 		end := sendTurn(t, fast, chat, fmt.Sprintf("t%d", i), big)
 		if end.Type() != "chat/turnComplete" {
@@ -57,7 +57,7 @@ func TestSlowClientIsCut(t *testing.T) {
 			break
 		}
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(90 * time.Second)
 	for e.d.Stats().RPC.SlowConsumers == 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("the slow client was never cut: %+v", e.d.Stats().RPC)

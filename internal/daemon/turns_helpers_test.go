@@ -1,8 +1,10 @@
 package daemon_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +27,10 @@ const (
 	provNoWithdraw = "script-nowithdraw" // steering it cannot withdraw
 	provConcurrent = "script-concurrent" // no OneTurnAtATime: the host holds a turn sent while another runs
 	provNoResume   = "script-noresume"   // cannot resume
+	// The same with a SlowDelay of slowDelay, for a [prep] or a [stubborn]
+	// stop a test has to act inside of.
+	provSlow           = "script-slow"
+	provSlowConcurrent = "script-slow-concurrent"
 )
 
 // turnsEnv is a daemon whose registry holds one script agent per provider
@@ -36,23 +42,41 @@ type turnsEnv struct {
 
 // scriptSlow is the script agents' SlowDelay in turns tests: [slow] answers
 // stream 20 deltas this far apart and [prep] prepares three times as long.
-const scriptSlow = 15 * time.Millisecond
+// The slow providers use slowDelay.
+const (
+	scriptSlow = 15 * time.Millisecond
+	slowDelay  = 250 * time.Millisecond
+)
 
 func newTurnsEnv(t *testing.T, mutate ...func(*daemon.Config)) *turnsEnv {
 	t.Helper()
+	return newTurnsEnvDelays(t, scriptSlow, slowDelay, 300*time.Millisecond, false, mutate...)
+}
+
+// newTurnsEnvDelays is newTurnsEnv with the script agents' SlowDelay (fast
+// and slow providers) and LateDelay given; quiet logs warnings only (the
+// env then cannot restart).
+func newTurnsEnvDelays(t *testing.T, fast, slow, late time.Duration, quiet bool, mutate ...func(*daemon.Config)) *turnsEnv {
+	t.Helper()
 	caps := map[string]func(*agent.Capabilities){
-		provScript:     func(*agent.Capabilities) {},
-		provNoSteer:    func(c *agent.Capabilities) { c.Steering, c.Withdraw = false, false },
-		provNoWithdraw: func(c *agent.Capabilities) { c.Withdraw = false },
-		provConcurrent: func(c *agent.Capabilities) { c.OneTurnAtATime = false },
-		provNoResume:   func(c *agent.Capabilities) { c.Resume = false },
+		provScript:         func(*agent.Capabilities) {},
+		provNoSteer:        func(c *agent.Capabilities) { c.Steering, c.Withdraw = false, false },
+		provNoWithdraw:     func(c *agent.Capabilities) { c.Withdraw = false },
+		provConcurrent:     func(c *agent.Capabilities) { c.OneTurnAtATime = false },
+		provNoResume:       func(c *agent.Capabilities) { c.Resume = false },
+		provSlow:           func(*agent.Capabilities) {},
+		provSlowConcurrent: func(c *agent.Capabilities) { c.OneTurnAtATime = false },
 	}
 	e := &turnsEnv{scripts: make(map[string]*script.Script)}
 	var agents []agent.Agent
 	for prov, off := range caps {
 		c := script.DefaultCapabilities()
 		off(&c)
-		sc := script.New(script.Options{Provider: prov, Caps: c, ExactCaps: true, SlowDelay: scriptSlow, LateDelay: 300 * time.Millisecond})
+		delay := fast
+		if strings.HasPrefix(prov, provSlow) {
+			delay = slow
+		}
+		sc := script.New(script.Options{Provider: prov, Caps: c, ExactCaps: true, SlowDelay: delay, LateDelay: late})
 		e.scripts[prov] = sc
 		agents = append(agents, sc)
 	}
@@ -68,7 +92,16 @@ func newTurnsEnv(t *testing.T, mutate ...func(*daemon.Config)) *turnsEnv {
 	for _, m := range mutate {
 		m(&e.cfg)
 	}
-	e.start()
+	if quiet {
+		log := slog.New(slog.NewTextHandler(tlogWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		d, err := daemon.Start(context.Background(), e.cfg, daemon.Options{Agents: e.agents, Logger: log})
+		if err != nil {
+			t.Fatalf("start daemon: %v", err)
+		}
+		e.d = d
+	} else {
+		e.start()
+	}
 	t.Cleanup(func() { e.stop() })
 	return e
 }
@@ -97,12 +130,21 @@ type watcher struct {
 	fromSeq int64
 }
 
-// watchers dials n clients and subscribes each to chat.
+// dial is a client of t (whose waits fail t, not the env's test),
+// initialized and subscribed to the root channel.
+func (e *turnsEnv) dial(t testing.TB, id string) *ahptest.Client {
+	t.Helper()
+	c := ahptest.Dial(t, e.d.URL(), "")
+	c.Initialize(id, ahp.RootURI)
+	return c
+}
+
+// watchers dials a client of t per name and subscribes each to chat.
 func (e *turnsEnv) watchers(t testing.TB, chat string, names ...string) []*watcher {
 	t.Helper()
 	var out []*watcher
 	for _, n := range names {
-		c := e.client(n)
+		c := e.dial(t, n)
 		st, seq := c.Subscribe(chat)
 		out = append(out, &watcher{Client: c, chat: chat, first: st, fromSeq: seq})
 	}
@@ -113,7 +155,7 @@ func (e *turnsEnv) watchers(t testing.TB, chat string, names ...string) []*watch
 // its default chat; a created it.
 func (e *turnsEnv) twoWatchers(t *testing.T, provider string) (chat string, a, b *watcher) {
 	t.Helper()
-	creator := e.client("creator-" + uuid.NewString()[:8])
+	creator := e.dial(t, "creator-"+uuid.NewString()[:8])
 	_, chat = e.newSession(t, creator, provider)
 	w := e.watchers(t, chat, "a-"+uuid.NewString()[:8], "b-"+uuid.NewString()[:8])
 	return chat, w[0], w[1]
@@ -136,6 +178,42 @@ func (w *watcher) fold(t testing.TB, upTo int64) ahp.ChatState {
 		reduce.Chat(&st, a)
 	}
 	return st
+}
+
+// awaitSettled waits until w's chat, as w folds it, runs no turn and holds
+// no pending message.
+func (w *watcher) awaitSettled(t testing.TB) {
+	t.Helper()
+	st := chatState(t, w.first)
+	folded := w.fromSeq
+	settled := func() bool {
+		return st.ActiveTurn == nil && st.SteeringMessage == nil && len(st.QueuedMessages) == 0
+	}
+	if settled() && len(chatEnvelopes(w.Client, w.chat)) == 0 {
+		return
+	}
+	w.AwaitEnvelope("the chat to settle", func(env ahptest.Envelope) bool {
+		if env.Channel != w.chat || env.ServerSeq <= folded {
+			return false
+		}
+		folded = env.ServerSeq
+		if env.RejectionReason == "" {
+			a, err := ahp.DecodeAction(env.Action)
+			if err != nil {
+				return false
+			}
+			reduce.Chat(&st, a)
+		}
+		return settled()
+	})
+}
+
+// settle waits until every watcher's chat is settled (awaitSettled).
+func settle(t testing.TB, ws ...*watcher) {
+	t.Helper()
+	for _, w := range ws {
+		w.awaitSettled(t)
+	}
 }
 
 // comparable is a chat state as JSON for comparison. The title is left

@@ -66,10 +66,12 @@ type Store struct {
 	// The pool has several connections so that, in WAL mode, readers (a
 	// client paging through a long transcript) never wait for the writer.
 	// SQLite allows only one writer at a time anyway; taking this token
-	// before BEGIN IMMEDIATE makes writers queue here, where the wait honours
-	// ctx and wakes at once, instead of inside SQLite's busy handler, which
-	// sleeps and polls. Every write goes through writeExec (one statement)
-	// or withWrite (several statements in one transaction).
+	// before writing makes writers queue here, where the wait honours ctx and
+	// wakes at once, instead of inside SQLite's busy handler, which sleeps and
+	// polls. Every write goes through writeExec (one statement) or withWrite
+	// (several statements in one transaction). The write-behind writer is
+	// just one more holder of the token, so sync writes and queued ones
+	// interleave safely.
 	writeSem chan struct{}
 
 	// queueMu guards the write-behind queue fields below it.
@@ -231,7 +233,8 @@ func (s *Store) Close() error {
 // a lone statement as its own transaction (autocommit), so this is one
 // transaction without the two extra round trips of BEGIN and COMMIT. It is
 // safe from the stale-snapshot SQLITE_BUSY that BEGIN IMMEDIATE exists to
-// avoid because the token keeps every other writer of this Store out.
+// avoid because the token keeps every other writer of this Store out; one
+// daemon owns the file, and a second process writing it is not supported.
 func (s *Store) writeExec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	select {
 	case s.writeSem <- struct{}{}:

@@ -33,7 +33,8 @@ func TestProjectSlug(t *testing.T) {
 // current branch (through a compaction), folds tool results into their
 // calls, keeps a steering message taken at a tool call in its turn, ends a
 // turn cancelled at [Request interrupted by user] and names each turn's
-// last chain entry.
+// last chain entry. C-TURN-18: the result the CLI wrote after a stop to
+// the call it was stopped in (turn two) reads back unanswered.
 func TestParseTranscript(t *testing.T) {
 	f, err := os.Open(filepath.Join("testdata", "branched.jsonl"))
 	if err != nil {

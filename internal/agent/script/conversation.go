@@ -277,7 +277,7 @@ func (c *conversation) loop() {
 			}
 			continue
 		}
-		r := &turnRun{c: c, a: a, m: parseMarkers(a.turn.Text)}
+		r := &turnRun{c: c, a: a, m: parseMarkers(a.turn.Text), ids: a.turn.ID}
 		if err := r.run(); err != nil {
 			return
 		}
@@ -389,6 +389,9 @@ type turnRun struct {
 	markdownParts, reasoningParts int
 	// openTool is the turn's tool call begun and not answered yet.
 	openTool *agent.ToolCall
+	// ids prefixes the ids of the turn's parts and tool call: the turn's
+	// id, and "<id>-r1" for a resumed attempt.
+	ids string
 }
 
 // run runs the turn to its end; a non-nil error means the loop must return
@@ -426,6 +429,11 @@ func (r *turnRun) body() error {
 	}
 	index, resumed := c.s.admit(c.id, t)
 	r.point = fmt.Sprintf("%s#%d", c.id, index)
+	if resumed {
+		// The resumed attempt's parts and tool call never reuse the ids of
+		// the first attempt's, which the resumed turn still holds.
+		r.ids = t.ID + "-r1"
+	}
 	c.logger.Debug("turn started", "turn", t.ID, "point", r.point, "resumed", resumed)
 
 	if r.m.think {
@@ -475,7 +483,7 @@ func (r *turnRun) body() error {
 
 	if r.m.fail && !resumed {
 		if r.m.resumable {
-			c.s.markResumable(t.ID)
+			c.s.markResumable(c.id, t.ID)
 		}
 		return r.finish(&agent.End{
 			Outcome:   agent.OutcomeError,
@@ -496,10 +504,20 @@ func (r *turnRun) body() error {
 	return r.finish(&agent.End{Outcome: agent.OutcomeComplete, Point: r.point})
 }
 
-// answerAfterStop is a [stubborn] turn going on after a stop: it answers
-// the tool call it was stopped in and says one more delta.
+// answerAfterStop is a [stubborn] turn going on after a stop: it takes
+// SlowDelay×3 to come round, then answers the tool call it was stopped in
+// and says one more delta.
 func (r *turnRun) answerAfterStop() error {
 	c, t := r.c, r.a.turn
+	if d := 3 * c.s.opts.SlowDelay; d > 0 {
+		timer := time.NewTimer(d)
+		select {
+		case <-timer.C:
+		case <-c.done:
+			timer.Stop()
+			return errClosed
+		}
+	}
 	if call := r.openTool; call != nil {
 		done := *call
 		done.Success = true
@@ -524,7 +542,7 @@ func (r *turnRun) model() string {
 // needs confirmation.
 func (r *turnRun) toolCall() error {
 	c, t := r.c, r.a.turn
-	call := agent.ToolCall{ID: t.ID + "-tool-1", Name: "echo", DisplayName: "Echo"}
+	call := agent.ToolCall{ID: r.ids + "-tool-1", Name: "echo", DisplayName: "Echo"}
 	r.last = agent.EventToolStart
 	start := call
 	if !c.emit(agent.Event{Kind: agent.EventToolStart, TurnID: t.ID, ToolCall: &start}) {
@@ -655,7 +673,7 @@ func (r *turnRun) text(s string) error {
 	ev := agent.Event{Kind: agent.EventText, TurnID: r.a.turn.ID, Text: s}
 	if r.last != agent.EventText {
 		r.markdownParts++
-		ev.PartID = fmt.Sprintf("%s-md-%d", r.a.turn.ID, r.markdownParts)
+		ev.PartID = fmt.Sprintf("%s-md-%d", r.ids, r.markdownParts)
 		r.last = agent.EventText
 	}
 	if !r.c.emit(ev) {
@@ -669,7 +687,7 @@ func (r *turnRun) reasoning(s string) error {
 	ev := agent.Event{Kind: agent.EventReasoning, TurnID: r.a.turn.ID, Text: s}
 	if r.last != agent.EventReasoning {
 		r.reasoningParts++
-		ev.PartID = fmt.Sprintf("%s-think-%d", r.a.turn.ID, r.reasoningParts)
+		ev.PartID = fmt.Sprintf("%s-think-%d", r.ids, r.reasoningParts)
 		r.last = agent.EventReasoning
 	}
 	if !r.c.emit(ev) {

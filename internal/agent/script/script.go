@@ -20,9 +20,9 @@
 //	[deaf]             the turn takes steering but never reads it (returned at its end)
 //	[late]             like [deaf], but the unread steering goes back only after the
 //	                   turn's end: when the next turn is sent, or LateDelay after the end
-//	[stubborn]         a stop does not cut the turn short at once: it still answers its
-//	                   tool call and says one more delta, then ends cancelled (as
-//	                   Claude's CLI answers the call it was interrupted in)
+//	[stubborn]         a stop does not cut the turn short at once: SlowDelay×3 later it
+//	                   still answers its tool call and says one more delta, then ends
+//	                   cancelled (as Claude's CLI answers the call it was interrupted in)
 //
 // A steering message whose text holds [refuse] is refused.
 //
@@ -97,9 +97,9 @@ type Script struct {
 	// prompts holds every turn handed to Send, by ConversationID. It is a
 	// log for tests and outlives Delete.
 	prompts map[string][]agent.Turn
-	// resumable holds the ids of the turns that ended with a resumable
-	// error and have not been resumed yet; a turn sent again under one of
-	// them completes.
+	// resumable holds the turns (by resumableKey) that ended with a
+	// resumable error and have not been resumed yet; a turn sent again
+	// under one of them completes.
 	resumable map[string]bool
 	// sent, steers and opens are logs for tests, over every conversation:
 	// each turn handed to Send, each Steer call with its answer, and each
@@ -363,8 +363,8 @@ func (s *Script) admit(conversationID string, t agent.Turn) (index int, resumed 
 		rec = &record{}
 		s.convs[conversationID] = rec
 	}
-	if s.resumable[t.ID] {
-		delete(s.resumable, t.ID)
+	if key := resumableKey(conversationID, t.ID); s.resumable[key] {
+		delete(s.resumable, key)
 		resumed = true
 		if n := len(rec.turns); n > 0 && rec.turns[n-1].turnID == t.ID {
 			return n, true
@@ -374,11 +374,18 @@ func (s *Script) admit(conversationID string, t agent.Turn) (index int, resumed 
 	return len(rec.turns), resumed
 }
 
-// markResumable remembers that turnID ended with a resumable error.
-func (s *Script) markResumable(turnID string) {
+// markResumable remembers that turnID of conversationID ended with a
+// resumable error.
+func (s *Script) markResumable(conversationID, turnID string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.resumable[turnID] = true
+	s.resumable[resumableKey(conversationID, turnID)] = true
+}
+
+// resumableKey names a turn of a conversation: turn ids are the host's and
+// need not be unique across conversations.
+func resumableKey(conversationID, turnID string) string {
+	return conversationID + "\x00" + turnID
 }
 
 var _ agent.Agent = (*Script)(nil)

@@ -27,6 +27,18 @@ type Envelope struct {
 	RejectionReason string          `json:"rejectionReason,omitempty"`
 	// Raw is the envelope as it arrived.
 	Raw json.RawMessage `json:"-"`
+
+	// typ and fields are the action decoded once, on arrival, so waits
+	// that scan every envelope stay cheap.
+	typ    string
+	fields map[string]json.RawMessage
+}
+
+func (e *Envelope) decode() {
+	_ = json.Unmarshal(e.Action, &e.fields)
+	if t, ok := e.fields["type"]; ok {
+		_ = json.Unmarshal(t, &e.typ)
+	}
 }
 
 // Origin is an envelope's origin.
@@ -37,20 +49,18 @@ type Origin struct {
 
 // Type is the action's type.
 func (e Envelope) Type() string {
-	var a struct {
-		Type string `json:"type"`
+	if e.fields == nil {
+		e.decode()
 	}
-	_ = json.Unmarshal(e.Action, &a)
-	return a.Type
+	return e.typ
 }
 
 // Field decodes one field of the action into v.
 func (e Envelope) Field(name string, v any) error {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(e.Action, &m); err != nil {
-		return err
+	if e.fields == nil {
+		e.decode()
 	}
-	raw, ok := m[name]
+	raw, ok := e.fields[name]
 	if !ok {
 		return fmt.Errorf("action %s has no field %q", e.Type(), name)
 	}
@@ -150,6 +160,7 @@ func (c *Client) read() {
 				var e Envelope
 				if json.Unmarshal(f.Params, &e) == nil {
 					e.Raw = f.Params
+					e.decode()
 					c.envs = append(c.envs, e)
 				}
 			case f.Method != "":
