@@ -113,7 +113,7 @@ type Server struct {
 	// tokenSums are sha256 of Token and ExtraTokens, so the comparison is
 	// constant-time whatever the length of the token presented.
 	tokenSums [][sha256.Size]byte
-	stats    counters
+	stats     counters
 
 	// mu guards conns, shuttingDown and idleClosed. A connection is in
 	// conns from its upgrade until its goroutines have ended.
