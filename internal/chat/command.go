@@ -51,11 +51,16 @@ func (c *Chat) runCommand(t *runningTurn, command string) {
 	pr, pw := io.Pipe()
 	cmd.Stdout = pw
 	cmd.Stderr = pw
-	events := c.cmdEvents
+	events, done := c.cmdEvents, c.done
 	id := t.id
 	send := func(ev agent.Event) {
 		ev.TurnID = id
-		events <- ev
+		// A chat that has stopped reads no more: drop the rest rather than
+		// block the command's reader (and so the command) for good.
+		select {
+		case events <- ev:
+		case <-done:
+		}
 	}
 	if err := cmd.Start(); err != nil {
 		cancel()
@@ -118,13 +123,9 @@ func (c *Chat) onCommandEvent(ev agent.Event) {
 		return
 	}
 	if ev.Kind == agent.EventTurnEnd {
-		end := *ev.End
-		c.endTurn(end)
 		// C-TURN-27: when a ! command's turn ends, however it went, the
-		// head of the queue starts.
-		if end.Outcome != agent.OutcomeComplete {
-			c.startNext()
-		}
+		// head of the queue starts (endTurn pauses nothing for a command).
+		c.endTurn(*ev.End)
 		return
 	}
 	c.applyTurnEvent(t, ev)

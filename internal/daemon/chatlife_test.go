@@ -216,3 +216,49 @@ func (c *compactingConversation) Confirm(string, string, bool) error { return ni
 func (c *compactingConversation) Stop(context.Context) error         { return nil }
 func (c *compactingConversation) Events() <-chan agent.Event         { return c.events }
 func (c *compactingConversation) Close() error                       { return nil }
+
+// pointlessAgent can fork but names no point for any turn, as a backend
+// that reads turns back without points does; it records how each
+// conversation was opened.
+type pointlessAgent struct {
+	compactingAgent
+	opens chan agent.OpenParams
+}
+
+func (pointlessAgent) Provider() string { return "pointless" }
+func (pointlessAgent) Capabilities() agent.Capabilities {
+	return agent.Capabilities{Fork: true, Resume: true}
+}
+func (p pointlessAgent) Open(ctx context.Context, o agent.OpenParams) (agent.Conversation, error) {
+	p.opens <- o
+	return p.compactingAgent.Open(ctx, o)
+}
+
+// TestForkWithoutPoint: a fork at a turn the backend names no point for is
+// made all the same: the new chat holds the turns up to it and its backend
+// begins a conversation of its own (C-FROM-08, 09).
+func TestForkWithoutPoint(t *testing.T) {
+	ag := pointlessAgent{opens: make(chan agent.OpenParams, 16)}
+	reg, err := agent.NewRegistry(ag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvWith(t, reg)
+	a := e.client("a")
+	sess, def := e.createSession(a, "pointless:/90909090-0000-4000-8000-000000000001")
+	a.Subscribe(def)
+	sendTurn(t, a, def, "t1", "one")
+	sendTurn(t, a, def, "t2", "two")
+	<-ag.opens
+	fork := "ahp-chat:/90909090-0000-4000-8000-0000000000ff"
+	a.MustCall("createChat", map[string]any{"channel": sess, "chat": fork, "source": map[string]any{"kind": "fork", "chat": def, "turnId": "t1"}})
+	if got := strings.Join(texts(chatOf(t, a, fork).Turns), "|"); got != "one" {
+		t.Fatalf("fork turns = %q", got)
+	}
+	a.Subscribe(fork)
+	sendTurn(t, a, fork, "f1", "on its own")
+	o := <-ag.opens
+	if o.Mode != agent.OpenNew || o.Point != "" || o.Source != "" {
+		t.Fatalf("fork opened its backend as %s (source %q point %q), want a new conversation", o.Mode, o.Source, o.Point)
+	}
+}
