@@ -141,6 +141,30 @@ func (b *Bus) Notify(channel, method string, params any) {
 	}
 }
 
+// NotifyEach is Notify with params chosen per subscriber (a summary without
+// the fields an older protocol version does not know); nil skips that
+// subscriber. Each distinct params value is marshalled once.
+func (b *Bus) NotifyEach(channel, method string, params func(Subscriber) any) {
+	b.seqMu.Lock()
+	defer b.seqMu.Unlock()
+	cache := make(map[any]json.RawMessage, 2)
+	for s := range b.subs[channel] {
+		p := params(s)
+		if p == nil {
+			continue
+		}
+		raw, ok := cache[p]
+		if !ok {
+			var err error
+			if raw, err = json.Marshal(p); err != nil {
+				panic("marshal notification: " + err.Error())
+			}
+			cache[p] = raw
+		}
+		s.Deliver(method, raw)
+	}
+}
+
 // Subscribe adds s to channel and returns the serverSeq the caller's
 // snapshot must be taken at. The caller is the channel's owner, inside its
 // own loop, so nothing is published on channel between the snapshot and

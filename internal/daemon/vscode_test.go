@@ -86,3 +86,29 @@ func TestOlderClientVersions(t *testing.T) {
 		}
 	}
 }
+
+// TestOlderClientNotifications: root notifications to a 0.9.0 client carry
+// no SessionSummary.chats or defaultChat; a 1.0.0 client gets them.
+func TestOlderClientNotifications(t *testing.T) {
+	e := newEnv(t)
+	old := ahptest.Dial(t, e.d.URL(), "")
+	old.MustCall("initialize", map[string]any{"channel": ahp.RootURI, "protocolVersions": []string{"0.9.0"}, "clientId": "old", "initialSubscriptions": []string{ahp.RootURI}})
+	cur := e.client("new")
+	cur.MustCall("createSession", map[string]any{"channel": "ahp-session:/01d01d01-0000-4000-8000-000000000002"})
+	for _, c := range []struct {
+		cl   *ahptest.Client
+		want bool
+	}{{old, false}, {cur, true}} {
+		n := c.cl.AwaitNotification("root/sessionAdded")
+		var p struct {
+			Summary map[string]json.RawMessage `json:"summary"`
+		}
+		if err := json.Unmarshal(n.Params, &p); err != nil {
+			t.Fatal(err)
+		}
+		_, has := p.Summary["chats"]
+		if has != c.want {
+			t.Fatalf("client %s: summary chats present = %v, want %v", c.cl.ID, has, c.want)
+		}
+	}
+}

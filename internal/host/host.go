@@ -231,7 +231,29 @@ func (h *Host) sessionSummaryChanged(uri string, sum ahp.SessionSummary) {
 	if !changed {
 		return
 	}
-	h.bus.Notify(ahp.RootURI, "root/sessionSummaryChanged", ahp.SessionSummaryChangedParams{Channel: ahp.RootURI, Session: uri, Changes: changes})
+	full := &ahp.SessionSummaryChangedParams{Channel: ahp.RootURI, Session: uri, Changes: changes}
+	legacy := *full
+	legacy.Changes.Chats, legacy.Changes.DefaultChat = nil, nil
+	if jsonString(legacy.Changes) == "{}" {
+		h.notifyRoot("root/sessionSummaryChanged", full, nil)
+		return
+	}
+	h.notifyRoot("root/sessionSummaryChanged", full, &legacy)
+}
+
+// notifyRoot sends a root notification; a connection whose version does
+// not know SessionSummary.chats/defaultChat (0.9.0) gets legacy, or
+// nothing when legacy is nil.
+func (h *Host) notifyRoot(method string, full, legacy any) {
+	h.bus.NotifyEach(ahp.RootURI, method, func(s bus.Subscriber) any {
+		if c, ok := s.(*client); ok && !ahp.SummaryChatsKnownTo(c.negotiated()) {
+			if legacy == nil {
+				return nil
+			}
+			return legacy
+		}
+		return full
+	})
 }
 
 func diffSummary(a, b ahp.SessionSummary) (ahp.PartialSessionSummary, bool) {

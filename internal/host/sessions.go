@@ -104,7 +104,9 @@ func (h *Host) createSession(ctx context.Context, cl *client, params json.RawMes
 	h.sessionsMu.Lock()
 	h.summaries[p.Channel] = sum
 	h.sessionsMu.Unlock()
-	h.bus.Notify(ahp.RootURI, "root/sessionAdded", ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum})
+	legacy := &ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum}
+	legacy.Summary.Chats, legacy.Summary.DefaultChat = nil, ""
+	h.notifyRoot("root/sessionAdded", &ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum}, legacy)
 	return struct{}{}, nil
 }
 

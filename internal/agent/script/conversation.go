@@ -390,7 +390,7 @@ type turnRun struct {
 	// openTool is the turn's tool call begun and not answered yet.
 	openTool *agent.ToolCall
 	// ids prefixes the ids of the turn's parts and tool call: the turn's
-	// id, and "<id>-r1" for a resumed attempt.
+	// id, and "<id>-r<n>" for its n-th resumed attempt.
 	ids string
 }
 
@@ -429,10 +429,10 @@ func (r *turnRun) body() error {
 	}
 	index, resumed := c.s.admit(c.id, t)
 	r.point = fmt.Sprintf("%s#%d", c.id, index)
-	if resumed {
-		// The resumed attempt's parts and tool call never reuse the ids of
-		// the first attempt's, which the resumed turn still holds.
-		r.ids = t.ID + "-r1"
+	if resumed > 0 {
+		// A resumed attempt's parts and tool call never reuse the ids of an
+		// earlier attempt's, which the resumed turn still holds.
+		r.ids = fmt.Sprintf("%s-r%d", t.ID, resumed)
 	}
 	c.logger.Debug("turn started", "turn", t.ID, "point", r.point, "resumed", resumed)
 
@@ -481,7 +481,7 @@ func (r *turnRun) body() error {
 		}
 	}
 
-	if r.m.fail && !resumed {
+	if r.m.fail && resumed == 0 {
 		if r.m.resumable {
 			c.s.markResumable(c.id, t.ID)
 		}

@@ -101,6 +101,8 @@ type Script struct {
 	// resumable error and have not been resumed yet; a turn sent again
 	// under one of them completes.
 	resumable map[string]bool
+	// resumes counts the resumes of each turn (by resumableKey).
+	resumes map[string]int
 	// sent, steers and opens are logs for tests, over every conversation:
 	// each turn handed to Send, each Steer call with its answer, and each
 	// Open that succeeded, in order.
@@ -161,6 +163,7 @@ func New(o Options) *Script {
 		convs:     make(map[string]*record),
 		prompts:   make(map[string][]agent.Turn),
 		resumable: make(map[string]bool),
+		resumes:   make(map[string]int),
 	}
 }
 
@@ -354,8 +357,9 @@ func (s *Script) recordSteer(conversationID string, st agent.Steering, r agent.S
 
 // admit adds a turn whose prompt went out to conversationID's history and
 // returns its 1-based index. A turn sent again after a resumable error keeps
-// the index it had (resumed true) when it is still the conversation's last.
-func (s *Script) admit(conversationID string, t agent.Turn) (index int, resumed bool) {
+// the index it had when it is still the conversation's last; resumed counts
+// the resumes of the turn so far (0: not a resume).
+func (s *Script) admit(conversationID string, t agent.Turn) (index, resumed int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rec := s.convs[conversationID]
@@ -365,9 +369,10 @@ func (s *Script) admit(conversationID string, t agent.Turn) (index int, resumed 
 	}
 	if key := resumableKey(conversationID, t.ID); s.resumable[key] {
 		delete(s.resumable, key)
-		resumed = true
+		s.resumes[key]++
+		resumed = s.resumes[key]
 		if n := len(rec.turns); n > 0 && rec.turns[n-1].turnID == t.ID {
-			return n, true
+			return n, resumed
 		}
 	}
 	rec.turns = append(rec.turns, entry{turnID: t.ID, text: t.Text})
