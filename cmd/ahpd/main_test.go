@@ -141,3 +141,17 @@ func TestKillNineMidTurn(t *testing.T) {
 		t.Fatalf("after kill -9: %s", cst)
 	}
 }
+
+// TestNoChatCommand: ahpd has no chat command; a chat is driven over the
+// protocol (C-CMD-01).
+func TestNoChatCommand(t *testing.T) {
+	for _, c := range newRoot().Commands() {
+		if c.Name() == "chat" {
+			t.Fatal("ahpd has a chat command")
+		}
+	}
+	out, err := exec.Command(binary, "chat").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "unknown command") {
+		t.Fatalf("ahpd chat: %v %s", err, out)
+	}
+}

@@ -11,7 +11,8 @@ import (
 
 // TestBadInput: every kind of bad input gets a JSON-RPC error with the right
 // code, the connection stays up, nothing stored is lost, and another client
-// sees nothing of it.
+// sees nothing of it. The derived URI of a session nobody has is no chat:
+// -32001 "Resource not found: <chat>" (C-FIRST-10).
 func TestBadInput(t *testing.T) {
 	e := newEnv(t)
 	a := e.client("a")

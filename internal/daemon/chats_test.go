@@ -167,7 +167,9 @@ func TestThreeClientsForkSideChatAndClose(t *testing.T) {
 
 // TestDisposeDefaultChatAnswersNull: the default chat stays (C-FIRST-12..14,
 // C-CMD-08); an unknown chat answers null too (C-CMD-09); disposeChat never
-// ends the session (C-CMD-10).
+// ends the session (C-CMD-10), whose chats list is never empty (C-CHAT-01).
+// No act of a client closes the default chat, so default never has to move
+// (C-FIRST-19, C-CHAT-09; reading 2 in docs/CHATS.md).
 func TestDisposeDefaultChatAnswersNull(t *testing.T) {
 	e := newEnv(t)
 	a := e.client("a")
@@ -264,8 +266,9 @@ func TestRewind(t *testing.T) {
 }
 
 // TestGrantRefusals: a token configured without chat:send cannot start a
-// turn, and the refusal names the grant (C-GRANT-08); it can read
-// (C-GRANT-01, 02).
+// turn, and the refusal names the grant (C-GRANT-08); nor open, close or
+// rewind a chat (C-GRANT-06, 07, 18); it can read and subscribe
+// (C-GRANT-01, 02), its session group covering chat reading (C-GRANT-05).
 func TestGrantRefusals(t *testing.T) {
 	e := newEnv(t, func(c *daemon.Config) {
 		c.Tokens = []daemon.TokenConfig{{Token: "reader-token", Principal: "user:reader", Grants: []string{"chat:turns", "session:read"}}}
@@ -288,6 +291,9 @@ func TestGrantRefusals(t *testing.T) {
 	}
 	if _, err := r.Call("createChat", map[string]any{"channel": sess, "chat": "ahp-chat:/r-1"}); err == nil || err.Code != ahp.CodePermissionDenied || !strings.Contains(err.Message, "chat:create") {
 		t.Fatalf("createChat by a reader: %v", err)
+	}
+	if _, err := r.Call("disposeChat", map[string]any{"channel": def}); err == nil || err.Code != ahp.CodePermissionDenied || !strings.Contains(err.Message, "chat:dispose") {
+		t.Fatalf("disposeChat by a reader: %v", err)
 	}
 	seq = r.Dispatch(def, map[string]any{"type": "chat/truncated"})
 	if env := r.AwaitEcho(seq); !strings.Contains(env.RejectionReason, "chat:truncate") {

@@ -58,7 +58,9 @@ func TestRewindAtCommandTurn(t *testing.T) {
 }
 
 // TestForkAtCommandTurn: a fork at a ! command's turn forks the backend at
-// the turn before it and keeps the command turns it copied (C-FROM-10, 11).
+// the turn before it and keeps the command turns it copied (C-FROM-10, 11);
+// the backend resumes the fork from its own point for that turn
+// (C-FROM-07).
 func TestForkAtCommandTurn(t *testing.T) {
 	e := newEnv(t)
 	a := e.client("a")

@@ -11,7 +11,9 @@ import (
 // TestVSCodeDialect: a VS Code window names sessions <provider>:/<uuid>,
 // computes the default chat as ahp-chat://default/<base64url(session)>,
 // offers 0.10.0 and pushes root/configChanged with clientSeq 0; the host
-// publishes exactly that URI as the default chat (C-FIRST-01, 03, 05, 06).
+// publishes exactly that URI as the default chat (C-FIRST-01, 03, 05, 06,
+// 08): the session's defaultChat names the chat a client means when it
+// names none (C-CHAT-08).
 func TestVSCodeDialect(t *testing.T) {
 	e := newEnv(t)
 	vs := ahptest.Dial(t, e.d.URL(), "")

@@ -9,7 +9,11 @@ import (
 
 // TestTwoClientsSeeTheSameTurn: two clients on one daemon see the same
 // envelopes, in strictly increasing serverSeq, ending with one
-// chat/turnComplete (C-TURN-01, C-TURN-10, C-TURN-11, C-TURN-122).
+// chat/turnComplete (C-TURN-01, C-TURN-10, C-TURN-11, C-TURN-122). A chat
+// is driven over the protocol on its own channel: subscribe answers its
+// ChatState and every action after reaches the subscriber (C-CMD-02..04);
+// what was said is a turn whose answer arrives as parts (C-CHAT-06, 07,
+// 10, 11).
 func TestTwoClientsSeeTheSameTurn(t *testing.T) {
 	e := newEnv(t)
 	a := e.client("a")

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/auth"
+	"github.com/ahpd/ahpd/internal/chat"
 	"github.com/ahpd/ahpd/internal/rpc"
 	"github.com/ahpd/ahpd/internal/session"
 )
@@ -258,9 +260,32 @@ func (h *Host) dispatchAction(cl *client, params json.RawMessage) {
 			h.bus.Refuse(cl, p.Channel, a, origin, fmt.Sprintf("%s: %s", ahp.ErrResourceNotFound.Message, p.Channel))
 			return
 		}
+		if strings.HasPrefix(a.ActionType(), "chat/") {
+			// C-FIRST-11: a chat action on a session names no chat: it
+			// goes to the chat the session's defaultChat names.
+			h.dispatchToDefaultChat(ctx, cl, s, p, a, origin)
+			return
+		}
 		if err := s.Dispatch(cl.chatClient(), p.ClientSeq, a); err != nil {
 			h.bus.Refuse(cl, p.Channel, a, origin, err.Error())
 		}
+	}
+}
+
+func (h *Host) dispatchToDefaultChat(ctx context.Context, cl *client, s *session.Session, p ahp.DispatchActionParams, a ahp.Action, origin *ahp.ActionOrigin) {
+	def, err := s.DefaultChat(ctx)
+	if err == nil && def == "" {
+		err = fmt.Errorf("session %s has no default chat", p.Channel)
+	}
+	var c *chat.Chat
+	if err == nil {
+		_, c, err = h.resolveChat(ctx, def)
+	}
+	if err == nil {
+		err = c.Dispatch(cl.chatClient(), p.ClientSeq, a)
+	}
+	if err != nil {
+		h.bus.Refuse(cl, p.Channel, a, origin, err.Error())
 	}
 }
 
