@@ -63,11 +63,11 @@ func TestClaudeLoopbackOnly(t *testing.T) {
 	if out, err := exec.Command(unshare, "-n", "true").CombinedOutput(); err != nil {
 		t.Skipf("unshare -n cannot make a network namespace here: %v %s", err, out)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	run := "^(" + strings.Join(claudeTestsOffline, "|") + ")$"
 	cmd := exec.CommandContext(ctx, unshare, "-n", "sh", "-c", `"$0" link set lo up && exec "$@"`,
-		ip, os.Args[0], "-test.run", run, "-test.count=1", "-test.v")
+		ip, os.Args[0], "-test.run", run, "-test.count=1", "-test.v", "-test.timeout=4m")
 	cmd.Env = append(os.Environ(), netnsEnv+"=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {

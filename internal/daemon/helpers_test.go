@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"os"
 	"testing"
 	"time"
 
@@ -166,4 +167,37 @@ func sessionList(t testing.TB, c *ahptest.Client) []ahp.SessionSummary {
 		t.Fatal(err)
 	}
 	return res.Items
+}
+
+func jsonUnmarshal(raw []byte, v any) error { return json.Unmarshal(raw, v) }
+
+// benchEnv starts a daemon for a benchmark.
+func benchEnv(b *testing.B, reg *agent.Registry) *testEnv {
+	b.Helper()
+	cfg := daemon.Defaults()
+	cfg.Port = 0
+	cfg.DataDir = benchDataDir(b)
+	cfg.Paths = []string{b.TempDir()}
+	d, err := daemon.Start(context.Background(), cfg, daemon.Options{Agents: reg, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		_ = d.Close(ctx)
+	})
+	return &testEnv{d: d, agents: reg}
+}
+
+func benchDataDir(b *testing.B) string {
+	if d := os.Getenv("AHPD_BENCH_DATA"); d != "" {
+		dir, err := os.MkdirTemp(d, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { os.RemoveAll(dir) })
+		return dir
+	}
+	return b.TempDir()
 }
