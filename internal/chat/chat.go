@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"sync"
 	"time"
 
@@ -345,7 +346,12 @@ func (c *Chat) deleteConversation(ctx context.Context) {
 func (c *Chat) apply(a ahp.Action, origin *ahp.ActionOrigin) {
 	reduce.Chat(&c.state, a)
 	c.cfg.Bus.Publish(c.cfg.URI, a, origin, "")
-	c.summaryChanged()
+	switch a.(type) {
+	case ahp.ChatDelta, ahp.ChatReasoning, ahp.ChatToolCallDelta, ahp.ChatUsage:
+		// The streaming hot path changes no summary field.
+	default:
+		c.summaryChanged()
+	}
 }
 
 // refuse answers a client's action with a refusal, to that client alone.
@@ -364,11 +370,7 @@ func (c *Chat) summaryChanged() {
 	}
 }
 
-func summaryEqual(a, b ahp.ChatSummary) bool {
-	ja, _ := json.Marshal(a)
-	jb, _ := json.Marshal(b)
-	return string(ja) == string(jb)
-}
+func summaryEqual(a, b ahp.ChatSummary) bool { return reflect.DeepEqual(a, b) }
 
 // Subscribe returns the chat's snapshot for a new watcher and adds it to
 // the channel in the same step (C-CMD-03, C-CMD-04). A view with Turns

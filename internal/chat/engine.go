@@ -36,8 +36,8 @@ type runningTurn struct {
 	sender  string
 	// sent: the prompt was handed to the backend (steering may be handed).
 	// A turn admitted while the backend still ends the one in front of it
-	// waits unsent (engineState.unsent) when the backend takes one turn at
-	// a time only on its own terms.
+	// (a stopped turn) waits unsent (engineState.unsent) when the backend
+	// does not say OneTurnAtATime.
 	sent bool
 	// command runs the turn as a local ! command instead of the backend.
 	command *commandRun
@@ -57,17 +57,22 @@ type steeringState = engineState
 // engineState is what the turn engine keeps beside ChatState. Owned by the
 // chat actor's loop, like everything else of a Chat.
 //
-// The three holds on starting what waits, and what lifts each:
+// Three holds keep what waits from starting on its own (startNext), each
+// lifted by something else:
 //
-//	paused   a turn was stopped or failed: lifted when a client queues, takes
-//	         back or reorders a message while nothing runs, or a turn completes
-//	         (C-TURN-32..37)
-//	resumable the latest turn ended in an error a client can resume: read off
-//	         ChatState, lifted by a resumed or another turn completing
-//	         (C-TURN-38, 39)
-//	handed   the backend holds a steering message it was handed and has not
-//	         run: lifted when it reports it consumed, returned or run as a turn
-//	         of its own (C-TURN-40)
+//	paused     the latest turn was stopped or failed; lifted when a client
+//	           queues, takes back or reorders a message while nothing runs,
+//	           or a turn completes (C-TURN-32..37)
+//	resumable  the latest turn ended in an error a client can resume (read
+//	           off ChatState); lifted when it is resumed and completes, or
+//	           another turn completes (C-TURN-38, 39)
+//	handed     the backend holds a steering message it was handed and has not
+//	           run; lifted when it reports it consumed, handed back or run as
+//	           a turn of its own (C-TURN-40)
+//
+// A client's chat/turnStarted is never held by them: one sent while nothing
+// runs starts at once, and one sent behind a running turn starts when that
+// turn ends, however it ended, unless a stop ended it (behind).
 type engineState struct {
 	// handed is the steering message the backend took (SteerTaken) and has
 	// not reported consumed or returned; empty id when none. turnID is the

@@ -335,11 +335,18 @@ func TestTurnsPendingMessages(t *testing.T) {
 			if g, w := turnsJSON(t, got), turnsJSON(t, sent); g != w {
 				t.Fatalf("queued message said as %s, sent as %s", g, w)
 			}
-			seq := setPending(b.Client, chatURI, ahp.PendingSteering, "s1", "steer "+tag)
+			steer := map[string]any{"type": "chat/pendingMessageSet", "kind": ahp.PendingSteering, "id": "s1", "message": userMessage("steer " + tag)}
+			seq := b.Dispatch(chatURI, steer)
 			if !steering {
 				awaitRefused(t, b.Client, seq, chat.ReasonNoSteering) // C-TURN-49
 			} else {
-				awaitAccepted(t, b.Client, seq)
+				// C-TURN-23 (and C-TURN-81, C-TURN-88): said as it came.
+				echo := awaitAccepted(t, b.Client, seq)
+				var got map[string]any
+				_ = json.Unmarshal(echo.Action, &got)
+				if g, w := turnsJSON(t, got), turnsJSON(t, steer); g != w {
+					t.Fatalf("steering message said as %s, sent as %s", g, w)
+				}
 			}
 			st := sameState(t, a, b)
 			if len(st.QueuedMessages) != 1 || st.QueuedMessages[0].ID != "q1" {
