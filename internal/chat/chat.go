@@ -78,10 +78,9 @@ type Config struct {
 
 // Chat is one chat actor.
 type Chat struct {
-	cfg  Config
-	log  *slog.Logger
-	box  *mailbox.Box[func()]
-	done chan struct{}
+	cfg   Config
+	log   *slog.Logger
+	inbox *mailbox.Inbox
 	// stopping is closed by Close to end the loop.
 	stopping  chan struct{}
 	closeOnce sync.Once
@@ -117,8 +116,7 @@ func Open(ctx context.Context, cfg Config) (*Chat, error) {
 	c := &Chat{
 		cfg:      cfg,
 		log:      cfg.Logger.With("chat", cfg.URI),
-		box:      mailbox.New[func()](4096),
-		done:     make(chan struct{}),
+		inbox:    mailbox.NewInbox(4096, ErrClosed, "chat "+cfg.URI),
 		stopping: make(chan struct{}),
 		record:   cfg.Record,
 		points:   make(map[string]string),
@@ -212,49 +210,17 @@ func (c *Chat) initialState() ahp.ChatState {
 func (c *Chat) URI() string { return c.cfg.URI }
 
 // Done is closed when the actor has stopped.
-func (c *Chat) Done() <-chan struct{} { return c.done }
+func (c *Chat) Done() <-chan struct{} { return c.inbox.Done() }
 
-// do runs fn on the actor's goroutine.
-func (c *Chat) do(fn func()) error {
-	select {
-	case <-c.done:
-		return ErrClosed
-	default:
-	}
-	if err := c.box.Push(fn); err != nil {
-		if errors.Is(err, mailbox.ErrClosed) {
-			return ErrClosed
-		}
-		return fmt.Errorf("chat %s: %w", c.cfg.URI, err)
-	}
-	return nil
-}
+func (c *Chat) do(fn func()) error { return c.inbox.Do(fn) }
 
 // call runs fn on the actor's goroutine and waits for it.
-func (c *Chat) call(ctx context.Context, fn func()) error {
-	finished := make(chan struct{})
-	if err := c.do(func() { defer close(finished); fn() }); err != nil {
-		return err
-	}
-	select {
-	case <-finished:
-		return nil
-	case <-c.done:
-		select {
-		case <-finished:
-			return nil
-		default:
-		}
-		return ErrClosed
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (c *Chat) call(ctx context.Context, fn func()) error { return c.inbox.Call(ctx, fn) }
 
 // run is the chat actor's loop; only it touches the fields documented as
 // owned by run.
 func (c *Chat) run(crashed *store.TurnRecord) {
-	defer close(c.done)
+	defer c.inbox.Stopped()
 	if crashed != nil {
 		// C-TURN-10: a turn that was running when the process died ends
 		// once, with an error saying so.
@@ -270,13 +236,13 @@ func (c *Chat) run(crashed *store.TurnRecord) {
 		}
 		select {
 		case <-c.stopping:
-			for _, fn := range c.box.Pop(batch) {
+			for _, fn := range c.inbox.Pop(batch) {
 				fn()
 			}
 			c.shutdown()
 			return
-		case <-c.box.Wake():
-			batch = c.box.Pop(batch)
+		case <-c.inbox.Wake():
+			batch = c.inbox.Pop(batch)
 			for i, fn := range batch {
 				fn()
 				batch[i] = nil
@@ -303,11 +269,11 @@ func (c *Chat) Close(ctx context.Context, deleteConversation bool) error {
 		err = c.call(ctx, func() { c.deleteConversation(ctx) })
 	}
 	c.closeOnce.Do(func() {
-		c.box.Close()
+		c.inbox.Close()
 		close(c.stopping)
 	})
 	select {
-	case <-c.done:
+	case <-c.inbox.Done():
 	case <-ctx.Done():
 		return ctx.Err()
 	}

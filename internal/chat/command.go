@@ -51,7 +51,7 @@ func (c *Chat) runCommand(t *runningTurn, command string) {
 	pr, pw := io.Pipe()
 	cmd.Stdout = pw
 	cmd.Stderr = pw
-	events, done := c.cmdEvents, c.done
+	events, done := c.cmdEvents, c.inbox.Done()
 	id := t.id
 	send := func(ev agent.Event) {
 		ev.TurnID = id

@@ -209,6 +209,15 @@ func (w *watcher) awaitSettled(t testing.TB) {
 }
 
 // settle waits until every watcher's chat is settled (awaitSettled).
+// caughtUp waits until every watcher has received the envelope at seq on
+// chat: what one client saw is not yet what another has.
+func caughtUp(t testing.TB, chat string, seq int64, ws ...*watcher) {
+	t.Helper()
+	for _, w := range ws {
+		w.AwaitEnvelope("envelope "+fmt.Sprint(seq), func(env ahptest.Envelope) bool { return env.Channel == chat && env.ServerSeq >= seq })
+	}
+}
+
 func settle(t testing.TB, ws ...*watcher) {
 	t.Helper()
 	for _, w := range ws {

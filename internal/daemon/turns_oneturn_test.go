@@ -82,6 +82,7 @@ func TestTurnsOneAtATime(t *testing.T) {
 				if echo.Type() != "chat/turnStarted" || turnID(echo) != "t2" || echo.ServerSeq < done.ServerSeq {
 					t.Fatalf("t2 said as %s, t1 completed at %d", echo.Raw, done.ServerSeq)
 				}
+				caughtUp(t, chatURI, echo.ServerSeq, a, b)
 				if !rightBehind(a.Client, chatURI, done, echo) {
 					t.Fatalf("t2 does not start as t1 ends: %v", sequence(chatEnvelopes(a.Client, chatURI)))
 				}
@@ -109,7 +110,8 @@ func TestTurnsOneAtATime(t *testing.T) {
 				startTurn(a.Client, chatURI, "t3", "third "+tag)
 				draftBarrier(t, a.Client, chatURI, "y")
 				stop := awaitAccepted(t, a.Client, stopTurn(a.Client, chatURI, "t1"))
-				awaitTyped(t, b.Client, chatURI, "chat/turnCancelled", "t3")
+				last := awaitTyped(t, b.Client, chatURI, "chat/turnCancelled", "t3")
+				caughtUp(t, chatURI, last.ServerSeq, a, b)
 				for _, w := range []*watcher{a, b} {
 					envs := chatEnvelopes(w.Client, chatURI)
 					i := indexOf(envs, func(e ahptest.Envelope) bool { return e.ServerSeq == stop.ServerSeq })

@@ -266,7 +266,8 @@ func TestTurnsSteering(t *testing.T) {
 				awaitAccepted(t, b.Client, setPending(b.Client, chatURI, ahp.PendingSteering, sid, "steer "+tag))
 				awaitAccepted(t, b.Client, setPending(b.Client, chatURI, ahp.PendingQueued, "q1", "queued"))
 				stop := awaitAccepted(t, a.Client, stopTurn(a.Client, chatURI, "t1"))
-				sendTurn(t, a.Client, chatURI, "t2", "the client's own")
+				end := sendTurn(t, a.Client, chatURI, "t2", "the client's own")
+				caughtUp(t, chatURI, end.ServerSeq, a, b)
 				for _, w := range []*watcher{a, b} {
 					envs := chatEnvelopes(w.Client, chatURI)
 					i := indexOf(envs, func(e ahptest.Envelope) bool { return e.ServerSeq == stop.ServerSeq })

@@ -32,7 +32,8 @@ var ErrSlowConsumer = fmt.Errorf("%w: slow consumer", ErrConnClosed)
 // the reply, and notifications keep their relative order.
 type outbox struct {
 	// budget is the most bytes that may be queued but unwritten; a single
-	// frame larger than budget is still accepted when nothing is pending.
+	// frame larger than budget is still accepted when nothing is pending,
+	// and a reply whenever what is pending is within budget.
 	budget int
 
 	// wake has room for one signal: push leaves one when it queues a frame,
@@ -79,7 +80,14 @@ func (o *outbox) push(frame []byte, isReply bool) error {
 		o.mu.Unlock()
 		return ErrConnClosed
 	}
-	if o.pending > 0 && o.pending+n > o.budget {
+	// A reply is what the client asked for (a snapshot may be larger than
+	// the whole budget): it is refused only when what waits before it is
+	// already over budget. A notification must fit.
+	over := o.pending > 0 && o.pending+n > o.budget
+	if isReply {
+		over = o.pending > o.budget
+	}
+	if over {
 		err := &overBudgetError{pending: o.pending, frame: n, budget: o.budget}
 		o.closed = true
 		o.mu.Unlock()

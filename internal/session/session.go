@@ -52,8 +52,7 @@ type Session struct {
 	cfg      Config
 	uri      string
 	log      *slog.Logger
-	box      *mailbox.Box[func()]
-	done     chan struct{}
+	inbox    *mailbox.Inbox
 	stopping chan struct{}
 	once     sync.Once
 
@@ -87,8 +86,7 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 		cfg:      cfg,
 		uri:      cfg.Record.URI,
 		log:      cfg.Logger.With("session", cfg.Record.URI),
-		box:      mailbox.New[func()](4096),
-		done:     make(chan struct{}),
+		inbox:    mailbox.NewInbox(4096, ErrClosed, "session "+cfg.Record.URI),
 		stopping: make(chan struct{}),
 		record:   cfg.Record,
 		chats:    make(map[string]*chatEntry),
@@ -151,56 +149,26 @@ func iso(t time.Time) string {
 func (s *Session) URI() string { return s.uri }
 
 // Done is closed when the actor has stopped.
-func (s *Session) Done() <-chan struct{} { return s.done }
+func (s *Session) Done() <-chan struct{} { return s.inbox.Done() }
 
-func (s *Session) do(fn func()) error {
-	select {
-	case <-s.done:
-		return ErrClosed
-	default:
-	}
-	if err := s.box.Push(fn); err != nil {
-		if errors.Is(err, mailbox.ErrClosed) {
-			return ErrClosed
-		}
-		return fmt.Errorf("session %s: %w", s.uri, err)
-	}
-	return nil
-}
+func (s *Session) do(fn func()) error { return s.inbox.Do(fn) }
 
-func (s *Session) call(ctx context.Context, fn func()) error {
-	finished := make(chan struct{})
-	if err := s.do(func() { defer close(finished); fn() }); err != nil {
-		return err
-	}
-	select {
-	case <-finished:
-		return nil
-	case <-s.done:
-		select {
-		case <-finished:
-			return nil
-		default:
-		}
-		return ErrClosed
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+// call runs fn on the actor's goroutine and waits for it.
+func (s *Session) call(ctx context.Context, fn func()) error { return s.inbox.Call(ctx, fn) }
 
 // run is the session actor's loop; only it touches state, record and chats.
 func (s *Session) run() {
-	defer close(s.done)
+	defer s.inbox.Stopped()
 	var batch []func()
 	for {
 		select {
 		case <-s.stopping:
-			for _, fn := range s.box.Pop(batch) {
+			for _, fn := range s.inbox.Pop(batch) {
 				fn()
 			}
 			return
-		case <-s.box.Wake():
-			batch = s.box.Pop(batch)
+		case <-s.inbox.Wake():
+			batch = s.inbox.Pop(batch)
 			for i, fn := range batch {
 				fn()
 				batch[i] = nil
@@ -226,11 +194,11 @@ func (s *Session) Close(ctx context.Context) error {
 		}
 	}
 	s.once.Do(func() {
-		s.box.Close()
+		s.inbox.Close()
 		close(s.stopping)
 	})
 	select {
-	case <-s.done:
+	case <-s.inbox.Done():
 	case <-ctx.Done():
 		errs = append(errs, ctx.Err())
 	}
