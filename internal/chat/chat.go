@@ -95,8 +95,9 @@ type Chat struct {
 	conv        agent.Conversation
 	caps        agent.Capabilities
 	turn        *runningTurn
-	steer       steeringState
-	cmdEvents   chan agent.Event
+	// engine is the turn engine's own state (engine.go).
+	eng       engineState
+	cmdEvents chan agent.Event
 	// loadedFrom is the index of the oldest turn a paged watcher holds
 	// (-1: none), where fetchTurns without a cursor continues.
 	loadedFrom int
@@ -134,9 +135,11 @@ func Open(ctx context.Context, cfg Config) (*Chat, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open chat %s: %w", cfg.URI, err)
 	}
-	if len(recs) == 0 {
+	if len(recs) == 0 && !ParseRecordMeta(c.record.Meta).Cleared {
 		// Nothing stored: a conversation the backend kept on its own reads
 		// back from its transcript, with the points to fork or rewind at.
+		// A chat a client cleared keeps its backend conversation when the
+		// backend could not delete it (Cleared): its turns stay gone.
 		recs = c.readBack(ctx)
 	}
 	c.state = c.initialState()
@@ -151,6 +154,7 @@ func Open(ctx context.Context, cfg Config) (*Chat, error) {
 		if err := json.Unmarshal(r.Body, &t); err != nil {
 			return nil, fmt.Errorf("open chat %s: turn %s: %w", cfg.URI, r.ID, err)
 		}
+		t.Message = withSenderMeta(t.Message, r.Sender)
 		c.state.Turns = append(c.state.Turns, t)
 		c.remember(r)
 	}
@@ -163,6 +167,7 @@ func Open(ctx context.Context, cfg Config) (*Chat, error) {
 		c.state.Status = c.state.Status.WithActivity(ahp.StatusInProgress)
 		c.remember(*crashed)
 	}
+	c.restorePending()
 	c.lastSummary = reduce.ChatSummaryOf(&c.state)
 	go c.run(crashed)
 	return c, nil
@@ -315,9 +320,11 @@ func (c *Chat) apply(a ahp.Action, origin *ahp.ActionOrigin) {
 	switch a.(type) {
 	case ahp.ChatDelta, ahp.ChatReasoning, ahp.ChatToolCallDelta, ahp.ChatUsage:
 		// The streaming hot path changes no summary field.
-	default:
-		c.summaryChanged()
+		return
+	case ahp.ChatPendingMessageSet, ahp.ChatPendingMessageRemoved, ahp.ChatQueuedMessagesReordered, ahp.ChatTurnStarted, ahp.ChatTruncated:
+		c.persistPending()
 	}
+	c.summaryChanged()
 }
 
 // refuse answers a client's action with a refusal, to that client alone.

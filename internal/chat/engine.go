@@ -50,10 +50,6 @@ type runningTurn struct {
 	tools          map[string]bool
 }
 
-// steeringState is the type of the Chat field chat.go names steer: it holds
-// all of the turn engine's own state beside ChatState (see engineState).
-type steeringState = engineState
-
 // engineState is what the turn engine keeps beside ChatState. Owned by the
 // chat actor's loop, like everything else of a Chat.
 //
@@ -219,7 +215,7 @@ func (c *Chat) clientTurnStarted(cl Client, origin *ahp.ActionOrigin, a ahp.Chat
 }
 
 // engine is the turn engine's own state (see engineState).
-func (c *Chat) engine() *engineState { return &c.steer }
+func (c *Chat) engine() *engineState { return &c.eng }
 
 func (c *Chat) isKnownTurn(id string) bool {
 	if c.state.ActiveTurn != nil && c.state.ActiveTurn.ID == id {

@@ -24,6 +24,14 @@ type RecordMeta struct {
 	// even when the chat shows no turn (after a clear-all rewind on a
 	// backend that kept it).
 	BackendStarted bool `json:"backendStarted,omitempty"`
+	// Cleared: a client cleared the chat while its backend kept the
+	// conversation, so the chat is not read back from the backend's
+	// transcript.
+	Cleared bool `json:"cleared,omitempty"`
+	// Pending are the chat's steering and queued messages, kept so a
+	// restart loses none.
+	Steering *ahp.PendingMessage  `json:"steering,omitempty"`
+	Queued   []ahp.PendingMessage `json:"queued,omitempty"`
 }
 
 // PendingOpen is a fork or a rewind waiting for the chat's next turn.
@@ -46,7 +54,7 @@ func ParseRecordMeta(raw json.RawMessage) RecordMeta {
 
 // Raw encodes the meta for a record.
 func (m RecordMeta) Raw() json.RawMessage {
-	if m.PendingOpen == nil && m.FirstPromptContext == "" && !m.BackendStarted {
+	if m.PendingOpen == nil && m.FirstPromptContext == "" && !m.BackendStarted && !m.Cleared && m.Steering == nil && len(m.Queued) == 0 {
 		return nil
 	}
 	b, _ := json.Marshal(m)

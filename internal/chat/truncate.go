@@ -116,6 +116,7 @@ func (c *Chat) rewindBackend(at anchor) {
 		// C-COMP-17: a backend with no delete keeps the conversation, and
 		// the chat comes back on it (reading 10, docs/CHATS.md).
 		c.log.Info("clear: backend has no delete; it keeps the conversation", "conversation", c.record.ConversationID)
+		meta.Cleared = true
 		c.record.Meta = meta.Raw()
 		c.persistRecord()
 		return
@@ -124,6 +125,7 @@ func (c *Chat) rewindBackend(at anchor) {
 		// C-COMP-18, 19: logged; the backend comes back on the
 		// conversation it had.
 		c.log.Warn("clear: delete backend conversation failed; keeping it", "conversation", c.record.ConversationID, "err", err)
+		meta.Cleared = true
 		c.record.Meta = meta.Raw()
 		c.persistRecord()
 		return

@@ -97,3 +97,45 @@ func TestRestartKeepsEverything(t *testing.T) {
 	// And the chat still works.
 	sendTurn(t, b, def, "t4", "still here?")
 }
+
+// TestRestartKeepsPendingMessages: what waits in a chat survives a restart;
+// behind the turn the restart ended in an error it waits, as behind any
+// failure, until a client acts (C-TURN-33, C-TURN-35).
+func TestRestartKeepsPendingMessages(t *testing.T) {
+	e := newEnv(t)
+	a := e.client("a")
+	_, def := e.createSession(a, "ahp-session:/9e9e9e9e-0000-4000-8000-000000000001")
+	a.Subscribe(def)
+	a.Dispatch(def, turnStarted("t1", "[hold] busy"))
+	a.AwaitEnvelope("t1 streaming", func(env ahptest.Envelope) bool { return env.Type() == "chat/responsePart" })
+	for _, id := range []string{"q1", "q2"} {
+		seq := a.Dispatch(def, map[string]any{"type": "chat/pendingMessageSet", "kind": "queued", "id": id,
+			"message": map[string]any{"text": "queued " + id, "origin": map[string]any{"kind": "user"}}})
+		if env := a.AwaitEcho(seq); env.RejectionReason != "" {
+			t.Fatal(env.RejectionReason)
+		}
+	}
+	e.restart()
+	b := e.client("b")
+	cs := chatOf(t, b, def)
+	if len(cs.QueuedMessages) != 2 || cs.QueuedMessages[0].ID != "q1" || cs.QueuedMessages[1].Message.Text != "queued q2" {
+		t.Fatalf("queued after restart: %+v", cs.QueuedMessages)
+	}
+	if n := len(cs.Turns); n != 1 || cs.Turns[0].State != ahp.TurnError {
+		t.Fatalf("turns after restart: %+v", texts(cs.Turns))
+	}
+	// Taking one back starts the head of what is left.
+	b.AwaitEcho(b.Dispatch(def, map[string]any{"type": "chat/pendingMessageRemoved", "kind": "queued", "id": "q1"}))
+	started := b.AwaitAction(def, "chat/turnStarted")
+	var qid string
+	_ = started.Field("queuedMessageId", &qid)
+	if qid != "q2" {
+		t.Fatalf("started %s, want q2", started.Action)
+	}
+	var id string
+	_ = started.Field("turnId", &id)
+	awaitEnd(t, b, def, id)
+	if cs := chatOf(t, b, def); len(cs.QueuedMessages) != 0 {
+		t.Fatalf("queue after the run: %+v", cs.QueuedMessages)
+	}
+}
