@@ -1,9 +1,12 @@
 package daemon_test
 
 import (
+	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
+	"github.com/ahpd/ahpd/internal/agent"
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/testutil/ahptest"
 )
@@ -112,5 +115,48 @@ func TestOlderClientNotifications(t *testing.T) {
 		if has != c.want {
 			t.Fatalf("client %s: summary chats present = %v, want %v", c.cl.ID, has, c.want)
 		}
+	}
+}
+
+// TestSessionFromCatalogue: a VS Code window names the derived default chat
+// of a session this host never registered; the backend's catalogue holds a
+// conversation under that id, so the host registers the session and serves
+// its chat on that conversation (C-FIRST-08, 09). An id no catalogue holds
+// stays no chat (C-FIRST-10).
+func TestSessionFromCatalogue(t *testing.T) {
+	e := newEnv(t)
+	id := "cafe0000-0000-4000-8000-000000000001"
+	conv, err := e.script.Open(context.Background(), agent.OpenParams{Mode: agent.OpenNew, ConversationID: id, Directories: []string{e.workDir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conv.Send(context.Background(), agent.Turn{ID: "outside-1", Text: "written outside the daemon"}); err != nil {
+		t.Fatal(err)
+	}
+	for ev := range conv.Events() {
+		if ev.Kind == agent.EventTurnEnd {
+			break
+		}
+	}
+	conv.Close()
+
+	vs := e.client("vscode")
+	sess := "script:/" + id
+	def := ahp.DefaultChatURI(sess)
+	cs := chatOf(t, vs, def)
+	if cs.Resource != def {
+		t.Fatalf("catalogue chat resource %s", cs.Resource)
+	}
+	st := sessionState(t, vs, sess)
+	if st.DefaultChat != def || st.Title != "written outside the daemon" {
+		t.Fatalf("catalogue session: default %s title %q", st.DefaultChat, st.Title)
+	}
+	vs.AwaitNotification("root/sessionAdded")
+	sendTurn(t, vs, def, "t2", "and continued inside")
+	if got := strings.Join(e.script.History(id), "|"); got != "written outside the daemon|and continued inside" {
+		t.Fatalf("the chat did not resume the catalogue's conversation: %q", got)
+	}
+	if _, err := vs.Call("subscribe", map[string]any{"channel": ahp.DefaultChatURI("script:/cafe0000-0000-4000-8000-0000000000ff")}); err == nil || err.Code != ahp.CodeSessionNotFound {
+		t.Fatalf("an id no catalogue holds: %v", err)
 	}
 }

@@ -70,6 +70,10 @@ type Host struct {
 	summaries  map[string]ahp.SessionSummary
 	chatIndex  map[string]string // chat URI → session URI
 
+	// catalogueMu serialises registering sessions found in a backend's
+	// catalogue, so two clients naming one at once register it once.
+	catalogueMu sync.Mutex
+
 	// connsMu guards conns.
 	connsMu sync.Mutex
 	conns   map[*rpc.Conn]*client

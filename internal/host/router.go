@@ -211,7 +211,7 @@ func (h *Host) subscribe(ctx context.Context, cl *client, channel string, view *
 		}
 		return c.Subscribe(ctx, cl, view)
 	default:
-		s, ok := h.session(channel)
+		s, ok := h.sessionOrCatalogue(ctx, channel)
 		if !ok {
 			return ahp.Snapshot{}, fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, channel)
 		}

@@ -154,7 +154,7 @@ func (h *Host) resolveChat(ctx context.Context, uri string) (*session.Session, *
 		if err != nil || parsed.Kind != ahp.ChatURIDefault {
 			return nil, nil, notFound
 		}
-		sess, live := h.session(parsed.Session)
+		sess, live := h.sessionOrCatalogue(ctx, parsed.Session)
 		if !live {
 			return nil, nil, notFound
 		}
