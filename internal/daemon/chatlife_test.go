@@ -45,7 +45,8 @@ func TestDraftsAreShared(t *testing.T) {
 
 // TestTitles: the host names a chat after its first message; a ! command
 // gives a provisional title its first message replaces; a client renames
-// the session and its default chat (C-COMP-25..28).
+// the session and its default chat (C-COMP-25..28). The host naming chats
+// is the deferred title strategy every session runs under (C-COMP-29).
 func TestTitles(t *testing.T) {
 	e := newEnv(t)
 	a := e.client("a")

@@ -311,7 +311,8 @@ func TestTurnsEndedTurnTakesNoResults(t *testing.T) {
 // TestTurnsPendingMessages is the paragraph "A message that arrives while a
 // turn is running waits as a pending message": C-TURN-20, C-TURN-21,
 // C-TURN-22, C-TURN-23, C-TURN-24, C-TURN-25 (and C-TURN-49 for a backend
-// that takes no steering).
+// that takes no steering); a queued message waits behind the running turn
+// and a steering one goes into it (C-CHAT-13, C-CHAT-14).
 func TestTurnsPendingMessages(t *testing.T) {
 	e := newTurnsEnv(t)
 	for _, prov := range []string{provScript, provNoWithdraw, provConcurrent, provNoSteer} {
