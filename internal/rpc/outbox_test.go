@@ -61,9 +61,15 @@ func TestOutbox(t *testing.T) {
 		{
 			name:      "held bytes count against the budget",
 			budget:    5,
-			steps:     []step{{"begin", ""}, {"hold", ""}, {"notify", "aaa"}, {"reply", "rrr"}, {"close", ""}},
-			wantQueue: "aaa", // released by the close that follows a refusal
+			steps:     []step{{"begin", ""}, {"hold", ""}, {"notify", "aaaaaa"}, {"reply", "rrr"}, {"close", ""}},
+			wantQueue: "aaaaaa", // released by the close that follows a refusal
 			wantErr:   "rrr",
+		},
+		{
+			name:      "a reply larger than the budget passes while what waits fits",
+			budget:    5,
+			steps:     []step{{"notify", "aaa"}, {"reply", "a-big-snapshot"}},
+			wantQueue: "aaa a-big-snapshot",
 		},
 		{
 			name:      "a single frame over budget passes when nothing is pending",
