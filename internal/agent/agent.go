@@ -259,6 +259,15 @@ const (
 	// EventExited: the backend's process ended (Err says why). Every turn
 	// still open is ended by the host with an error.
 	EventExited
+	// EventWorkerStarted: a tool call of the turn spawned a worker
+	// conversation (a subagent): Spawn says which call, the prompt the
+	// agent wrote for it and its kind. Event.Worker names the conversation
+	// the spawning call is in (empty: the chat's own; a worker's id: a
+	// nested worker, C-SUB-18). The worker's own events carry Spawn.ID in
+	// Event.Worker.
+	EventWorkerStarted
+	// EventWorkerEnded: the worker Spawn.ID ended (End says how).
+	EventWorkerEnded
 )
 
 // Outcome is how a turn ended.
@@ -322,6 +331,21 @@ type Usage struct {
 	Model        string
 }
 
+// WorkerSpawn describes a worker conversation a tool call spawned.
+type WorkerSpawn struct {
+	// ID is the spawning tool call's id; it names the worker.
+	ID string
+	// Prompt is what the agent wrote for the worker.
+	Prompt string
+	// AgentName is the kind of worker (Claude's subagent_type).
+	AgentName string
+	// Description is a short description of the worker's job.
+	Description string
+	// Background: the worker runs on after its spawning call returned and
+	// after the turn that spawned it ended (C-TURN-73).
+	Background bool
+}
+
 // Event is one thing a backend reports.
 type Event struct {
 	Kind       EventKind
@@ -333,6 +357,19 @@ type Event struct {
 	SteeringID string
 	End        *End
 	Err        error
+	// Worker names the worker conversation the event belongs to, by its
+	// spawning tool call's id; empty for the chat's own conversation.
+	// TurnID stays the host turn the worker's root call was spawned in.
+	Worker string
+	// Spawn describes the worker of EventWorkerStarted and EventWorkerEnded.
+	Spawn *WorkerSpawn
+}
+
+// WorkerStopper is a Conversation that can stop one worker and leave the
+// turn that spawned it running (C-SUB-13). A conversation without it is
+// asked to stop the turn the worker belongs to instead.
+type WorkerStopper interface {
+	StopWorker(ctx context.Context, worker string) error
 }
 
 // Registry holds the backends a daemon offers, by provider. Build it

@@ -74,6 +74,17 @@ type Config struct {
 	// SessionDirectories returns the session's directories (URIs) as they
 	// are now; a chat works in them or a subset (C-FIRST-25).
 	SessionDirectories func() []string
+	// Worker is set for a worker chat: the chat whose conversation runs
+	// the worker, and its spawning call (worker.go).
+	Worker *WorkerLink
+	// WorkerURI mints the URI of the worker a call of this chat's
+	// conversation spawns (C-SUB-02..04).
+	WorkerURI func(toolCallID string) string
+	// OpenWorker asks the session to open a worker chat, and Relay to run
+	// fn on another chat's actor. Both only push into the session's
+	// mailbox: a chat never waits on its session.
+	OpenWorker func(WorkerOpen)
+	Relay      func(uri string, fn func(*Chat))
 }
 
 // Chat is one chat actor.
@@ -98,6 +109,8 @@ type Chat struct {
 	// engine is the turn engine's own state (engine.go).
 	eng       engineState
 	cmdEvents chan agent.Event
+	// wk is the worker bookkeeping (worker.go).
+	wk workerBook
 	// loadedFrom is the index of the oldest turn a paged watcher holds
 	// (-1: none), where fetchTurns without a cursor continues.
 	loadedFrom int

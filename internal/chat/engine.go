@@ -418,6 +418,7 @@ func (c *Chat) endTurn(end agent.End) {
 		c.points[t.id] = end.Point
 	}
 	c.persistEnded(t.id)
+	c.endWorkersOf(t.id, end.Outcome)
 	e.paused = end.Outcome != agent.OutcomeComplete && t.command == nil
 	c.startNext()
 }
@@ -461,6 +462,7 @@ func (c *Chat) clientStop(cl Client, origin *ahp.ActionOrigin, a ahp.ChatTurnCan
 	c.turn = nil
 	c.apply(a, origin)
 	c.persistEnded(t.id)
+	c.endWorkersOf(t.id, agent.OutcomeCancelled) // C-TURN-72
 	if s := c.state.SteeringMessage; s != nil {
 		c.apply(ahp.ChatPendingMessageRemoved{Kind: ahp.PendingSteering, ID: s.ID}, nil)
 		delete(e.senders, s.ID)
@@ -472,6 +474,8 @@ func (c *Chat) clientStop(cl Client, origin *ahp.ActionOrigin, a ahp.ChatTurnCan
 	}
 	e.paused = true
 	switch {
+	case c.isWorker():
+		c.workerStopped() // C-SUB-13
 	case t.command != nil:
 		t.command.kill()
 	case !t.sent:
@@ -643,6 +647,10 @@ func (c *Chat) clientConfirm(cl Client, origin *ahp.ActionOrigin, a ahp.ChatTool
 		return
 	}
 	c.apply(a, origin)
+	if c.isWorker() {
+		c.workerConfirmed(a.ToolCallID, a.Approved) // C-SUB-12
+		return
+	}
 	if c.conv != nil {
 		if err := c.conv.Confirm(a.TurnID, a.ToolCallID, a.Approved); err != nil {
 			c.log.Warn("confirm tool call", "tool", a.ToolCallID, "err", err)

@@ -12,6 +12,9 @@ import (
 // turn that has ended is dropped: an ended turn takes no more results
 // (C-TURN-15, 16).
 func (c *Chat) onAgentEvent(ev agent.Event) {
+	if c.routeWorkerEvent(ev) {
+		return
+	}
 	switch ev.Kind {
 	case agent.EventExited:
 		err := ev.Err
@@ -127,6 +130,8 @@ func (c *Chat) applyTurnEvent(t *runningTurn, ev agent.Event) {
 		if tc.Output != "" {
 			res.Content = []ahp.ToolResultContent{ahp.TextContent(tc.Output)}
 		}
+		// C-SUB-17: a spawning call's result names its worker chat.
+		res.Content = append(res.Content, c.spawnedContent(tc.ID)...)
 		if tc.Error != "" {
 			res.Error = errorJSON(tc.Error)
 		}

@@ -317,7 +317,7 @@ func (s *Session) openChat(ctx context.Context, uri string) (*chat.Chat, error) 
 	if err != nil {
 		return nil, fmt.Errorf("open chat %s: %w", uri, err)
 	}
-	c, err := chat.Open(ctx, chat.Config{
+	cfg := chat.Config{
 		URI:          uri,
 		Session:      s.uri,
 		Record:       e.record,
@@ -337,7 +337,9 @@ func (s *Session) openChat(ctx context.Context, uri string) (*chat.Chat, error) 
 		OnSummary: func(cs ahp.ChatSummary) {
 			_ = s.do(func() { s.chatSummaryChanged(cs) })
 		},
-	})
+	}
+	s.workerConfig(&cfg, e.record) // workers.go
+	c, err := chat.Open(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -66,6 +66,20 @@ func (s *server) anthropicMessages(w http.ResponseWriter, r *http.Request, req m
 			deltas: pieces(string(js), 12),
 		})
 		stop = "tool_use"
+	case replyTask:
+		name := subagentTool(req)
+		if name == "" {
+			// A subagent's own request offers no subagent tool: it answers.
+			blocks = append(blocks, anthropicBlock{kind: "text", deltas: pieces("fake reply: "+p.command, 5)})
+			break
+		}
+		in := map[string]any{"description": "fake subagent", "prompt": p.command, "subagent_type": "general-purpose"}
+		js, _ := json.Marshal(in)
+		blocks = append(blocks, anthropicBlock{
+			kind: "tool_use", toolID: fmt.Sprintf("toolu_fake%06d", n), toolName: name, input: in,
+			deltas: pieces(string(js), 12),
+		})
+		stop = "tool_use"
 	case replySlow:
 		d := make([]string, slowDeltas)
 		for i := range d {

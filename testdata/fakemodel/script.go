@@ -17,6 +17,7 @@ const (
 	replyError                       // HTTP 500
 	replyOverloaded                  // HTTP 529 overloaded_error
 	replyToolDone                    // "tool done", after a tool result
+	replyTask                        // a call of the CLI's subagent tool (Task or Agent) with prompt
 )
 
 // slowDeltas and slowDelay shape a [slow] reply: about six seconds.
@@ -46,6 +47,7 @@ type message struct {
 var (
 	reminderRE = regexp.MustCompile(`(?s)<system-reminder>.*?</system-reminder>`)
 	bashRE     = regexp.MustCompile(`\[bash:([^\]]*)\]`)
+	taskRE     = regexp.MustCompile(`\[task:([^\]]*)\]`)
 )
 
 // stripReminders drops the <system-reminder> sections claude wraps its own
@@ -85,6 +87,9 @@ func decide(msgs []message) plan {
 		p.kind = replyError
 	case strings.Contains(text, "[overloaded]"):
 		p.kind = replyOverloaded
+	case taskRE.MatchString(text):
+		p.kind = replyTask
+		p.command = taskRE.FindStringSubmatch(text)[1]
 	case bashRE.MatchString(text):
 		p.kind = replyTool
 		p.command = bashRE.FindStringSubmatch(text)[1]
@@ -209,6 +214,20 @@ func bashTool(req map[string]any) (name string, takesDescription bool) {
 		return n, takesDescription
 	}
 	return name, false
+}
+
+// subagentTool finds the CLI's subagent tool among the request's tools:
+// "Task" in older versions, "Agent" in newer ones; "" when it offers none
+// (a subagent's own request).
+func subagentTool(req map[string]any) string {
+	tools, _ := req["tools"].([]any)
+	for _, t := range tools {
+		tm, _ := t.(map[string]any)
+		if n, _ := tm["name"].(string); n == "Task" || n == "Agent" {
+			return n
+		}
+	}
+	return ""
 }
 
 // toolInput is the input of the scripted bash call.

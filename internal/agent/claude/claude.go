@@ -108,7 +108,7 @@ func (c *Claude) Capabilities() agent.Capabilities {
 		Rewind:         true,
 		Delete:         true,
 		Resume:         true,
-		Subagents:      false,
+		Subagents:      true,
 		SideChat:       true,
 	}
 }

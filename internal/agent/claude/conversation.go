@@ -143,6 +143,10 @@ type toolState struct {
 	ready bool
 	done  bool
 	input json.RawMessage
+	// worker is the worker whose conversation made the call ("" for the
+	// chat's own); spawn: the call spawned a worker (workers.go).
+	worker string
+	spawn  bool
 }
 
 type permission struct {
@@ -234,6 +238,10 @@ func (c *conversation) startLocked(l launch) error {
 	}
 	c.proc = p
 	c.streamed = make(map[string]bool)
+	// The SDK's initialize, asking the CLI to forward its subagents' own
+	// messages (parent_tool_use_id set) as the SDK's forwardSubagentText
+	// does; without it only a subagent's prompt is printed (workers.go).
+	c.control(map[string]any{"subtype": "initialize", "forwardSubagentText": true})
 	return nil
 }
 
@@ -606,7 +614,8 @@ func (c *conversation) handleLine(p *process, line []byte) {
 		return // a retired process
 	}
 	if l.ParentToolUseID != nil && *l.ParentToolUseID != "" && l.Type != "control_request" {
-		return // a subagent's messages (Subagents is not offered yet)
+		c.handleWorkerLine(&l, *l.ParentToolUseID) // workers.go
+		return
 	}
 	switch l.Type {
 	case "system":
@@ -668,7 +677,7 @@ func (c *conversation) handleStreamEvent(t *hostTurn, ev *streamEvent) {
 			b.partID = uuid.NewString()
 		case "tool_use":
 			b.toolID = cb.ID
-			c.startTool(t, cb.ID, cb.Name)
+			c.startTool(t, cb.ID, cb.Name, "")
 		}
 		c.stream.blocks[ev.Index] = b
 	case "content_block_delta":
@@ -714,14 +723,15 @@ func (c *conversation) handleStreamEvent(t *hostTurn, ev *streamEvent) {
 	}
 }
 
-// startTool reports a tool call's start once.
-func (c *conversation) startTool(t *hostTurn, id, name string) *toolState {
+// startTool reports a tool call's start once; worker names the worker
+// whose conversation made it ("" for the chat's own).
+func (c *conversation) startTool(t *hostTurn, id, name, worker string) *toolState {
 	if ts := t.tools[id]; ts != nil {
 		return ts
 	}
-	ts := &toolState{name: name}
+	ts := &toolState{name: name, worker: worker}
 	t.tools[id] = ts
-	c.emit(agent.Event{Kind: agent.EventToolStart, TurnID: t.id,
+	c.emit(agent.Event{Kind: agent.EventToolStart, TurnID: t.id, Worker: worker,
 		ToolCall: &agent.ToolCall{ID: id, Name: name, DisplayName: name}})
 	return ts
 }
@@ -733,9 +743,10 @@ func (c *conversation) readyTool(t *hostTurn, id string, input json.RawMessage) 
 		return
 	}
 	ts.ready, ts.input = true, input
-	c.emit(agent.Event{Kind: agent.EventToolReady, TurnID: t.id, ToolCall: &agent.ToolCall{
+	c.emit(agent.Event{Kind: agent.EventToolReady, TurnID: t.id, Worker: ts.worker, ToolCall: &agent.ToolCall{
 		ID: id, Name: ts.name, DisplayName: ts.name, Input: string(input), Invocation: invocation(ts.name, input),
 	}})
+	c.spawnWorker(t, id, ts) // workers.go
 }
 
 func (c *conversation) handleAssistant(t *hostTurn, l *outLine) {
@@ -754,7 +765,7 @@ func (c *conversation) handleAssistant(t *hostTurn, l *outLine) {
 	for _, b := range m.blocks() {
 		switch b.Type {
 		case "tool_use":
-			c.startTool(t, b.ID, b.Name)
+			c.startTool(t, b.ID, b.Name, "")
 			input := b.Input
 			if len(input) == 0 {
 				input = json.RawMessage("{}")
@@ -781,6 +792,15 @@ func (c *conversation) handleUser(l *outLine) {
 	if t == nil || l.Message == nil {
 		return
 	}
+	c.toolResults(t, l)
+	if l.UUID != "" {
+		t.point = l.UUID
+	}
+}
+
+// toolResults reports the tool calls a user line answers; a spawning
+// call's answer ends its worker first.
+func (c *conversation) toolResults(t *hostTurn, l *outLine) {
 	_, results := l.Message.userContent()
 	for _, res := range results {
 		delete(c.perms, res.ToolUseID)
@@ -797,10 +817,10 @@ func (c *conversation) handleUser(l *outLine) {
 			call.Output = res.text()
 			call.PastTense = pastTense(ts.name, ts.input)
 		}
-		c.emit(agent.Event{Kind: agent.EventToolDone, TurnID: t.id, ToolCall: call})
-	}
-	if l.UUID != "" {
-		t.point = l.UUID
+		if ts.spawn {
+			c.workerEnded(t, res.ToolUseID, res.IsError)
+		}
+		c.emit(agent.Event{Kind: agent.EventToolDone, TurnID: t.id, Worker: ts.worker, ToolCall: call})
 	}
 }
 
@@ -982,7 +1002,11 @@ func (c *conversation) handleControlRequest(l *outLine) {
 		})
 		return
 	}
-	ts := c.startTool(t, req.ToolUseID, req.ToolName)
+	worker := ""
+	if l.ParentToolUseID != nil && c.knownWorker(t, *l.ParentToolUseID) {
+		worker = *l.ParentToolUseID
+	}
+	ts := c.startTool(t, req.ToolUseID, req.ToolName, worker)
 	input := req.Input
 	if len(input) == 0 {
 		input = json.RawMessage("{}")
@@ -993,7 +1017,7 @@ func (c *conversation) handleControlRequest(l *outLine) {
 		display = ts.name
 	}
 	ts.ready, ts.input = true, input
-	c.emit(agent.Event{Kind: agent.EventToolReady, TurnID: t.id, ToolCall: &agent.ToolCall{
+	c.emit(agent.Event{Kind: agent.EventToolReady, TurnID: t.id, Worker: ts.worker, ToolCall: &agent.ToolCall{
 		ID: req.ToolUseID, Name: ts.name, DisplayName: display, Input: string(input),
 		Invocation: invocation(ts.name, input), NeedsConfirmation: true,
 	}})

@@ -71,6 +71,13 @@ type conversation struct {
 	active *active
 	closed bool
 	exited bool
+	// workerStops holds each worker's stop channel, closed by StopWorker;
+	// release is closed by a turn that says [release] (worker.go).
+	workerStops map[string]chan struct{}
+	release     chan struct{}
+	// bg tracks the background workers' goroutines; the loop waits for
+	// them before it closes events.
+	bg sync.WaitGroup
 }
 
 // queued is a turn waiting for the loop.
@@ -131,6 +138,9 @@ func (c *conversation) Send(ctx context.Context, t agent.Turn) error {
 		return fmt.Errorf("send turn %s: a turn is running in conversation %s", t.ID, c.id)
 	}
 	c.queue = append(c.queue, &queued{turn: t})
+	if strings.Contains(t.Text, "[release]") {
+		c.releaseWorkersLocked()
+	}
 	c.mu.Unlock()
 	c.s.recordPrompt(c.id, t)
 	c.poke()
@@ -262,6 +272,7 @@ func (c *conversation) emit(ev agent.Event) bool {
 func (c *conversation) loop() {
 	defer close(c.loopDone)
 	defer close(c.events)
+	defer c.bg.Wait()
 	for {
 		if !c.settleLate() {
 			return
@@ -352,7 +363,7 @@ func (c *conversation) next() (q *queued, a *active, ok bool) {
 
 // markers are what a turn's text asks for.
 type markers struct {
-	think, tool, confirm, slow, hold, prep, exit, deaf, late, stubborn bool
+	think, tool, confirm, slow, hold, prep, exit, deaf, late, stubborn, worker bool
 	// fail: [error] or [error:resumable]; resumable: the latter.
 	fail, resumable bool
 }
@@ -370,6 +381,7 @@ func parseMarkers(text string) markers {
 		deaf:      has("[deaf]") || has("[late]"),
 		late:      has("[late]"),
 		stubborn:  has("[stubborn]"),
+		worker:    has("[worker"),
 		fail:      has("[error]") || has("[error:resumable]"),
 		resumable: has("[error:resumable]"),
 	}
@@ -448,6 +460,14 @@ func (r *turnRun) body() error {
 	}
 	if r.m.tool || r.m.confirm {
 		if err := r.toolCall(); err != nil {
+			return err
+		}
+		if err := r.step(); err != nil {
+			return err
+		}
+	}
+	if r.m.worker {
+		if err := r.spawnWorker(); err != nil {
 			return err
 		}
 		if err := r.step(); err != nil {

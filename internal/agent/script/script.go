@@ -23,6 +23,10 @@
 //	[stubborn]         a stop does not cut the turn short at once: SlowDelay×3 later it
 //	                   still answers its tool call and says one more delta, then ends
 //	                   cancelled (as Claude's CLI answers the call it was interrupted in)
+//	[worker...]        a "Task" call spawning a worker conversation (subagent):
+//	                   [worker], [worker:hold], [worker:confirm], [worker:nested],
+//	                   [worker:bg]; a later turn saying [release] ends a background
+//	                   worker (worker.go)
 //
 // A steering message whose text holds [refuse] is refused.
 //

@@ -1,0 +1,301 @@
+package chat
+
+import (
+	"context"
+
+	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/google/uuid"
+)
+
+// Worker chats (CHATS.md "Subagents").
+//
+// A worker runs in the backend conversation of the chat it was spawned
+// from: every event of it arrives on that chat's event channel. That chat,
+// the root chat, keeps the book of the workers its conversation spawned
+// (nested ones too) and routes each worker's events, through the session's
+// mailbox, to the worker chat's own actor, which applies them to its state.
+// Nothing here calls the session synchronously: OpenWorker and Relay only
+// push into its mailbox, whose order keeps a worker's open ahead of its
+// events.
+//
+//	1. the backend reports EventWorkerStarted for a spawning call: the root
+//	   chat mints the worker's URI, notes it on the call and asks the session
+//	   to open the worker chat, which says session/chatAdded and the worker's
+//	   turn with the prompt the parent agent wrote;
+//	2. events whose Worker names it go to that chat as parts of its turn;
+//	3. EventWorkerEnded (or the end of the turn that spawned it, C-TURN-72)
+//	   ends its turn.
+//
+// A worker chat is read-only: a person's turn, pending message or resume
+// there is refused; a stop and an answer to its tool call go back through
+// the session to the root chat, which hands them to the backend that runs
+// the worker.
+
+// WorkerLink is what a worker chat knows of the worker it serves.
+type WorkerLink struct {
+	// Root is the chat whose backend conversation runs the worker.
+	Root string
+	// ToolCallID is the spawning call, the worker's name in the backend.
+	ToolCallID string
+}
+
+// WorkerOpen is a root chat's request to its session to open a worker
+// chat.
+type WorkerOpen struct {
+	URI string
+	// Root is the chat whose conversation runs the worker; Parent is the
+	// chat its spawning call is in (the root, or the worker chat that
+	// spawned a nested worker, C-SUB-18).
+	Root, Parent string
+	ToolCallID   string
+	Title        string
+	Prompt       string
+}
+
+// workerBook is a chat's share of the worker bookkeeping; owned by run.
+type workerBook struct {
+	// spawned holds, in the root chat, every worker its conversation
+	// spawned, by spawning call.
+	spawned map[string]*spawnedWorker
+	// here holds the subagent content of the spawning calls that are in
+	// this chat, by call id: what the call's result names (C-SUB-17).
+	here map[string]ahp.ToolResultContent
+	// turnID is a worker chat's running turn while it streams.
+	turnID string
+}
+
+type spawnedWorker struct {
+	uri string
+	// turnID is the root chat's turn the worker's events come under.
+	turnID     string
+	background bool
+	ended      bool
+}
+
+// workerNamespace makes a worker's opaque URI from its root chat and its
+// spawning call (C-SUB-03).
+var workerNamespace = uuid.MustParse("6f1c2a4e-93b5-4f1e-8d0a-5b7c1e2d3f40")
+
+// MintWorkerURI mints the URI of the worker a call spawned, in its
+// session's format (C-SUB-02): VS Code's ahp-chat://subagent/... for a
+// session whose default chat is VS Code's derived URI (C-SUB-04), and
+// otherwise ahp-chat:/<uuid> made from the root chat and the call
+// (C-SUB-03), the same on every run.
+func MintWorkerURI(session, defaultChat, root, toolCallID string) string {
+	if p, err := ahp.ParseChatURI(defaultChat); err == nil && (p.Kind == ahp.ChatURIDefault || p.Kind == ahp.ChatURIDerived) {
+		return ahp.SubagentChatURI(session, toolCallID)
+	}
+	return ahp.OpaqueChatURI(uuid.NewSHA1(workerNamespace, []byte(root+"\n"+toolCallID)).String())
+}
+
+// Post runs fn on the chat's actor. It never blocks; the session uses it to
+// hand a chat what another chat relayed to it.
+func (c *Chat) Post(fn func(*Chat)) error { return c.do(func() { fn(c) }) }
+
+func (c *Chat) isWorker() bool { return c.cfg.Worker != nil }
+
+// routeWorkerEvent takes the events that are a worker's business: a spawn,
+// a worker's end and everything a worker's conversation said. false: the
+// event is the chat's own.
+func (c *Chat) routeWorkerEvent(ev agent.Event) bool {
+	switch {
+	case ev.Kind == agent.EventWorkerStarted:
+		c.workerSpawned(ev)
+	case ev.Kind == agent.EventWorkerEnded:
+		if ev.Spawn != nil {
+			end := agent.End{Outcome: agent.OutcomeComplete}
+			if ev.End != nil {
+				end = *ev.End
+			}
+			c.endWorker(ev.Spawn.ID, end)
+		}
+	case ev.Worker != "":
+		w := c.wk.spawned[ev.Worker]
+		if w == nil || w.ended {
+			c.log.Debug("dropped event of an unknown or ended worker", "worker", ev.Worker, "kind", ev.Kind)
+			return true
+		}
+		c.relay(w.uri, func(wc *Chat) { wc.workerEvent(ev) })
+	default:
+		return false
+	}
+	return true
+}
+
+func (c *Chat) relay(uri string, fn func(*Chat)) {
+	if c.cfg.Relay == nil {
+		c.log.Debug("no session to relay a worker's business to", "to", uri)
+		return
+	}
+	c.cfg.Relay(uri, fn)
+}
+
+// workerSpawned opens the worker chat of a spawning call (C-SUB-01, 07, 08,
+// 16) and names it on the call (C-SUB-17).
+func (c *Chat) workerSpawned(ev agent.Event) {
+	sp := ev.Spawn
+	if sp == nil || sp.ID == "" || c.cfg.WorkerURI == nil {
+		return
+	}
+	if c.wk.spawned == nil {
+		c.wk.spawned = make(map[string]*spawnedWorker)
+	}
+	if _, dup := c.wk.spawned[sp.ID]; dup {
+		return
+	}
+	parent := c.cfg.URI
+	if ev.Worker != "" {
+		outer := c.wk.spawned[ev.Worker]
+		if outer == nil {
+			c.log.Warn("worker spawned by an unknown worker", "worker", sp.ID, "in", ev.Worker)
+			return
+		}
+		parent = outer.uri
+	}
+	uri := c.cfg.WorkerURI(sp.ID)
+	c.wk.spawned[sp.ID] = &spawnedWorker{uri: uri, turnID: ev.TurnID, background: sp.Background}
+	title := sp.Description
+	if title == "" {
+		title = sp.AgentName
+	}
+	if title == "" {
+		title = "Subagent"
+	}
+	content := ahp.ToolResultContent{Type: ahp.ContentSubagent, Resource: uri, Title: title, AgentName: sp.AgentName, Description: sp.Description}
+	if parent == c.cfg.URI {
+		c.noteSpawn(sp.ID, content)
+	} else {
+		c.relay(parent, func(pc *Chat) { pc.noteSpawn(sp.ID, content) })
+	}
+	if c.cfg.OpenWorker != nil {
+		c.cfg.OpenWorker(WorkerOpen{URI: uri, Root: c.cfg.URI, Parent: parent, ToolCallID: sp.ID, Title: title, Prompt: sp.Prompt})
+	}
+}
+
+func (c *Chat) noteSpawn(callID string, content ahp.ToolResultContent) {
+	if c.wk.here == nil {
+		c.wk.here = make(map[string]ahp.ToolResultContent)
+	}
+	c.wk.here[callID] = content
+}
+
+// spawnedContent is what a call's result says of the worker it spawned.
+func (c *Chat) spawnedContent(callID string) []ahp.ToolResultContent {
+	if w, ok := c.wk.here[callID]; ok {
+		return []ahp.ToolResultContent{w}
+	}
+	return nil
+}
+
+// endWorker ends worker id's turn in its chat once.
+func (c *Chat) endWorker(id string, end agent.End) {
+	w := c.wk.spawned[id]
+	if w == nil || w.ended {
+		return
+	}
+	w.ended = true
+	c.relay(w.uri, func(wc *Chat) { wc.workerEnd(end) })
+}
+
+// endWorkersOf ends the workers turnID spawned that still run, as the turn
+// ended: a stop ends them with it (C-TURN-72); background workers run on
+// (C-TURN-73).
+func (c *Chat) endWorkersOf(turnID string, outcome agent.Outcome) {
+	for id, w := range c.wk.spawned {
+		if w.turnID == turnID && !w.background && !w.ended {
+			c.endWorker(id, agent.End{Outcome: outcome, Message: "The turn that spawned this worker ended."})
+		}
+	}
+}
+
+// workerBegin opens a worker chat's turn with the prompt the parent agent
+// wrote (C-SUB-08). Runs on the worker chat's actor.
+func (c *Chat) workerBegin(prompt string) {
+	if c.turn != nil {
+		return
+	}
+	a := ahp.ChatTurnStarted{
+		TurnID:    uuid.NewString(),
+		StartedAt: isoTime(c.cfg.Now()),
+		Message:   ahp.Message{Text: prompt, Origin: ahp.MessageOrigin{Kind: ahp.MessageFromAgent}},
+	}
+	t := c.say(a, nil, "")
+	t.sent = true
+	c.wk.turnID = t.id
+	c.persistStarted()
+}
+
+// BeginWorker opens the worker chat's turn with the prompt the parent agent
+// wrote; the session calls it once it announced the chat. Never blocks.
+func (c *Chat) BeginWorker(prompt string) error { return c.do(func() { c.workerBegin(prompt) }) }
+
+// workerEvent applies one event of the worker's conversation to the worker
+// chat's running turn. Runs on the worker chat's actor.
+func (c *Chat) workerEvent(ev agent.Event) {
+	t := c.turn
+	if t == nil || t.id != c.wk.turnID {
+		c.log.Debug("dropped event of an ended worker turn", "kind", ev.Kind)
+		return
+	}
+	switch ev.Kind {
+	case agent.EventTurnEnd, agent.EventSteeringConsumed, agent.EventSteeringReturned, agent.EventTurnStarted, agent.EventExited:
+		return
+	}
+	ev.TurnID = t.id
+	c.applyTurnEvent(t, ev)
+}
+
+// workerEnd ends the worker chat's running turn. Runs on its actor.
+func (c *Chat) workerEnd(end agent.End) {
+	t := c.turn
+	if t == nil || t.id != c.wk.turnID {
+		return
+	}
+	end.Resumable = false
+	c.wk.turnID = ""
+	c.endTurn(end)
+}
+
+// workerStopped hands a stop said in a worker chat to the backend that
+// runs the worker, through its root chat (C-SUB-13).
+func (c *Chat) workerStopped() {
+	link := *c.cfg.Worker
+	c.wk.turnID = ""
+	c.relay(link.Root, func(rc *Chat) { rc.stopWorker(link.ToolCallID) })
+}
+
+// stopWorker stops one worker of this root chat's conversation: alone when
+// the backend can (agent.WorkerStopper), else with the turn it runs in.
+func (c *Chat) stopWorker(id string) {
+	w := c.wk.spawned[id]
+	if w == nil || c.conv == nil {
+		return
+	}
+	if ws, ok := c.conv.(agent.WorkerStopper); ok {
+		if err := ws.StopWorker(context.Background(), id); err != nil {
+			c.log.Warn("stop worker", "worker", id, "err", err)
+		}
+		return
+	}
+	if t := c.turn; t != nil && t.id == w.turnID {
+		c.clientStop(Client{}, nil, ahp.ChatTurnCancelled{TurnID: t.id})
+	}
+}
+
+// workerConfirmed hands the answer to a worker's tool call to the backend
+// that runs the worker (C-SUB-12).
+func (c *Chat) workerConfirmed(toolCallID string, approved bool) {
+	link := *c.cfg.Worker
+	c.relay(link.Root, func(rc *Chat) { rc.confirmWorkerTool(link.ToolCallID, toolCallID, approved) })
+}
+
+func (c *Chat) confirmWorkerTool(worker, toolCallID string, approved bool) {
+	w := c.wk.spawned[worker]
+	if w == nil || c.conv == nil {
+		return
+	}
+	if err := c.conv.Confirm(w.turnID, toolCallID, approved); err != nil {
+		c.log.Warn("confirm worker's tool call", "worker", worker, "tool", toolCallID, "err", err)
+	}
+}
