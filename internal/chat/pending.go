@@ -48,17 +48,8 @@ func samePendingList(a, b []ahp.PendingMessage) bool {
 // withSenderMeta puts a stored turn's sender back into its message's _meta
 // when the stored body lost it (C-TURN-08).
 func withSenderMeta(m ahp.Message, sender string) ahp.Message {
-	if sender == "" {
-		return m
-	}
 	if s, _ := m.Meta[SenderMetaKey].(string); s == sender {
 		return m
 	}
-	meta := make(map[string]any, len(m.Meta)+1)
-	for k, v := range m.Meta {
-		meta[k] = v
-	}
-	meta[SenderMetaKey] = sender
-	m.Meta = meta
-	return m
+	return withSender(m, sender)
 }
