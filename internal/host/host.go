@@ -231,7 +231,7 @@ func (h *Host) sessionSummaryChanged(uri string, sum ahp.SessionSummary) {
 	if !ok {
 		return
 	}
-	changes, changed := diffSummary(old, sum)
+	changes, changed := ahp.DiffSessionSummary(old, sum)
 	if !changed {
 		return
 	}
@@ -258,33 +258,6 @@ func (h *Host) notifyRoot(method string, full, legacy any) {
 		}
 		return full
 	})
-}
-
-func diffSummary(a, b ahp.SessionSummary) (ahp.PartialSessionSummary, bool) {
-	var p ahp.PartialSessionSummary
-	changed := false
-	if a.Title != b.Title {
-		p.Title, changed = &b.Title, true
-	}
-	if a.Status != b.Status {
-		p.Status, changed = &b.Status, true
-	}
-	if a.Activity != b.Activity {
-		p.Activity, changed = &b.Activity, true
-	}
-	if a.ModifiedAt != b.ModifiedAt {
-		p.ModifiedAt, changed = &b.ModifiedAt, true
-	}
-	if a.DefaultChat != b.DefaultChat {
-		p.DefaultChat, changed = &b.DefaultChat, true
-	}
-	if ja, jb := jsonString(a.Chats), jsonString(b.Chats); ja != jb {
-		p.Chats, changed = b.Chats, true
-	}
-	if ja, jb := jsonString(a.WorkingDirectories), jsonString(b.WorkingDirectories); ja != jb {
-		p.WorkingDirectories, changed = b.WorkingDirectories, true
-	}
-	return p, changed
 }
 
 func jsonString(v any) string { b, _ := json.Marshal(v); return string(b) }

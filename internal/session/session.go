@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -211,11 +212,8 @@ func (s *Session) apply(a ahp.Action, origin *ahp.ActionOrigin) {
 	reduce.Session(&s.state, a)
 	s.cfg.Bus.Publish(s.uri, a, origin, "")
 	s.publishDirs()
-	after := s.summary()
-	if b, _ := json.Marshal(before); true {
-		if a2, _ := json.Marshal(after); string(b) != string(a2) && s.cfg.OnSummary != nil {
-			s.cfg.OnSummary(after)
-		}
+	if after := s.summary(); s.cfg.OnSummary != nil && !reflect.DeepEqual(before, after) {
+		s.cfg.OnSummary(after)
 	}
 }
 
@@ -364,7 +362,7 @@ func (s *Session) chatSummaryChanged(cs ahp.ChatSummary) {
 		return
 	}
 	old := s.state.Chats[i]
-	changes := diffChatSummary(old, cs)
+	changes := ahp.DiffChatSummary(old, cs)
 	if changes == nil {
 		return
 	}
@@ -387,41 +385,6 @@ func (s *Session) chatSummaryChanged(cs ahp.ChatSummary) {
 	}
 	s.persist()
 }
-
-func diffChatSummary(a, b ahp.ChatSummary) *ahp.PartialChatSummary {
-	var p ahp.PartialChatSummary
-	changed := false
-	if a.Title != b.Title {
-		p.Title, changed = &b.Title, true
-	}
-	if a.Status != b.Status {
-		p.Status, changed = &b.Status, true
-	}
-	if a.Activity != b.Activity {
-		p.Activity, changed = &b.Activity, true
-	}
-	if a.ModifiedAt != b.ModifiedAt {
-		p.ModifiedAt, changed = &b.ModifiedAt, true
-	}
-	if a.Interactivity != b.Interactivity {
-		p.Interactivity, changed = &b.Interactivity, true
-	}
-	if !slices.Equal(a.WorkingDirectories, b.WorkingDirectories) {
-		p.WorkingDirectories, changed = b.WorkingDirectories, true
-	}
-	if oa, ob := jsonOf(a.Origin), jsonOf(b.Origin); oa != ob {
-		changed = true
-	}
-	if !changed {
-		return nil
-	}
-	// C-FROM-18: every change re-sends the origin whole, so nothing ever
-	// reads as a chat that forgot where it came from.
-	p.Origin = b.Origin
-	return &p
-}
-
-func jsonOf(v any) string { b, _ := json.Marshal(v); return string(b) }
 
 func (s *Session) persist() {
 	rec := s.record
