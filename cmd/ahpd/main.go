@@ -116,6 +116,7 @@ func loadConfig(cmd *cobra.Command, cfg *daemon.Config, path string) error {
 	}
 	cfg.Tokens = file.Tokens
 	cfg.ReplayLog = file.ReplayLog
+	cfg.ChatIdleSeconds = file.ChatIdleSeconds
 	cfg.OutboxBytes = file.OutboxBytes
 	cfg.TurnsView = file.TurnsView
 	cfg.Agents = file.Agents

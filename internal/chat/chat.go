@@ -71,6 +71,13 @@ type Config struct {
 	TurnsView int
 	// CommandShell runs ! commands ("/bin/sh" when empty).
 	CommandShell string
+	// IdleTimeout is how long the actor stays loaded with nothing to do
+	// (0: DefaultIdleTimeout; negative: never unloads).
+	IdleTimeout time.Duration
+	// OnUnload is told, from the actor's goroutine, that the actor ended
+	// because the chat was idle, with the chat's record as it left it; it
+	// must not block.
+	OnUnload func(*Chat, store.ChatRecord)
 	// SessionDirectories returns the session's directories (URIs) as they
 	// are now; a chat works in them or a subset (C-FIRST-25).
 	SessionDirectories func() []string
@@ -247,6 +254,12 @@ func (c *Chat) run(crashed *store.TurnRecord) {
 	var batch []func()
 	flush := time.NewTicker(5 * time.Second)
 	defer flush.Stop()
+	var idle <-chan time.Time
+	idleTimer := c.idleTimer()
+	if idleTimer != nil {
+		defer idleTimer.Stop()
+		idle = idleTimer.C
+	}
 	for {
 		var events <-chan agent.Event
 		if c.conv != nil {
@@ -275,6 +288,13 @@ func (c *Chat) run(crashed *store.TurnRecord) {
 			c.onCommandEvent(ev)
 		case <-flush.C:
 			c.persistRunning()
+		case <-idle:
+			if c.unloadIfIdle() {
+				return
+			}
+		}
+		if idleTimer != nil {
+			idleTimer.Reset(c.idleTimeout())
 		}
 	}
 }

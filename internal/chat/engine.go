@@ -600,6 +600,7 @@ func (c *Chat) notePendingSender(id, sender string) {
 		e.senders = make(map[string]string)
 	}
 	e.senders[id] = sender
+	c.persistPending() // pending.go: who queued it survives a restart
 }
 
 func sameMessage(a, b ahp.Message) bool {

@@ -32,6 +32,8 @@ type RecordMeta struct {
 	// restart loses none.
 	Steering *ahp.PendingMessage  `json:"steering,omitempty"`
 	Queued   []ahp.PendingMessage `json:"queued,omitempty"`
+	// PendingSenders names who set each pending message, by id.
+	PendingSenders map[string]string `json:"pendingSenders,omitempty"`
 }
 
 // PendingOpen is a fork or a rewind waiting for the chat's next turn.
@@ -54,7 +56,7 @@ func ParseRecordMeta(raw json.RawMessage) RecordMeta {
 
 // Raw encodes the meta for a record.
 func (m RecordMeta) Raw() json.RawMessage {
-	if m.PendingOpen == nil && m.FirstPromptContext == "" && !m.BackendStarted && !m.Cleared && m.Steering == nil && len(m.Queued) == 0 {
+	if m.PendingOpen == nil && m.FirstPromptContext == "" && !m.BackendStarted && !m.Cleared && m.Steering == nil && len(m.Queued) == 0 && len(m.PendingSenders) == 0 {
 		return nil
 	}
 	b, _ := json.Marshal(m)

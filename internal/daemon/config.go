@@ -42,6 +42,10 @@ type Config struct {
 	// TurnsView is how many turns a chat snapshot holds when a subscribe
 	// names a view without a count, and the fetchTurns page size.
 	TurnsView int `json:"turnsView,omitempty"`
+	// ChatIdleSeconds is how long an open chat nobody watches and nothing
+	// runs in stays loaded before its actor (and its agent process) is
+	// unloaded; it loads again, resumed, when named. 0 means 600; -1 never.
+	ChatIdleSeconds int `json:"chatIdleSeconds,omitempty"`
 
 	// Agents holds each backend's settings, by provider.
 	Agents map[string]json.RawMessage `json:"agents,omitempty"`

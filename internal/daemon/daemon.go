@@ -120,6 +120,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*Daemon, error) {
 		ReplayLog:       cfg.ReplayLog,
 		TurnsView:       cfg.TurnsView,
 		ClosedChats:     cfg.ClosedChats,
+		ChatIdle:        time.Duration(cfg.ChatIdleSeconds) * time.Second,
 		Principals:      principals,
 		RootToken:       cfg.ConnectionToken,
 		ServerVersion:   Version,

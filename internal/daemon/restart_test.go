@@ -7,6 +7,7 @@ import (
 
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/chat"
+	"github.com/ahpd/ahpd/internal/daemon"
 	"github.com/ahpd/ahpd/internal/testutil/ahptest"
 )
 
@@ -137,5 +138,33 @@ func TestRestartKeepsPendingMessages(t *testing.T) {
 	awaitEnd(t, b, def, id)
 	if cs := chatOf(t, b, def); len(cs.QueuedMessages) != 0 {
 		t.Fatalf("queue after the run: %+v", cs.QueuedMessages)
+	}
+}
+
+// TestRestartKeepsPendingSenders: a message queued by a user names that
+// user when it runs, also after a restart (C-TURN-04, 05, 08).
+func TestRestartKeepsPendingSenders(t *testing.T) {
+	e := newEnv(t, func(c *daemon.Config) {
+		c.Tokens = []daemon.TokenConfig{{Token: "alice-token", Principal: "user:alice", Grants: []string{"chat:*", "session:read"}}}
+	})
+	owner := e.client("owner")
+	_, def := e.createSession(owner, "ahp-session:/5e5d5e5d-0000-4000-8000-000000000001")
+	owner.Subscribe(def)
+	owner.Dispatch(def, turnStarted("t1", "[hold] busy"))
+	owner.AwaitEnvelope("t1 streaming", func(env ahptest.Envelope) bool { return env.Type() == "chat/responsePart" })
+	alice := ahptest.Dial(t, e.d.URL(), "alice-token")
+	alice.Initialize("alice", ahp.RootURI)
+	alice.Subscribe(def)
+	alice.AwaitEcho(alice.Dispatch(def, map[string]any{"type": "chat/pendingMessageSet", "kind": "queued", "id": "qa",
+		"message": map[string]any{"text": "from alice", "origin": map[string]any{"kind": "user"}}}))
+	e.restart()
+	b := e.client("b")
+	b.Subscribe(def)
+	b.AwaitEcho(b.Dispatch(def, map[string]any{"type": "chat/queuedMessagesReordered", "order": []string{"qa"}}))
+	started := b.AwaitAction(def, "chat/turnStarted")
+	var msg ahp.Message
+	_ = started.Field("message", &msg)
+	if s, _ := msg.Meta[chat.SenderMetaKey].(string); s != "user:alice" {
+		t.Fatalf("the queued message runs as %q, want user:alice: %s", s, started.Action)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/auth"
+	"github.com/ahpd/ahpd/internal/chat"
 	"github.com/ahpd/ahpd/internal/session"
 )
 
@@ -31,7 +32,7 @@ func (h *Host) completions(ctx context.Context, cl *client, params json.RawMessa
 	if !cl.principal.Can(auth.ChatTurns) {
 		return nil, ahp.Errorf(ahp.ErrPermissionDenied, "completions need the grant %s", auth.ChatTurns)
 	}
-	s, c, err := h.resolveChat(ctx, p.Channel)
+	s, _, err := h.resolveChat(ctx, p.Channel)
 	if err != nil {
 		return nil, err
 	}
@@ -54,8 +55,11 @@ func (h *Host) completions(ctx context.Context, cl *client, params json.RawMessa
 		rs, re := rangeStart, rangeEnd
 		return ahp.CompletionItem{InsertText: insert, RangeStart: &rs, RangeEnd: &re, Attachment: att}
 	}
-	state, err := c.State(ctx)
-	if err != nil {
+	var state ahp.ChatState
+	if err := h.onChat(ctx, p.Channel, func(c *chat.Chat) (err error) {
+		state, err = c.State(ctx)
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	dirs := state.WorkingDirectories

@@ -43,6 +43,9 @@ type Options struct {
 	TurnsView int
 	// ClosedChats: "hidden" | "delete".
 	ClosedChats string
+	// ChatIdle is how long an idle chat actor stays loaded (0: the chat
+	// package's default; negative: never unloads).
+	ChatIdle time.Duration
 	// Principals maps connection tokens to who they are and what they may
 	// do. A connection with no token, or with RootToken, is the deployment
 	// itself and holds every grant.
@@ -174,6 +177,7 @@ func (h *Host) openSession(ctx context.Context, r store.SessionRecord) (*session
 		Now:         h.opts.Now,
 		TurnsView:   h.opts.TurnsView,
 		ClosedChats: h.opts.ClosedChats,
+		ChatIdle:    h.opts.ChatIdle,
 		OnSummary:   func(sum ahp.SessionSummary) { h.sessionSummaryChanged(uri, sum) },
 		OnChatIndex: func(chat string, added bool) {
 			h.sessionsMu.Lock()
@@ -311,4 +315,21 @@ func (h *Host) Close(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// OpenChats counts the chat actors loaded now (for status and tests).
+func (h *Host) OpenChats(ctx context.Context) int {
+	h.sessionsMu.Lock()
+	all := make([]*session.Session, 0, len(h.sessions))
+	for _, s := range h.sessions {
+		all = append(all, s)
+	}
+	h.sessionsMu.Unlock()
+	n := 0
+	for _, s := range all {
+		if k, err := s.OpenChats(ctx); err == nil {
+			n += k
+		}
+	}
+	return n
 }

@@ -205,11 +205,12 @@ func (h *Host) subscribe(ctx context.Context, cl *client, channel string, view *
 		if !cl.principal.Can(auth.ChatTurns) {
 			return ahp.Snapshot{}, ahp.WithData(ahp.Errorf(ahp.ErrPermissionDenied, "reading %s needs the grant %s", channel, auth.ChatTurns), map[string]any{"grant": auth.ChatTurns})
 		}
-		_, c, err := h.resolveChat(ctx, channel)
-		if err != nil {
-			return ahp.Snapshot{}, err
-		}
-		return c.Subscribe(ctx, cl, view)
+		var snap ahp.Snapshot
+		err := h.onChat(ctx, channel, func(c *chat.Chat) (err error) {
+			snap, err = c.Subscribe(ctx, cl, view)
+			return err
+		})
+		return snap, err
 	default:
 		s, ok := h.sessionOrCatalogue(ctx, channel)
 		if !ok {
@@ -246,12 +247,8 @@ func (h *Host) dispatchAction(cl *client, params json.RawMessage) {
 		}
 		h.applyRoot(a, origin)
 	case ahp.IsChatURI(p.Channel):
-		_, c, err := h.resolveChat(ctx, p.Channel)
+		err := h.onChat(ctx, p.Channel, func(c *chat.Chat) error { return c.Dispatch(cl.chatClient(), p.ClientSeq, a) })
 		if err != nil {
-			h.bus.Refuse(cl, p.Channel, a, origin, err.Error())
-			return
-		}
-		if err := c.Dispatch(cl.chatClient(), p.ClientSeq, a); err != nil {
 			h.bus.Refuse(cl, p.Channel, a, origin, err.Error())
 		}
 	default:
@@ -277,12 +274,8 @@ func (h *Host) dispatchToDefaultChat(ctx context.Context, cl *client, s *session
 	if err == nil && def == "" {
 		err = fmt.Errorf("session %s has no default chat", p.Channel)
 	}
-	var c *chat.Chat
 	if err == nil {
-		_, c, err = h.resolveChat(ctx, def)
-	}
-	if err == nil {
-		err = c.Dispatch(cl.chatClient(), p.ClientSeq, a)
+		err = h.onChat(ctx, def, func(c *chat.Chat) error { return c.Dispatch(cl.chatClient(), p.ClientSeq, a) })
 	}
 	if err != nil {
 		h.bus.Refuse(cl, p.Channel, a, origin, err.Error())

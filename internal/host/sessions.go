@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -373,12 +374,24 @@ func (h *Host) fetchTurns(ctx context.Context, cl *client, params json.RawMessag
 	if !cl.principal.Can(auth.ChatTurns) {
 		return nil, ahp.Errorf(ahp.ErrPermissionDenied, "reading turns needs the grant %s", auth.ChatTurns)
 	}
-	_, c, err := h.resolveChat(ctx, p.Channel)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.FetchTurns(ctx, p.Cursor); err != nil {
+	if err := h.onChat(ctx, p.Channel, func(c *chat.Chat) error { return c.FetchTurns(ctx, p.Cursor) }); err != nil {
 		return nil, err
 	}
 	return struct{}{}, nil
+}
+
+// onChat runs fn on the actor of chat uri; when the actor it reached was
+// unloading (idle) or closing, it runs fn again on the one that replaces it.
+func (h *Host) onChat(ctx context.Context, uri string, fn func(*chat.Chat) error) error {
+	for attempt := 0; ; attempt++ {
+		_, c, err := h.resolveChat(ctx, uri)
+		if err != nil {
+			return err
+		}
+		err = fn(c)
+		if errors.Is(err, chat.ErrClosed) && attempt < 3 {
+			continue
+		}
+		return err
+	}
 }

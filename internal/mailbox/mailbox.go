@@ -87,3 +87,22 @@ func (b *Box[T]) Close() {
 	default:
 	}
 }
+
+// CloseIfEmpty closes the box when nothing is queued, and reports whether
+// it did: an actor that unloads itself loses nothing a sender pushed.
+func (b *Box[T]) CloseIfEmpty() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.items) > 0 || b.closed {
+		return false
+	}
+	b.closed = true
+	return true
+}
+
+// Closed reports whether the box refuses pushes.
+func (b *Box[T]) Closed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.closed
+}

@@ -87,3 +87,18 @@ func TestManyProducersOneConsumer(t *testing.T) {
 		t.Fatalf("saw %d items, want %d", len(seen), producers*each)
 	}
 }
+
+func TestCloseIfEmpty(t *testing.T) {
+	b := New[int](0)
+	_ = b.Push(1)
+	if b.CloseIfEmpty() {
+		t.Fatal("closed with an item queued")
+	}
+	b.Pop(nil)
+	if !b.CloseIfEmpty() {
+		t.Fatal("did not close when empty")
+	}
+	if err := b.Push(2); !errors.Is(err, ErrClosed) {
+		t.Fatalf("push after CloseIfEmpty: %v", err)
+	}
+}

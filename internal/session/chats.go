@@ -277,3 +277,16 @@ func (s *Session) subsetOfSession(dirs []string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// OpenChats counts this session's chats whose actor is loaded.
+func (s *Session) OpenChats(ctx context.Context) (int, error) {
+	n := 0
+	err := s.call(ctx, func() {
+		for _, e := range s.chats {
+			if e.actor != nil && !e.actor.Ending() {
+				n++
+			}
+		}
+	})
+	return n, err
+}

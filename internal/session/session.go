@@ -42,8 +42,11 @@ type Config struct {
 	OnSummary func(ahp.SessionSummary)
 	// OnChatIndex tells the host which chats the session holds, so it can
 	// route chat URIs (added true, removed false).
-	OnChatIndex  func(chat string, added bool)
-	TurnsView    int
+	OnChatIndex func(chat string, added bool)
+	TurnsView   int
+	// ChatIdle is how long an open chat with nothing to do stays loaded
+	// (0: chat.DefaultIdleTimeout; negative: never unloads).
+	ChatIdle     time.Duration
 	ClosedChats  string // "hidden" | "delete"
 	CommandShell string
 }
@@ -305,11 +308,17 @@ func (s *Session) openChat(ctx context.Context, uri string) (*chat.Chat, error) 
 		return nil, fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, uri)
 	}
 	if e.actor != nil {
-		select {
-		case <-e.actor.Done():
-		default:
+		if !e.actor.Ending() {
 			return e.actor, nil
 		}
+		// An actor that is unloading (idle) or closing: wait for it, and
+		// start the new one from the record it left.
+		select {
+		case <-e.actor.Done():
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		e.actor, e.record = nil, e.actor.LastRecord()
 	}
 	dirs, err := localPaths(s.chatDirectories(e.record))
 	if err != nil {
@@ -334,6 +343,15 @@ func (s *Session) openChat(ctx context.Context, uri string) (*chat.Chat, error) 
 		},
 		OnSummary: func(cs ahp.ChatSummary) {
 			_ = s.do(func() { s.chatSummaryChanged(cs) })
+		},
+		IdleTimeout: s.cfg.ChatIdle,
+		OnUnload: func(c *chat.Chat, rec store.ChatRecord) {
+			_ = s.do(func() {
+				// The next open starts from the record the chat left.
+				if e := s.chats[uri]; e != nil && e.actor == c {
+					e.actor, e.record = nil, rec
+				}
+			})
 		},
 	}
 	s.workerConfig(&cfg, e.record) // workers.go

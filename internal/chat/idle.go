@@ -1,0 +1,70 @@
+package chat
+
+import (
+	"time"
+
+	"github.com/ahpd/ahpd/internal/store"
+)
+
+// DefaultIdleTimeout is how long a chat actor with nothing to do stays
+// loaded.
+const DefaultIdleTimeout = 10 * time.Minute
+
+// idleTimer is nil when the chat never unloads itself (IdleTimeout < 0).
+func (c *Chat) idleTimer() *time.Timer {
+	if c.cfg.IdleTimeout < 0 {
+		return nil
+	}
+	d := c.cfg.IdleTimeout
+	if d == 0 {
+		d = DefaultIdleTimeout
+	}
+	return time.NewTimer(d)
+}
+
+// busy reports whether unloading the chat now would lose anything: a turn
+// running or waiting, a backend turn not yet ended, a steering message the
+// backend holds, a worker still running, or somebody watching.
+func (c *Chat) busy() bool {
+	e := c.engine()
+	if c.turn != nil || c.state.ActiveTurn != nil || len(e.open) > 0 || e.handed.id != "" || len(e.behind) > 0 || e.unsent != nil {
+		return true
+	}
+	for _, w := range c.wk.spawned {
+		if !w.ended {
+			return true
+		}
+	}
+	return c.cfg.Bus.Subscribers(c.cfg.URI) > 0
+}
+
+// unloadIfIdle ends the actor when the chat is idle and nobody pushed
+// anything since: its backend process is closed (the next turn resumes
+// it), its state is all in the store, and the session opens it again when
+// anybody names it. It reports whether the actor ended.
+func (c *Chat) unloadIfIdle() bool {
+	if c.busy() || !c.inbox.CloseIfEmpty() {
+		return false
+	}
+	c.log.Debug("chat idle: unloading")
+	c.shutdown()
+	if c.cfg.OnUnload != nil {
+		c.cfg.OnUnload(c, c.record)
+	}
+	return true
+}
+
+func (c *Chat) idleTimeout() time.Duration {
+	if c.cfg.IdleTimeout > 0 {
+		return c.cfg.IdleTimeout
+	}
+	return DefaultIdleTimeout
+}
+
+// Ending reports whether the actor takes no more work: it is closing or
+// unloading, and Done follows.
+func (c *Chat) Ending() bool { return c.inbox.Closed() }
+
+// LastRecord is the chat's record as the actor left it; valid once Done is
+// closed.
+func (c *Chat) LastRecord() store.ChatRecord { return c.record }
