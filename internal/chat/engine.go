@@ -209,6 +209,7 @@ func (c *Chat) clientTurnStarted(cl Client, origin *ahp.ActionOrigin, a ahp.Chat
 	}
 	if c.running() || c.isBehind(a.TurnID) {
 		c.engine().behind = append(c.engine().behind, heldStart{cl: cl, origin: origin, a: a})
+		c.persistPending() // pending.go: turns sent behind survive a restart
 		return
 	}
 	c.admit(a, origin, cl.Sender)

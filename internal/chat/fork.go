@@ -34,6 +34,15 @@ type RecordMeta struct {
 	Queued   []ahp.PendingMessage `json:"queued,omitempty"`
 	// PendingSenders names who set each pending message, by id.
 	PendingSenders map[string]string `json:"pendingSenders,omitempty"`
+	// Behind are the turns clients sent while a turn ran, not yet said.
+	Behind []BehindStart `json:"behind,omitempty"`
+}
+
+// BehindStart is a client's chat/turnStarted held behind a running turn.
+type BehindStart struct {
+	Action ahp.ChatTurnStarted `json:"action"`
+	Origin *ahp.ActionOrigin   `json:"origin,omitempty"`
+	Sender string              `json:"sender,omitempty"`
 }
 
 // PendingOpen is a fork or a rewind waiting for the chat's next turn.
@@ -56,7 +65,7 @@ func ParseRecordMeta(raw json.RawMessage) RecordMeta {
 
 // Raw encodes the meta for a record.
 func (m RecordMeta) Raw() json.RawMessage {
-	if m.PendingOpen == nil && m.FirstPromptContext == "" && !m.BackendStarted && !m.Cleared && m.Steering == nil && len(m.Queued) == 0 && len(m.PendingSenders) == 0 {
+	if m.PendingOpen == nil && m.FirstPromptContext == "" && !m.BackendStarted && !m.Cleared && m.Steering == nil && len(m.Queued) == 0 && len(m.PendingSenders) == 0 && len(m.Behind) == 0 {
 		return nil
 	}
 	b, _ := json.Marshal(m)

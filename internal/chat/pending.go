@@ -12,12 +12,14 @@ func (c *Chat) persistPending() {
 	meta := ParseRecordMeta(c.record.Meta)
 	steering := c.state.SteeringMessage
 	senders := c.pendingSenders()
-	if samePending(meta.Steering, steering) && samePendingList(meta.Queued, c.state.QueuedMessages) && maps.Equal(meta.PendingSenders, senders) {
+	behind := c.behindStarts()
+	if samePending(meta.Steering, steering) && samePendingList(meta.Queued, c.state.QueuedMessages) && maps.Equal(meta.PendingSenders, senders) && sameBehind(meta.Behind, behind) {
 		return
 	}
 	meta.Steering = steering
 	meta.Queued = append([]ahp.PendingMessage(nil), c.state.QueuedMessages...)
 	meta.PendingSenders = senders
+	meta.Behind = behind
 	c.record.Meta = meta.Raw()
 	c.persistRecord()
 }
@@ -54,6 +56,11 @@ func (c *Chat) restorePending() {
 	if len(meta.PendingSenders) > 0 {
 		c.engine().senders = maps.Clone(meta.PendingSenders)
 	}
+	for _, b := range meta.Behind {
+		// Said once the turn in front of them ends; the connection that
+		// sent them is gone, so only who sent them is kept.
+		c.engine().behind = append(c.engine().behind, heldStart{cl: Client{ID: originID(b.Origin), Sender: b.Sender}, origin: b.Origin, a: b.Action})
+	}
 }
 
 func samePending(a, b *ahp.PendingMessage) bool {
@@ -82,4 +89,34 @@ func withSenderMeta(m ahp.Message, sender string) ahp.Message {
 		return m
 	}
 	return withSender(m, sender)
+}
+
+func (c *Chat) behindStarts() []BehindStart {
+	var out []BehindStart
+	for _, h := range c.engine().behind {
+		if h.stop != nil {
+			continue // already stopped: said and ended when its turn comes
+		}
+		out = append(out, BehindStart{Action: h.a, Origin: h.origin, Sender: h.cl.Sender})
+	}
+	return out
+}
+
+func sameBehind(a, b []BehindStart) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Action.TurnID != b[i].Action.TurnID || a[i].Sender != b[i].Sender {
+			return false
+		}
+	}
+	return true
+}
+
+func originID(o *ahp.ActionOrigin) string {
+	if o == nil {
+		return ""
+	}
+	return o.ClientID
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/chat"
@@ -166,5 +167,36 @@ func TestRestartKeepsPendingSenders(t *testing.T) {
 	_ = started.Field("message", &msg)
 	if s, _ := msg.Meta[chat.SenderMetaKey].(string); s != "user:alice" {
 		t.Fatalf("the queued message runs as %q, want user:alice: %s", s, started.Action)
+	}
+}
+
+// TestRestartKeepsTurnsSentBehind: a turn a client sent while another ran
+// is not lost to a restart: the restart ends the running turn with an
+// error, and the turn behind it then starts, as behind any ending but a
+// stop (C-TURN-104).
+func TestRestartKeepsTurnsSentBehind(t *testing.T) {
+	e := newEnv(t)
+	a := e.client("a")
+	_, def := e.createSession(a, "ahp-session:/be41d000-0000-4000-8000-000000000001")
+	a.Subscribe(def)
+	a.Dispatch(def, turnStarted("t1", "[hold] busy"))
+	a.AwaitEnvelope("t1 streaming", func(env ahptest.Envelope) bool { return env.Type() == "chat/responsePart" })
+	a.Dispatch(def, turnStarted("t2", "sent behind"))
+	// A draft round trip: t2 has reached the chat (held, unsaid) once
+	// the draft's echo is back.
+	a.AwaitEcho(a.Dispatch(def, map[string]any{"type": "chat/draftChanged"}))
+	e.restart()
+	b := e.client("b")
+	// t2 may have run before b subscribed: wait on the snapshot.
+	var cs ahp.ChatState
+	deadline := time.Now().Add(ahptest.Timeout)
+	for cs = chatOf(t, b, def); len(cs.Turns) < 2; cs = chatOf(t, b, def) {
+		if time.Now().After(deadline) {
+			t.Fatalf("t2 never ran after the restart: %q", texts(cs.Turns))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := strings.Join(texts(cs.Turns), "|"); got != "[hold] busy|sent behind" || cs.Turns[0].State != ahp.TurnError {
+		t.Fatalf("after restart: %q (%s)", got, cs.Turns[0].State)
 	}
 }
