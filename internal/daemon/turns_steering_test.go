@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ahpd/ahpd/internal/agent"
 	"github.com/ahpd/ahpd/internal/agent/script"
@@ -21,6 +22,19 @@ func (e *turnsEnv) steersOf(provider, id string) []script.SteerRecord {
 		}
 	}
 	return out
+}
+
+// awaitSteers waits until the backend was handed steering id n times.
+func (e *turnsEnv) awaitSteers(t testing.TB, provider, id string, n int) []script.SteerRecord {
+	t.Helper()
+	deadline := time.Now().Add(ahptest.Timeout)
+	for {
+		s := e.steersOf(provider, id)
+		if len(s) >= n || time.Now().After(deadline) {
+			return s
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // noTurnFor fails when a turn started for pending message id.
@@ -74,7 +88,8 @@ func TestTurnsSteering(t *testing.T) {
 				startTurn(a.Client, chatURI, "t1", "[confirm] first")
 				awaitWaiting(t, b.Client, chatURI, "t1")
 				awaitAccepted(t, b.Client, setPending(b.Client, chatURI, ahp.PendingSteering, sid, "left "+tag))
-				if s := e.steersOf(prov, sid); len(s) != 1 || s[0].Result != agent.SteerTaken || s[0].Steering.TurnID != "t1" {
+				// The echo is said before the actor hands the message on.
+				if s := e.awaitSteers(t, prov, sid, 1); len(s) != 1 || s[0].Result != agent.SteerTaken || s[0].Steering.TurnID != "t1" {
 					t.Fatalf("steer calls = %+v, want one taken for t1", s)
 				}
 				awaitAccepted(t, a.Client, confirmTool(a.Client, chatURI, "t1"))
