@@ -21,6 +21,7 @@ import (
 
 	"github.com/ahpd/ahpd/internal/agent"
 	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/attach"
 	"github.com/ahpd/ahpd/internal/bus"
 	"github.com/ahpd/ahpd/internal/mailbox"
 	"github.com/ahpd/ahpd/internal/reduce"
@@ -43,6 +44,10 @@ type Client struct {
 	Sender string
 	// Can reports whether the client holds a grant; nil holds all.
 	Can func(grant string) bool
+	// ChatAttachments are the chat attachments of the message the action
+	// carries, resolved by the host before the action reached this actor,
+	// so a chat never waits on another to read its transcript (C-ATT-22..34).
+	ChatAttachments []attach.Resolved
 }
 
 func (cl Client) can(grant string) bool { return cl.Can == nil || cl.Can(grant) }
@@ -69,6 +74,10 @@ type Config struct {
 	OnSummary func(ahp.ChatSummary)
 	// TurnsView is the page size of fetchTurns and of a view without a count.
 	TurnsView int
+	// AttachmentsDir is <data dir>/attachments: the bytes a message carries
+	// are written under its session's folder there (C-ATT-09). Empty: they
+	// stay as sent (C-ATT-19).
+	AttachmentsDir string
 	// CommandShell runs ! commands ("/bin/sh" when empty).
 	CommandShell string
 	// IdleTimeout is how long the actor stays loaded with nothing to do

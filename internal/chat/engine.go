@@ -11,6 +11,7 @@ import (
 
 	"github.com/ahpd/ahpd/internal/agent"
 	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/attach"
 	"github.com/ahpd/ahpd/internal/reduce"
 	"github.com/ahpd/ahpd/internal/store"
 	"github.com/google/uuid"
@@ -97,6 +98,10 @@ type engineState struct {
 	// senders names who set each pending message, by id, so the turn a
 	// pending message becomes names its sender (C-TURN-04).
 	senders map[string]string
+	// resolved holds the chat attachments the host resolved for each
+	// pending message, by id, until it starts (C-ATT-23). Not kept across
+	// a restart: a message read back gets the pointers without excerpts.
+	resolved map[string][]attach.Resolved
 }
 
 type handedSteering struct {
@@ -212,7 +217,7 @@ func (c *Chat) clientTurnStarted(cl Client, origin *ahp.ActionOrigin, a ahp.Chat
 		c.persistPending() // pending.go: turns sent behind survive a restart
 		return
 	}
-	c.admit(a, origin, cl.Sender)
+	c.admit(a, origin, cl.Sender, cl.ChatAttachments)
 }
 
 // engine is the turn engine's own state (see engineState).
@@ -287,18 +292,29 @@ func (c *Chat) say(a ahp.ChatTurnStarted, origin *ahp.ActionOrigin, sender strin
 // admit starts a turn: says chat/turnStarted (with the sender in the
 // message's _meta), records it as running, and hands it to the backend or
 // runs it as a local command (C-TURN-29..31).
-func (c *Chat) admit(a ahp.ChatTurnStarted, origin *ahp.ActionOrigin, sender string) {
+//
+// The message's inline bytes are written before the turn is said, and the
+// turn carries their paths (C-ATT-07..10, attachments.go); a chat
+// attachment whose pin nobody can honour ends the turn in a chat/error of
+// errorType sendFailed before the backend is handed it (C-ATT-32, 33).
+func (c *Chat) admit(a ahp.ChatTurnStarted, origin *ahp.ActionOrigin, sender string, resolved []attach.Resolved) {
 	first := len(c.state.Turns) == 0
+	msg, atts, pinErr := c.prepareMessage(a.Message, resolved)
+	a.Message = msg
 	t := c.say(a, origin, sender)
 	text := a.Message.Text
 	command := isCommand(text)
 	c.persistStarted()
 	c.autoTitle(text, first, command)
+	if pinErr != nil {
+		c.endTurn(agent.End{Outcome: agent.OutcomeError, ErrorType: attach.SendFailed, Message: pinErr.Error()})
+		return
+	}
 	if command {
 		c.runCommand(t, strings.TrimSpace(strings.TrimPrefix(text, commandPrefix)))
 		return
 	}
-	turn := agent.Turn{ID: a.TurnID, Text: text, Model: modelOf(a.Message)}
+	turn := agent.Turn{ID: a.TurnID, Text: text, Model: modelOf(a.Message), Attachments: atts}
 	// C-TURN-109: what the host has to say on this turn goes into its prompt.
 	if meta := ParseRecordMeta(c.record.Meta); meta.FirstPromptContext != "" {
 		turn.HostContext = meta.FirstPromptContext
@@ -498,6 +514,9 @@ func (c *Chat) sayUnrun(h heldStart) {
 		c.apply(h.a, h.origin)
 		return
 	}
+	// Never run, but said: its bytes are written as a run turn's are
+	// (C-ATT-10).
+	h.a.Message, _, _ = c.prepareMessage(h.a.Message, nil)
 	t := c.say(h.a, h.origin, h.cl.Sender)
 	c.turn = nil
 	end, origin := ahp.ChatTurnCancelled{TurnID: t.id}, (*ahp.ActionOrigin)(nil)
@@ -529,7 +548,8 @@ func (c *Chat) clientResume(cl Client, origin *ahp.ActionOrigin, a ahp.ChatTurnR
 	t := &runningTurn{id: last.ID, started: started, sender: c.senders[last.ID], tools: make(map[string]bool)}
 	c.turn = t
 	c.persistRunning()
-	c.send(t, agent.Turn{ID: last.ID, Text: last.Message.Text, Model: modelOf(last.Message)})
+	_, atts, _ := c.prepareMessage(last.Message, nil)
+	c.send(t, agent.Turn{ID: last.ID, Text: last.Message.Text, Model: modelOf(last.Message), Attachments: atts})
 }
 
 func resumable(t *ahp.Turn) bool {
@@ -557,6 +577,7 @@ func (c *Chat) clientPendingSet(cl Client, origin *ahp.ActionOrigin, a ahp.ChatP
 	case ahp.PendingQueued:
 		c.apply(a, origin)
 		c.notePendingSender(a.ID, cl.Sender)
+		c.noteResolved(a.ID, cl.ChatAttachments)
 		c.kick() // C-TURN-34
 	case ahp.PendingSteering:
 		if c.cfg.Agent != nil && !c.caps.Steering {
@@ -582,6 +603,7 @@ func (c *Chat) clientPendingSet(cl Client, origin *ahp.ActionOrigin, a ahp.ChatP
 		}
 		c.apply(a, origin)
 		c.notePendingSender(a.ID, cl.Sender)
+		c.noteResolved(a.ID, cl.ChatAttachments)
 		if c.running() {
 			c.handSteering()
 		} else {
@@ -602,6 +624,20 @@ func (c *Chat) notePendingSender(id, sender string) {
 	}
 	e.senders[id] = sender
 	c.persistPending() // pending.go: who queued it survives a restart
+}
+
+// noteResolved keeps the chat attachments the host resolved for pending
+// message id until it starts.
+func (c *Chat) noteResolved(id string, resolved []attach.Resolved) {
+	e := c.engine()
+	if len(resolved) == 0 {
+		delete(e.resolved, id)
+		return
+	}
+	if e.resolved == nil {
+		e.resolved = make(map[string][]attach.Resolved)
+	}
+	e.resolved[id] = resolved
 }
 
 func sameMessage(a, b ahp.Message) bool {
@@ -630,6 +666,7 @@ func (c *Chat) clientPendingRemoved(cl Client, origin *ahp.ActionOrigin, a ahp.C
 	c.apply(a, origin)
 	if c.pendingGone(a.Kind, a.ID) {
 		delete(e.senders, a.ID)
+		delete(e.resolved, a.ID)
 	}
 	c.kick() // C-TURN-35
 }
@@ -699,12 +736,14 @@ func (c *Chat) startNext() {
 	p := *next
 	sender := e.senders[p.ID]
 	delete(e.senders, p.ID)
+	resolved := e.resolved[p.ID]
+	delete(e.resolved, p.ID)
 	c.admit(ahp.ChatTurnStarted{
 		TurnID:          uuid.NewString(),
 		StartedAt:       isoTime(c.cfg.Now()),
 		Message:         p.Message,
 		QueuedMessageID: p.ID,
-	}, nil, sender)
+	}, nil, sender, resolved)
 }
 
 // startBehind says and runs the first turn sent behind the one that ended
@@ -719,7 +758,7 @@ func (c *Chat) startBehind() {
 			c.sayUnrun(h)
 			continue
 		}
-		c.admit(h.a, h.origin, h.cl.Sender)
+		c.admit(h.a, h.origin, h.cl.Sender, h.cl.ChatAttachments)
 	}
 	// Repeats of the turn now running are said at once.
 	for len(e.behind) > 0 && c.isKnownTurn(e.behind[0].a.TurnID) && e.behind[0].stop == nil {

@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/ahpd/ahpd/internal/attach"
 )
 
 // Config is the daemon's configuration: embedded defaults, then a config
@@ -47,6 +49,11 @@ type Config struct {
 	// unloaded; it loads again, resumed, when named. 0 means 600; -1 never.
 	ChatIdleSeconds int `json:"chatIdleSeconds,omitempty"`
 
+	// AttachmentFetchLimitBytes is the largest resource only a client holds
+	// that the host asks that client for; one whose size hint is over it is
+	// left where it is. 0 asks for any size (C-ATT-14..16).
+	AttachmentFetchLimitBytes int64 `json:"attachmentFetchLimitBytes"`
+
 	// Agents holds each backend's settings, by provider.
 	Agents map[string]json.RawMessage `json:"agents,omitempty"`
 }
@@ -70,6 +77,8 @@ func Defaults() Config {
 		ReplayLog:   8192,
 		OutboxBytes: 16 << 20,
 		TurnsView:   50,
+		// C-ATT-15: 32 MiB unless the config says otherwise.
+		AttachmentFetchLimitBytes: attach.DefaultFetchLimit,
 	}
 }
 
@@ -128,6 +137,9 @@ func (c *Config) Validate() error {
 	case "", "hidden", "delete":
 	default:
 		return fmt.Errorf("%w: closedChats must be hidden or delete, not %q", ErrUsage, c.ClosedChats)
+	}
+	if c.AttachmentFetchLimitBytes < 0 {
+		return fmt.Errorf("%w: attachmentFetchLimitBytes must be 0 (any size) or more, not %d", ErrUsage, c.AttachmentFetchLimitBytes)
 	}
 	if c.ConnectionToken != "" && c.WithoutConnectionToken {
 		return fmt.Errorf("%w: --connection-token and --without-connection-token exclude each other", ErrUsage)

@@ -111,19 +111,21 @@ func Start(ctx context.Context, cfg Config, o Options) (*Daemon, error) {
 		}
 	}
 	h, err := host.New(ctx, host.Options{
-		Store:           st,
-		Agents:          reg,
-		DefaultProvider: defaultProvider,
-		AgentSettings:   cfg.Agents,
-		Paths:           cfg.Paths,
-		Logger:          log,
-		ReplayLog:       cfg.ReplayLog,
-		TurnsView:       cfg.TurnsView,
-		ClosedChats:     cfg.ClosedChats,
-		ChatIdle:        time.Duration(cfg.ChatIdleSeconds) * time.Second,
-		Principals:      principals,
-		RootToken:       cfg.ConnectionToken,
-		ServerVersion:   Version,
+		Store:                st,
+		Agents:               reg,
+		DefaultProvider:      defaultProvider,
+		AgentSettings:        cfg.Agents,
+		Paths:                cfg.Paths,
+		Logger:               log,
+		ReplayLog:            cfg.ReplayLog,
+		TurnsView:            cfg.TurnsView,
+		ClosedChats:          cfg.ClosedChats,
+		ChatIdle:             time.Duration(cfg.ChatIdleSeconds) * time.Second,
+		Principals:           principals,
+		AttachmentsDir:       filepath.Join(cfg.DataDir, "attachments"),
+		AttachmentFetchLimit: cfg.AttachmentFetchLimitBytes,
+		RootToken:            cfg.ConnectionToken,
+		ServerVersion:        Version,
 	})
 	if err != nil {
 		st.Close()

@@ -51,6 +51,13 @@ type Options struct {
 	// itself and holds every grant.
 	Principals map[string]auth.Principal
 	RootToken  string
+	// AttachmentsDir is <data dir>/attachments, where the bytes messages
+	// carry are written (C-ATT-09).
+	AttachmentsDir string
+	// AttachmentFetchLimit is attachmentFetchLimitBytes: a resource only a
+	// client holds is asked for up to this size; 0 asks for any
+	// (C-ATT-14..16).
+	AttachmentFetchLimit int64
 	// HostName names the deployment in root:<host> senders.
 	HostName      string
 	ServerVersion string
@@ -168,17 +175,18 @@ func (h *Host) openSession(ctx context.Context, r store.SessionRecord) (*session
 	a, _ := h.opts.Agents.Get(r.Provider)
 	uri := r.URI
 	s, err := session.Open(ctx, session.Config{
-		Record:      r,
-		Agent:       a,
-		Settings:    h.opts.AgentSettings[r.Provider],
-		Bus:         h.bus,
-		Store:       h.opts.Store,
-		Logger:      h.log,
-		Now:         h.opts.Now,
-		TurnsView:   h.opts.TurnsView,
-		ClosedChats: h.opts.ClosedChats,
-		ChatIdle:    h.opts.ChatIdle,
-		OnSummary:   func(sum ahp.SessionSummary) { h.sessionSummaryChanged(uri, sum) },
+		Record:         r,
+		Agent:          a,
+		Settings:       h.opts.AgentSettings[r.Provider],
+		Bus:            h.bus,
+		Store:          h.opts.Store,
+		Logger:         h.log,
+		Now:            h.opts.Now,
+		TurnsView:      h.opts.TurnsView,
+		ClosedChats:    h.opts.ClosedChats,
+		ChatIdle:       h.opts.ChatIdle,
+		AttachmentsDir: h.opts.AttachmentsDir,
+		OnSummary:      func(sum ahp.SessionSummary) { h.sessionSummaryChanged(uri, sum) },
 		OnChatIndex: func(chat string, added bool) {
 			h.sessionsMu.Lock()
 			defer h.sessionsMu.Unlock()

@@ -247,7 +247,8 @@ func (h *Host) dispatchAction(cl *client, params json.RawMessage) {
 		}
 		h.applyRoot(a, origin)
 	case ahp.IsChatURI(p.Channel):
-		err := h.onChat(ctx, p.Channel, func(c *chat.Chat) error { return c.Dispatch(cl.chatClient(), p.ClientSeq, a) })
+		cc := h.clientFor(ctx, cl, a) // attachments.go
+		err := h.onChat(ctx, p.Channel, func(c *chat.Chat) error { return c.Dispatch(cc, p.ClientSeq, a) })
 		if err != nil {
 			h.bus.Refuse(cl, p.Channel, a, origin, err.Error())
 		}
@@ -275,7 +276,8 @@ func (h *Host) dispatchToDefaultChat(ctx context.Context, cl *client, s *session
 		err = fmt.Errorf("session %s has no default chat", p.Channel)
 	}
 	if err == nil {
-		err = h.onChat(ctx, def, func(c *chat.Chat) error { return c.Dispatch(cl.chatClient(), p.ClientSeq, a) })
+		cc := h.clientFor(ctx, cl, a) // attachments.go
+		err = h.onChat(ctx, def, func(c *chat.Chat) error { return c.Dispatch(cc, p.ClientSeq, a) })
 	}
 	if err != nil {
 		h.bus.Refuse(cl, p.Channel, a, origin, err.Error())

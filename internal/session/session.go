@@ -49,6 +49,9 @@ type Config struct {
 	ChatIdle     time.Duration
 	ClosedChats  string // "hidden" | "delete"
 	CommandShell string
+	// AttachmentsDir is <data dir>/attachments, handed to every chat
+	// (chat.Config.AttachmentsDir).
+	AttachmentsDir string
 }
 
 // Session is one session actor.
@@ -325,19 +328,20 @@ func (s *Session) openChat(ctx context.Context, uri string) (*chat.Chat, error) 
 		return nil, fmt.Errorf("open chat %s: %w", uri, err)
 	}
 	cfg := chat.Config{
-		URI:          uri,
-		Session:      s.uri,
-		Record:       e.record,
-		Directories:  dirs,
-		Provider:     s.record.Provider,
-		Agent:        s.cfg.Agent,
-		Settings:     s.cfg.Settings,
-		Bus:          s.cfg.Bus,
-		Store:        s.cfg.Store,
-		Logger:       s.cfg.Logger,
-		Now:          s.cfg.Now,
-		TurnsView:    s.cfg.TurnsView,
-		CommandShell: s.cfg.CommandShell,
+		URI:            uri,
+		Session:        s.uri,
+		Record:         e.record,
+		Directories:    dirs,
+		Provider:       s.record.Provider,
+		Agent:          s.cfg.Agent,
+		Settings:       s.cfg.Settings,
+		Bus:            s.cfg.Bus,
+		Store:          s.cfg.Store,
+		Logger:         s.cfg.Logger,
+		Now:            s.cfg.Now,
+		TurnsView:      s.cfg.TurnsView,
+		CommandShell:   s.cfg.CommandShell,
+		AttachmentsDir: s.cfg.AttachmentsDir,
 		SessionDirectories: func() []string {
 			return slices.Clone(*s.dirs.Load())
 		},

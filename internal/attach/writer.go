@@ -1,0 +1,70 @@
+package attach
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/google/uuid"
+)
+
+// Writer writes attachment bytes under Root (<data dir>/attachments). The
+// chat actor calls it when it admits a turn, before the turn is said
+// (C-ATT-07); each call writes one new file, in a folder of its own, and
+// never touches an existing one (C-ATT-08).
+type Writer struct {
+	Root string
+	// NewID names each attachment's folder; uuid.NewString when nil.
+	NewID func() string
+}
+
+// ErrNoRoot is returned by a Writer with no Root: the host keeps no
+// attachments, and each stays as sent (C-ATT-19).
+var ErrNoRoot = errors.New("no attachments folder configured")
+
+// Write writes data for the attachment labelled label of session and
+// returns the file's path.
+func (w Writer) Write(session, label string, data []byte) (string, error) {
+	if w.Root == "" {
+		return "", ErrNoRoot
+	}
+	id := uuid.NewString
+	if w.NewID != nil {
+		id = w.NewID
+	}
+	path := Location(w.Root, session, id(), label)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", fmt.Errorf("write attachment %q: %w", label, err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("write attachment %q: %w", label, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		_ = os.Remove(path)
+		return "", fmt.Errorf("write attachment %q: %w", label, err)
+	}
+	if err := f.Close(); err != nil {
+		_ = os.Remove(path)
+		return "", fmt.Errorf("write attachment %q: %w", label, err)
+	}
+	return path, nil
+}
+
+// ReadOwn reads the bytes of a file the model takes as an image or inline
+// text, refusing one larger than limit (it then goes by path).
+func ReadOwn(path string, limit int64) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("read attachment %s: not a regular file", path)
+	}
+	if fi.Size() > limit {
+		return nil, fmt.Errorf("read attachment %s: %d bytes is over %d", path, fi.Size(), limit)
+	}
+	return os.ReadFile(path)
+}
