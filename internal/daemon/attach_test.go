@@ -289,9 +289,10 @@ func TestAttachmentWriteFails(t *testing.T) {
 	}
 }
 
-// TestChatAttachments: a chat attachment reaches the backend as a pointer
-// with the tail of that chat's transcript up to the pinned turn, and the
-// chat keeps the attachment as sent.
+// TestChatAttachments: a chat attachment is a reference (resource, label,
+// the turn to read up to) that reaches the backend as a pointer with the
+// tail of that chat's transcript up to the pinned turn, and the chat keeps
+// the attachment as sent (C-ATT-21..29, 35, 36).
 func TestChatAttachments(t *testing.T) {
 	e := newEnv(t)
 	c := e.client("a")
