@@ -22,6 +22,7 @@ import (
 	"github.com/ahpd/ahpd/internal/agent"
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/attach"
+	"github.com/ahpd/ahpd/internal/bug"
 	"github.com/ahpd/ahpd/internal/bus"
 	"github.com/ahpd/ahpd/internal/mailbox"
 	"github.com/ahpd/ahpd/internal/reduce"
@@ -284,7 +285,7 @@ func (c *Chat) run(crashed *store.TurnRecord) {
 		case <-c.inbox.Wake():
 			batch = c.inbox.Pop(batch)
 			for i, fn := range batch {
-				fn()
+				bug.Recover(c.log, "chat actor", fn)
 				batch[i] = nil
 			}
 		case ev, ok := <-events:
@@ -292,9 +293,9 @@ func (c *Chat) run(crashed *store.TurnRecord) {
 				c.conversationGone(errors.New("agent conversation ended"))
 				continue
 			}
-			c.onAgentEvent(ev)
+			bug.Recover(c.log, "agent event", func() { c.onAgentEvent(ev) })
 		case ev := <-c.cmdEvents:
-			c.onCommandEvent(ev)
+			bug.Recover(c.log, "command event", func() { c.onCommandEvent(ev) })
 		case <-flush.C:
 			c.persistRunning()
 		case <-idle:

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ahpd/ahpd/internal/agent"
 	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/bug"
 	"github.com/ahpd/ahpd/internal/bus"
 	"github.com/ahpd/ahpd/internal/chat"
 	"github.com/ahpd/ahpd/internal/mailbox"
@@ -177,7 +178,7 @@ func (s *Session) run() {
 		case <-s.inbox.Wake():
 			batch = s.inbox.Pop(batch)
 			for i, fn := range batch {
-				fn()
+				bug.Recover(s.log, "session actor", fn)
 				batch[i] = nil
 			}
 		}
