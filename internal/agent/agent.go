@@ -53,12 +53,21 @@ type Model struct {
 	Name string
 }
 
+// Command is one slash command a backend offers.
+type Command struct {
+	Name        string
+	Description string
+}
+
 // Info describes a backend for the root state's agents list.
 type Info struct {
 	Provider    string
 	DisplayName string
 	Description string
 	Models      []Model
+	// Commands are the slash commands a session of this backend offers
+	// (what a / completes to); a backend may learn them once it ran.
+	Commands []Command
 	// Unavailable, when set, says why the backend cannot run here (for
 	// example "claude CLI not found; run make agents"). An unavailable
 	// backend is still listed so a client can show the reason.

@@ -425,7 +425,13 @@ func TestCompletions(t *testing.T) {
 	if items := complete("#mai"); !has(items, "#main.go") || has(items, "#chat:Design notes") {
 		t.Fatalf("#mai should offer files alone: %+v", items)
 	}
-	if items := complete("/"); len(items) != 0 {
-		t.Fatalf("/ offered %+v, but the script agent declares no commands", items)
+	if items := complete("/"); !has(items, "/help ") || !has(items, "/hold ") {
+		t.Fatalf("/ should offer the script agent's commands: %+v", items)
+	}
+	if items := complete("/he"); len(items) != 1 || !has(items, "/help ") || items[0].Attachment.Meta["command"] != "help" {
+		t.Fatalf("/he: %+v", items)
+	}
+	if items := complete("not at the start /he"); len(items) != 0 {
+		t.Fatalf("a / inside a message offered %+v", items)
 	}
 }

@@ -70,9 +70,27 @@ func (h *Host) completions(ctx context.Context, cl *client, params json.RawMessa
 	}
 	switch token[0] {
 	case '/':
-		// The session's commands: ahpd's backends declare none yet, so a /
-		// offers nothing rather than something made up.
-		return res, nil
+		// C-CMD-15: the session's commands, as its backend declares them.
+		if start != 0 && strings.TrimSpace(string(utf16.Decode(units[:start]))) != "" {
+			return res, nil // a command only opens a message
+		}
+		sum, err := s.Summary(ctx)
+		if err != nil {
+			return nil, err
+		}
+		a, ok := h.opts.Agents.Get(sum.Provider)
+		if !ok {
+			return res, nil
+		}
+		for _, cmd := range a.Info(ctx).Commands {
+			if !strings.HasPrefix(cmd.Name, token[1:]) {
+				continue
+			}
+			att := ahp.MessageAttachment{Type: ahp.AttachmentSimple, Label: "/" + cmd.Name, ModelRepresentation: cmd.Description,
+				// VS Code keeps a completion only when it names its command.
+				Meta: map[string]any{"command": cmd.Name}}
+			res.Items = append(res.Items, item("/"+cmd.Name+" ", att))
+		}
 	case '@':
 		for _, f := range matchFiles(dirs, token[1:]) {
 			res.Items = append(res.Items, item("@"+f.rel, f.attachment()))

@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/ahpd/ahpd/internal/agent"
 )
@@ -63,6 +64,17 @@ type Options struct {
 // until Open.
 type Claude struct {
 	opts Options
+
+	// commandsMu guards commands: the slash commands the CLI answered its
+	// last initialize with (empty until a conversation has started).
+	commandsMu sync.Mutex
+	commands   []agent.Command
+}
+
+func (c *Claude) setCommands(cmds []agent.Command) {
+	c.commandsMu.Lock()
+	defer c.commandsMu.Unlock()
+	c.commands = cmds
 }
 
 // New returns the backend. It starts nothing.
@@ -92,6 +104,9 @@ func (c *Claude) Info(ctx context.Context) agent.Info {
 	if _, err := c.opts.binary(); err != nil {
 		info.Unavailable = installHint
 	}
+	c.commandsMu.Lock()
+	info.Commands = append([]agent.Command(nil), c.commands...)
+	c.commandsMu.Unlock()
 	return info
 }
 
@@ -141,6 +156,7 @@ func (c *Claude) Open(ctx context.Context, p agent.OpenParams) (agent.Conversati
 		return nil, fmt.Errorf("open claude conversation: %w", err)
 	}
 	conv := newConversation(opts, bin, p)
+	conv.onCommands = c.setCommands
 	if err := conv.start(firstLaunch(p)); err != nil {
 		_ = conv.Close()
 		return nil, fmt.Errorf("open claude conversation %s: %w", p.ConversationID, err)

@@ -65,6 +65,10 @@ func firstLaunch(p agent.OpenParams) launch {
 // are (C-TURN-78), so the frames of one host turn are always its prompt
 // followed by its steering messages.
 type conversation struct {
+	// onCommands receives the slash commands the CLI answers initialize
+	// with (set by Open before start; read on the stdout goroutine).
+	onCommands func([]agent.Command)
+
 	opts   Options
 	bin    string
 	params agent.OpenParams
@@ -1033,6 +1037,13 @@ func (c *conversation) handleControlResponse(l *outLine) {
 	}
 	delete(c.requests, l.Response.RequestID)
 	if l.Response.Subtype != "error" {
+		if sub == "initialize" && l.Response.Response != nil && c.onCommands != nil {
+			cmds := make([]agent.Command, 0, len(l.Response.Response.Commands))
+			for _, cmd := range l.Response.Response.Commands {
+				cmds = append(cmds, agent.Command{Name: cmd.Name, Description: cmd.Description})
+			}
+			c.onCommands(cmds)
+		}
 		return
 	}
 	if sub == "set_model" {

@@ -52,6 +52,14 @@ type outLine struct {
 		Subtype   string `json:"subtype"`
 		RequestID string `json:"request_id"`
 		Error     string `json:"error"`
+		// Response is a success's payload: initialize answers the
+		// session's commands.
+		Response *struct {
+			Commands []struct {
+				Name        string `json:"name"`
+				Description string `json:"description"`
+			} `json:"commands"`
+		} `json:"response"`
 	} `json:"response"`
 }
 

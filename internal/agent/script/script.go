@@ -181,6 +181,10 @@ func (s *Script) Info(ctx context.Context) agent.Info {
 		DisplayName: s.opts.DisplayName,
 		Description: "Built-in scripted agent: deterministic echo answers, driven by markers in the prompt",
 		Models:      []agent.Model{{ID: "script", Name: "Script"}},
+		Commands: []agent.Command{
+			{Name: "help", Description: "Say which markers the script agent reads"},
+			{Name: "hold", Description: "Answer once, then wait for a stop"},
+		},
 	}
 }
 
