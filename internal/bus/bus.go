@@ -39,22 +39,30 @@ type logEntry struct {
 // envelopes in strictly increasing serverSeq. Queueing never blocks: a
 // connection that cannot keep up is cut by its own outbox.
 type Bus struct {
-	// seqMu guards seq, log, logStart and subs.
+	// seqMu guards seq, log, logHead, logBytes and subs.
 	seqMu sync.Mutex
 	seq   int64
-	// log is a ring of the newest envelopes; logStart indexes the oldest.
-	log      []logEntry
-	logStart int
-	logCap   int
+	// log holds the newest envelopes from logHead on, oldest first: at most
+	// logCap of them and logMaxBytes of envelope bytes (logBytes now), so a
+	// burst of large turns cannot make the log hold gigabytes.
+	log         []logEntry
+	logHead     int
+	logCap      int
+	logBytes    int
+	logMaxBytes int
 	subs     map[string]map[Subscriber]struct{}
 }
 
-// NewBus returns a bus whose replay log keeps the newest logCap envelopes.
+// DefaultReplayBytes bounds the replay log's envelope bytes.
+const DefaultReplayBytes = 64 << 20
+
+// NewBus returns a bus whose replay log keeps the newest logCap envelopes
+// (and at most DefaultReplayBytes of them).
 func NewBus(logCap int) *Bus {
 	if logCap <= 0 {
 		logCap = 4096
 	}
-	return &Bus{logCap: logCap, subs: make(map[string]map[Subscriber]struct{})}
+	return &Bus{logCap: logCap, logMaxBytes: DefaultReplayBytes, subs: make(map[string]map[Subscriber]struct{})}
 }
 
 // Seq is the newest serverSeq handed out.
@@ -118,12 +126,20 @@ func (b *Bus) Refuse(to Subscriber, channel string, action ahp.Action, origin *a
 }
 
 func (b *Bus) appendLog(e logEntry) {
-	if len(b.log) < b.logCap {
-		b.log = append(b.log, e)
-		return
+	b.log = append(b.log, e)
+	b.logBytes += len(e.envelope)
+	for len(b.log)-b.logHead > 1 && (len(b.log)-b.logHead > b.logCap || b.logBytes > b.logMaxBytes) {
+		b.logBytes -= len(b.log[b.logHead].envelope)
+		b.log[b.logHead] = logEntry{}
+		b.logHead++
 	}
-	b.log[b.logStart] = e
-	b.logStart = (b.logStart + 1) % b.logCap
+	if b.logHead > len(b.log)/2 && b.logHead > 64 {
+		// Compact: the dropped half is reused rather than grown past.
+		n := copy(b.log, b.log[b.logHead:])
+		clear(b.log[n:])
+		b.log = b.log[:n]
+		b.logHead = 0
+	}
 }
 
 // Notify sends a protocol notification (root/sessionAdded, ...) to the
@@ -243,7 +259,7 @@ func (b *Bus) Replay(s Subscriber, after int64, channels []string) (envelopes []
 		return nil, false
 	}
 	if after < b.seq {
-		if len(b.log) == 0 || b.log[b.logStart].seq > after+1 {
+		if len(b.log) == b.logHead || b.log[b.logHead].seq > after+1 {
 			return nil, false
 		}
 	}
@@ -251,8 +267,7 @@ func (b *Bus) Replay(s Subscriber, after int64, channels []string) (envelopes []
 	for _, ch := range channels {
 		want[ch] = true
 	}
-	for i := range b.log {
-		e := b.log[(b.logStart+i)%len(b.log)]
+	for _, e := range b.log[b.logHead:] {
 		if e.seq <= after || !want[e.channel] {
 			continue
 		}

@@ -1,0 +1,95 @@
+package bus
+
+import (
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ahpd/ahpd/internal/ahp"
+)
+
+type sink struct {
+	id string
+	// mu guards got.
+	mu  sync.Mutex
+	got []json.RawMessage
+}
+
+func (s *sink) Deliver(method string, params json.RawMessage) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.got = append(s.got, params)
+}
+func (s *sink) Knows(string) bool { return true }
+func (s *sink) ClientID() string  { return s.id }
+
+func delta(text string) ahp.Action {
+	return ahp.ChatDelta{TurnID: "t", PartID: "p", Content: text}
+}
+
+// TestReplayBoundedByCount: the log keeps the newest envelopes; a client
+// that last saw one still kept replays from it, an older one gets no
+// replay (snapshots instead).
+func TestReplayBoundedByCount(t *testing.T) {
+	b := NewBus(4)
+	for i := range 10 {
+		b.Publish("c", delta(strings.Repeat("x", i)), nil, "")
+	}
+	s := &sink{id: "a"}
+	if envs, ok := b.Replay(s, 6, []string{"c"}); !ok || len(envs) != 4 {
+		t.Fatalf("replay after 6: %d envelopes, ok %v; want 4", len(envs), ok)
+	}
+	if _, ok := b.Replay(s, 5, []string{"c"}); ok {
+		t.Fatal("replay after 5 should need snapshots: 6 was dropped")
+	}
+	if envs, ok := b.Replay(s, 10, []string{"c"}); !ok || len(envs) != 0 {
+		t.Fatalf("replay after the newest: %d, %v", len(envs), ok)
+	}
+}
+
+// TestReplayBoundedByBytes: large envelopes leave the log early, so it never
+// holds more than its byte budget (one envelope always stays).
+func TestReplayBoundedByBytes(t *testing.T) {
+	b := NewBus(1000)
+	b.logMaxBytes = 10_000
+	for range 50 {
+		b.Publish("c", delta(strings.Repeat("y", 3000)), nil, "")
+	}
+	if b.logBytes > b.logMaxBytes {
+		t.Fatalf("log holds %d bytes, budget %d", b.logBytes, b.logMaxBytes)
+	}
+	if n := len(b.log) - b.logHead; n < 1 || n > 4 {
+		t.Fatalf("log holds %d envelopes", n)
+	}
+	s := &sink{id: "a"}
+	if _, ok := b.Replay(s, 40, []string{"c"}); ok {
+		t.Fatal("replay reached past the byte budget")
+	}
+	if envs, ok := b.Replay(s, 49, []string{"c"}); !ok || len(envs) != 1 {
+		t.Fatalf("replay of the newest: %d, %v", len(envs), ok)
+	}
+}
+
+// TestRefusalGoesToItsSender: a refusal moves serverSeq (C-TURN-122) but
+// only its sender receives or replays it.
+func TestRefusalGoesToItsSender(t *testing.T) {
+	b := NewBus(16)
+	a, other := &sink{id: "a"}, &sink{id: "o"}
+	b.Subscribe(a, "c")
+	b.Subscribe(other, "c")
+	before := b.Seq()
+	b.Refuse(a, "c", delta("no"), &ahp.ActionOrigin{ClientID: "a", ClientSeq: 1}, "refused")
+	if b.Seq() != before+1 {
+		t.Fatal("a refusal did not move serverSeq")
+	}
+	if len(a.got) != 1 || len(other.got) != 0 {
+		t.Fatalf("sender got %d, other got %d", len(a.got), len(other.got))
+	}
+	if envs, _ := b.Replay(other, before, []string{"c"}); len(envs) != 0 {
+		t.Fatal("another client replays a refusal")
+	}
+	if envs, _ := b.Replay(&sink{id: "a"}, before, []string{"c"}); len(envs) != 1 {
+		t.Fatal("the sender does not replay its refusal")
+	}
+}
