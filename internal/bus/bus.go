@@ -50,7 +50,7 @@ type Bus struct {
 	logCap      int
 	logBytes    int
 	logMaxBytes int
-	subs     map[string]map[Subscriber]struct{}
+	subs        map[string]map[Subscriber]struct{}
 }
 
 // DefaultReplayBytes bounds the replay log's envelope bytes.
