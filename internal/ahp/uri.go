@@ -226,8 +226,17 @@ func DerivedChatURI(session, chatID string) string {
 // the derived form VS Code itself uses for a peer chat
 // (buildChatUri(session, id)); any other gets an opaque ahp-chat:/<id>.
 func MintChatURI(session, defaultChat, id string) string {
-	if p, err := ParseChatURI(defaultChat); err == nil && (p.Kind == ChatURIDefault || p.Kind == ChatURIDerived) {
+	if SpeaksDerivedURIs(defaultChat) {
 		return DerivedChatURI(session, id)
 	}
 	return OpaqueChatURI(id)
+}
+
+// SpeaksDerivedURIs reports whether a session whose default chat is
+// defaultChat names its chats in VS Code's derived form
+// (ahp-chat://<id>/<base64url(session)>); the host mints the chats it opens
+// there in that form too (C-FIRST-04, C-SUB-02).
+func SpeaksDerivedURIs(defaultChat string) bool {
+	p, err := ParseChatURI(defaultChat)
+	return err == nil && (p.Kind == ChatURIDefault || p.Kind == ChatURIDerived)
 }

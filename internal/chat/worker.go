@@ -83,7 +83,7 @@ var workerNamespace = uuid.MustParse("6f1c2a4e-93b5-4f1e-8d0a-5b7c1e2d3f40")
 // otherwise ahp-chat:/<uuid> made from the root chat and the call
 // (C-SUB-03), the same on every run.
 func MintWorkerURI(session, defaultChat, root, toolCallID string) string {
-	if p, err := ahp.ParseChatURI(defaultChat); err == nil && (p.Kind == ahp.ChatURIDefault || p.Kind == ahp.ChatURIDerived) {
+	if ahp.SpeaksDerivedURIs(defaultChat) {
 		return ahp.SubagentChatURI(session, toolCallID)
 	}
 	return ahp.OpaqueChatURI(uuid.NewSHA1(workerNamespace, []byte(root+"\n"+toolCallID)).String())

@@ -90,7 +90,7 @@ func (h *Host) registerFromCatalogue(ctx context.Context, uri, provider string, 
 		return nil, err
 	}
 	first := store.ChatRecord{
-		URI: h.firstChatURI(nil, uri), Title: title, ConversationID: info.ID,
+		URI: firstChatURI(uri), Title: title, ConversationID: info.ID,
 		CreatedAt: info.Created, ModifiedAt: info.Modified,
 		// The backend holds this conversation: the chat resumes it.
 		Meta: chat.RecordMeta{BackendStarted: true}.Raw(),

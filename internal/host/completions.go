@@ -13,7 +13,6 @@ import (
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/auth"
 	"github.com/ahpd/ahpd/internal/chat"
-	"github.com/ahpd/ahpd/internal/session"
 )
 
 const completionsMax = 50
@@ -138,7 +137,7 @@ type fileMatch struct {
 }
 
 func (f fileMatch) attachment() ahp.MessageAttachment {
-	att := ahp.MessageAttachment{Type: ahp.AttachmentResource, Label: filepath.Base(f.abs), URI: session.FileURI(f.abs)}
+	att := ahp.MessageAttachment{Type: ahp.AttachmentResource, Label: filepath.Base(f.abs), URI: ahp.FileURI(f.abs)}
 	if f.dir {
 		att.DisplayKind = "directory"
 	}
@@ -150,7 +149,7 @@ func (f fileMatch) attachment() ahp.MessageAttachment {
 func matchFiles(dirs []string, prefix string) []fileMatch {
 	var out []fileMatch
 	for _, d := range dirs {
-		root, err := session.LocalPath(d)
+		root, err := ahp.LocalPath(d)
 		if err != nil {
 			continue
 		}

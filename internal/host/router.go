@@ -184,7 +184,7 @@ func (h *Host) initialize(ctx context.Context, cl *client, params json.RawMessag
 		TerminalCommandPrefix:       "!",
 	}
 	if len(h.opts.Paths) > 0 {
-		res.DefaultDirectory = session.FileURI(h.opts.Paths[0])
+		res.DefaultDirectory = ahp.FileURI(h.opts.Paths[0])
 	}
 	for _, ch := range p.InitialSubscriptions {
 		snap, err := h.subscribe(ctx, cl, ch, nil)

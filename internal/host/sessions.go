@@ -52,17 +52,17 @@ func (h *Host) createSession(ctx context.Context, cl *client, params json.RawMes
 	}
 	dirs := p.Directories()
 	if len(dirs) == 0 && len(h.opts.Paths) > 0 {
-		dirs = []string{session.FileURI(h.opts.Paths[0])}
+		dirs = []string{ahp.FileURI(h.opts.Paths[0])}
 	}
 	for i, d := range dirs {
-		path, err := session.LocalPath(d)
+		path, err := ahp.LocalPath(d)
 		if err != nil {
 			return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.workingDirectories[%d]: %v", i, err)
 		}
 		if fi, err := os.Stat(path); err != nil || !fi.IsDir() {
 			return nil, fmt.Errorf("%w: working directory %s", ahp.ErrNotFound, d)
 		}
-		dirs[i] = session.FileURI(path)
+		dirs[i] = ahp.FileURI(path)
 	}
 	h.sessionsMu.Lock()
 	_, exists := h.sessions[p.Channel]
@@ -89,7 +89,7 @@ func (h *Host) createSession(ctx context.Context, cl *client, params json.RawMes
 		return nil, fmt.Errorf("create session %s: %w", p.Channel, err)
 	}
 	first := store.ChatRecord{
-		URI:            h.firstChatURI(cl, p.Channel),
+		URI:            firstChatURI(p.Channel),
 		Title:          chat.DefaultTitle,
 		ConversationID: conversationIDFor(id),
 		CreatedAt:      now,
@@ -127,9 +127,9 @@ func conversationIDFor(id string) string {
 // opaque ahp-chat:/<uuid> for every other client (C-FIRST-01, 02).
 //
 // A VS Code window is recognised by the URI dialect it speaks: it names
-// sessions <provider>:/<uuid>, where other clients use ahp-session:/, or
-// by its clientInfo (CHATS.md reading 17, docs/CHATS.md).
-func (h *Host) firstChatURI(cl *client, sessionURI string) string {
+// sessions <provider>:/<uuid>, where other clients use ahp-session:/
+// (CHATS.md reading 17, docs/CHATS.md).
+func firstChatURI(sessionURI string) string {
 	if ahp.SessionProviderScheme(sessionURI) != "" {
 		return ahp.DefaultChatURI(sessionURI)
 	}

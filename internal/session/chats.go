@@ -92,7 +92,7 @@ func (s *Session) DisposeChat(ctx context.Context, uri string) (removed bool, er
 			s.log.Warn("close chat", "chat", uri, "err", err)
 		}
 	} else if deleteConv && s.cfg.Agent != nil && s.cfg.Agent.Capabilities().Delete && rec.ConversationID != "" {
-		dirs, _ := localPaths(s.chatDirectories(rec))
+		dirs, _ := ahp.LocalPaths(s.chatDirectories(rec))
 		if err := s.cfg.Agent.Delete(ctx, rec.ConversationID, dirs); err != nil {
 			s.log.Warn("delete closed chat's conversation", "chat", uri, "err", err)
 		}
@@ -259,13 +259,13 @@ func withPosition(r store.ChatRecord, pos int) store.ChatRecord { r.Position = p
 func (s *Session) subsetOfSession(dirs []string) ([]string, error) {
 	have := make(map[string]string, len(s.state.WorkingDirectories))
 	for _, d := range s.state.WorkingDirectories {
-		if p, err := LocalPath(d); err == nil {
+		if p, err := ahp.LocalPath(d); err == nil {
 			have[p] = d
 		}
 	}
 	out := make([]string, 0, len(dirs))
 	for i, d := range dirs {
-		p, err := LocalPath(d)
+		p, err := ahp.LocalPath(d)
 		if err != nil {
 			return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.workingDirectories[%d]: %v", i, err)
 		}

@@ -324,7 +324,7 @@ func (s *Session) openChat(ctx context.Context, uri string) (*chat.Chat, error) 
 		}
 		e.actor, e.record = nil, e.actor.LastRecord()
 	}
-	dirs, err := localPaths(s.chatDirectories(e.record))
+	dirs, err := ahp.LocalPaths(s.chatDirectories(e.record))
 	if err != nil {
 		return nil, fmt.Errorf("open chat %s: %w", uri, err)
 	}
@@ -453,7 +453,7 @@ func (s *Session) onClientAction(cl chat.Client, origin *ahp.ActionOrigin, a ahp
 		s.apply(a, origin)
 		s.persist()
 	case ahp.SessionWorkingDirectorySet:
-		if _, err := localPaths([]string{a.Directory}); err != nil {
+		if _, err := ahp.LocalPaths([]string{a.Directory}); err != nil {
 			refuse(err.Error())
 			return
 		}
@@ -495,14 +495,3 @@ func sessionGrant(a ahp.Action) string {
 	}
 	return ""
 }
-
-// localPaths turns directory URIs (file:///x) or plain paths into local
-// absolute paths.
-func localPaths(uris []string) ([]string, error) { return ahp.LocalPaths(uris) }
-
-// LocalPath turns a directory URI (file:///x) or a plain absolute path into
-// a local absolute path.
-func LocalPath(u string) (string, error) { return ahp.LocalPath(u) }
-
-// FileURI turns a local path into a file: URI.
-func FileURI(path string) string { return ahp.FileURI(path) }

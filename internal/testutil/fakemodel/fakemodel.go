@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -138,7 +137,8 @@ func binary(t testing.TB) string {
 		}
 		goTool, err := exec.LookPath("go")
 		if err != nil {
-			goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+			buildErr = fmt.Errorf("build the fake model: no go on PATH: %w", err)
+			return
 		}
 		dir, err := os.MkdirTemp("", "ahpd-fakemodel-")
 		if err != nil {
