@@ -213,14 +213,6 @@ func (b *Bus) Unsubscribe(s Subscriber, channel string) {
 	}
 }
 
-// Subscribed reports whether s watches channel.
-func (b *Bus) Subscribed(s Subscriber, channel string) bool {
-	b.seqMu.Lock()
-	defer b.seqMu.Unlock()
-	_, ok := b.subs[channel][s]
-	return ok
-}
-
 // Subscribers counts the watchers of channel.
 func (b *Bus) Subscribers(channel string) int {
 	b.seqMu.Lock()

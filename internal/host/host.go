@@ -135,9 +135,6 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	return h, nil
 }
 
-// Bus is the host's envelope bus (for tests and status).
-func (h *Host) Bus() *bus.Bus { return h.bus }
-
 func (h *Host) agentInfos(ctx context.Context) []ahp.AgentInfo {
 	var out []ahp.AgentInfo
 	for _, p := range h.opts.Agents.Providers() {

@@ -54,13 +54,6 @@ func (s *Session) addChat(ctx context.Context, rec store.ChatRecord) error {
 	return nil
 }
 
-// HasChat reports whether the session holds the chat.
-func (s *Session) HasChat(ctx context.Context, uri string) (bool, error) {
-	var ok bool
-	err := s.call(ctx, func() { _, ok = s.chats[uri] })
-	return ok, err
-}
-
 // DefaultChat is the chat the session's defaultChat names.
 func (s *Session) DefaultChat(ctx context.Context) (string, error) {
 	var uri string

@@ -282,17 +282,6 @@ func (s *Session) Subscribe(ctx context.Context, sub bus.Subscriber) (ahp.Snapsh
 	return snap, merr
 }
 
-// State returns a copy of the session's state.
-func (s *Session) State(ctx context.Context) (ahp.SessionState, error) {
-	var raw []byte
-	if err := s.call(ctx, func() { raw, _ = json.Marshal(s.state) }); err != nil {
-		return ahp.SessionState{}, err
-	}
-	var st ahp.SessionState
-	err := json.Unmarshal(raw, &st)
-	return st, err
-}
-
 // Chat returns the actor of one of the session's chats, opening it first
 // when needed.
 func (s *Session) Chat(ctx context.Context, uri string) (*chat.Chat, error) {
