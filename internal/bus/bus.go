@@ -5,6 +5,7 @@ package bus
 
 import (
 	"encoding/json"
+	"strconv"
 	"sync"
 
 	"github.com/ahpd/ahpd/internal/ahp"
@@ -72,12 +73,49 @@ func (b *Bus) Seq() int64 {
 	return b.seq
 }
 
-type envelopeJSON struct {
-	Channel         string            `json:"channel"`
-	Action          ahp.Action        `json:"action"`
-	ServerSeq       int64             `json:"serverSeq"`
-	Origin          *ahp.ActionOrigin `json:"origin,omitempty"`
-	RejectionReason string            `json:"rejectionReason,omitempty"`
+// envelope is an action envelope marshalled up to its serverSeq: the
+// expensive part (the action) is encoded before seqMu is taken, and stamp
+// only splices the number in under it, so one chat's big action never
+// holds up every other chat's publishing.
+type envelope struct {
+	head, tail []byte
+}
+
+func newEnvelope(channel string, action ahp.Action, origin *ahp.ActionOrigin, rejection string) envelope {
+	ch, err := json.Marshal(channel)
+	if err != nil {
+		panic("marshal envelope channel: " + err.Error())
+	}
+	act, err := json.Marshal(action)
+	if err != nil {
+		// An action we built or decoded ourselves failed to marshal: a
+		// bug, never input.
+		panic("marshal envelope action: " + err.Error())
+	}
+	head := make([]byte, 0, len(ch)+len(act)+48)
+	head = append(head, `{"channel":`...)
+	head = append(head, ch...)
+	head = append(head, `,"action":`...)
+	head = append(head, act...)
+	head = append(head, `,"serverSeq":`...)
+	var tail []byte
+	if origin != nil {
+		o, _ := json.Marshal(origin)
+		tail = append(append(tail, `,"origin":`...), o...)
+	}
+	if rejection != "" {
+		r, _ := json.Marshal(rejection)
+		tail = append(append(tail, `,"rejectionReason":`...), r...)
+	}
+	return envelope{head: head, tail: append(tail, '}')}
+}
+
+// stamp returns the envelope's JSON with serverSeq seq.
+func (e envelope) stamp(seq int64) json.RawMessage {
+	out := make([]byte, 0, len(e.head)+20+len(e.tail))
+	out = append(out, e.head...)
+	out = strconv.AppendInt(out, seq, 10)
+	return append(out, e.tail...)
 }
 
 // Publish stamps the next serverSeq on the action and sends it to every
@@ -85,20 +123,17 @@ type envelopeJSON struct {
 // (C-TURN-122) but goes to the client that sent the action alone: the
 // others never applied it.
 func (b *Bus) Publish(channel string, action ahp.Action, origin *ahp.ActionOrigin, rejection string) int64 {
+	env := newEnvelope(channel, action, origin, rejection)
+	typ := action.ActionType()
 	b.seqMu.Lock()
 	defer b.seqMu.Unlock()
 	b.seq++
-	raw, err := json.Marshal(envelopeJSON{Channel: channel, Action: action, ServerSeq: b.seq, Origin: origin, RejectionReason: rejection})
-	if err != nil {
-		// An action we built ourselves failed to marshal: a bug, never input.
-		panic("marshal envelope: " + err.Error())
-	}
+	raw := env.stamp(b.seq)
 	e := logEntry{seq: b.seq, channel: channel, envelope: raw}
 	if rejection != "" && origin != nil {
 		e.onlyClient = origin.ClientID
 	}
 	b.appendLog(e)
-	typ := action.ActionType()
 	for s := range b.subs[channel] {
 		if e.onlyClient != "" && s.ClientID() != e.onlyClient {
 			continue
@@ -113,13 +148,11 @@ func (b *Bus) Publish(channel string, action ahp.Action, origin *ahp.ActionOrigi
 // Refuse answers a client's action with a refusal sent to that client
 // only, also when it is not subscribed to the channel.
 func (b *Bus) Refuse(to Subscriber, channel string, action ahp.Action, origin *ahp.ActionOrigin, reason string) int64 {
+	env := newEnvelope(channel, action, origin, reason)
 	b.seqMu.Lock()
 	defer b.seqMu.Unlock()
 	b.seq++
-	raw, err := json.Marshal(envelopeJSON{Channel: channel, Action: action, ServerSeq: b.seq, Origin: origin, RejectionReason: reason})
-	if err != nil {
-		panic("marshal envelope: " + err.Error())
-	}
+	raw := env.stamp(b.seq)
 	b.appendLog(logEntry{seq: b.seq, channel: channel, onlyClient: to.ClientID(), envelope: raw})
 	to.Deliver("action", raw)
 	return b.seq

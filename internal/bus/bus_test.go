@@ -93,3 +93,30 @@ func TestRefusalGoesToItsSender(t *testing.T) {
 		t.Fatal("the sender does not replay its refusal")
 	}
 }
+
+// TestEnvelopeShape: a stamped envelope is the ActionEnvelope JSON, with
+// origin and rejectionReason only when present.
+func TestEnvelopeShape(t *testing.T) {
+	cases := []struct {
+		name      string
+		origin    *ahp.ActionOrigin
+		rejection string
+		want      string
+	}{
+		{"server action", nil, "", `{"channel":"ahp-chat:/c","action":{"type":"chat/delta","turnId":"t","partId":"p","content":"x\"y"},"serverSeq":42}`},
+		{"client action", &ahp.ActionOrigin{ClientID: "a", ClientSeq: 3}, "", `{"channel":"ahp-chat:/c","action":{"type":"chat/delta","turnId":"t","partId":"p","content":"x\"y"},"serverSeq":42,"origin":{"clientId":"a","clientSeq":3}}`},
+		{"refusal", &ahp.ActionOrigin{ClientID: "a", ClientSeq: 3}, "no", `{"channel":"ahp-chat:/c","action":{"type":"chat/delta","turnId":"t","partId":"p","content":"x\"y"},"serverSeq":42,"origin":{"clientId":"a","clientSeq":3},"rejectionReason":"no"}`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := newEnvelope("ahp-chat:/c", delta(`x"y`), c.origin, c.rejection).stamp(42)
+			if string(got) != c.want {
+				t.Fatalf("got  %s\nwant %s", got, c.want)
+			}
+			var env ahp.ActionEnvelope
+			if err := json.Unmarshal(got, &env); err != nil || env.ServerSeq != 42 {
+				t.Fatalf("does not decode as an ActionEnvelope: %v", err)
+			}
+		})
+	}
+}
