@@ -57,7 +57,17 @@ func BuiltinAgents(cfg Config) (*agent.Registry, error) {
 			return nil, fmt.Errorf("%w: agents.claude: %v", ErrUsage, err)
 		}
 	}
-	return agent.NewRegistry(script.New(script.Options{}), claude.New(co))
+	agents := []agent.Agent{script.New(script.Options{}), claude.New(co)}
+	// Each further backend reads its own settings in a file of its own
+	// (agents_<name>.go), so backends are added without touching this one.
+	for _, build := range []func(Config) ([]agent.Agent, error){piAgents, acpAgents, cofoldAgents} {
+		more, err := build(cfg)
+		if err != nil {
+			return nil, err
+		}
+		agents = append(agents, more...)
+	}
+	return agent.NewRegistry(agents...)
 }
 
 // Start opens the store, restores every session and starts serving.
