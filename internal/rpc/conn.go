@@ -251,6 +251,9 @@ func (c *Conn) enqueue(frame []byte, isReply bool) error {
 		})
 		return ErrSlowConsumer
 	}
+	if err == nil && c.srv.outboxTotal.Add(int64(len(frame))) > c.srv.opts.TotalOutboxBytes {
+		c.srv.overTotalBudget()
+	}
 	return err
 }
 
@@ -306,6 +309,9 @@ func (c *Conn) serve() {
 	_ = jc.Close()
 	<-c.readLoopDone
 	<-c.dispatchDone
+	// What was queued and never written leaves the total with the
+	// connection (the outbox refuses pushes once closed).
+	c.srv.outboxTotal.Add(-int64(c.out.pendingBytes()))
 
 	c.safely("Disconnected", func() { c.srv.opts.Handler.Disconnected(c, c.reason) })
 	attrs := []any{"reason", c.reason}
@@ -423,6 +429,7 @@ func (c *Conn) writeFrames(frames [][]byte, deadline time.Time) bool {
 			return false
 		}
 		c.out.written(len(f))
+		c.srv.outboxTotal.Add(-int64(len(f)))
 	}
 	return true
 }

@@ -55,12 +55,25 @@ type Handler interface {
 type Options struct {
 	// Handler receives the connections; required.
 	Handler Handler
-	// Token, when not empty, must be presented by the upgrade request as
-	// query "?tkn=<token>" or header "Authorization: Bearer <token>".
+	// Token and ExtraTokens are the connection tokens. Once any is set,
+	// every upgrade must present one, as query "?tkn=<token>" or header
+	// "Authorization: Bearer <token>"; otherwise 401.
 	Token string
 	// ExtraTokens are accepted as well as Token (connection tokens that
-	// carry their own grants). With Token empty they are not required.
+	// carry their own grants).
 	ExtraTokens []string
+	// AllowedOrigins and AllowedHosts widen the door policy (door.go):
+	// browser origins let in without a token, and Host names let in when
+	// no token is configured.
+	AllowedOrigins []string
+	AllowedHosts   []string
+	// MaxConnections is the most connections open at once; an upgrade over
+	// it is answered 503. Default 1024; negative: no cap.
+	MaxConnections int
+	// TotalOutboxBytes bounds the unsent bytes of all connections together;
+	// past it, the connection with the most unsent bytes is cut as a slow
+	// consumer. Default 256 MiB.
+	TotalOutboxBytes int64
 	// Logger receives the transport's logs; each connection logs with the
 	// attribute "conn". Default slog.Default().
 	Logger *slog.Logger
@@ -83,7 +96,9 @@ type Options struct {
 const (
 	DefaultOutboxBytes     = 16 << 20
 	DefaultWriteTimeout    = 10 * time.Second
-	DefaultMaxMessageBytes = 64 << 20
+	DefaultMaxMessageBytes = 16 << 20
+	DefaultMaxConnections  = 1024
+	DefaultTotalOutbox     = 256 << 20
 	DefaultPingInterval    = 30 * time.Second
 )
 
@@ -92,6 +107,9 @@ type Stats struct {
 	Connections   int    // open now
 	Accepted      uint64 // upgrades accepted since start
 	Unauthorized  uint64 // upgrades refused with 401
+	Forbidden     uint64 // upgrades refused with 403 (origin or host)
+	OverCapacity  uint64 // upgrades refused with 503 (MaxConnections)
+	OutboxBytes   int64  // unsent bytes of all connections now
 	SlowConsumers uint64 // connections closed with CloseSlowConsumer
 	WriteTimeouts uint64 // connections closed with CloseWriteTimeout
 	PingTimeouts  uint64 // connections closed with ClosePingTimeout
@@ -101,7 +119,7 @@ type Stats struct {
 
 // counters are the atomics behind Stats.
 type counters struct {
-	accepted, unauthorized, slowConsumers, writeTimeouts, pingTimeouts, badFrames, panics atomic.Uint64
+	accepted, unauthorized, forbidden, overCapacity, slowConsumers, writeTimeouts, pingTimeouts, badFrames, panics atomic.Uint64
 }
 
 // Server accepts websocket connections and runs them. It is an
@@ -113,7 +131,13 @@ type Server struct {
 	// tokenSums are sha256 of Token and ExtraTokens, so the comparison is
 	// constant-time whatever the length of the token presented.
 	tokenSums [][sha256.Size]byte
+	door      DoorPolicy
 	stats     counters
+	// open counts connections admitted (reserved before the upgrade, so
+	// MaxConnections holds under a burst); outboxTotal is the unsent bytes
+	// of every connection's outbox together.
+	open        atomic.Int64
+	outboxTotal atomic.Int64
 
 	// mu guards conns, shuttingDown and idleClosed. A connection is in
 	// conns from its upgrade until its goroutines have ended.
@@ -145,6 +169,12 @@ func NewServer(o Options) *Server {
 	if o.PingInterval == 0 {
 		o.PingInterval = DefaultPingInterval
 	}
+	if o.MaxConnections == 0 {
+		o.MaxConnections = DefaultMaxConnections
+	}
+	if o.TotalOutboxBytes <= 0 {
+		o.TotalOutboxBytes = DefaultTotalOutbox
+	}
 	s := &Server{
 		opts:  o,
 		log:   o.Logger,
@@ -152,9 +182,10 @@ func NewServer(o Options) *Server {
 		idle:  make(chan struct{}),
 		upgrader: websocket.Upgrader{
 			// Buffers are borrowed only while a frame is written, so idle
-			// connections hold none. CheckOrigin is gorilla's default:
-			// browsers on another origin are refused.
+			// connections hold none.
 			WriteBufferPool: &sync.Pool{},
+			// The origin was decided by the door policy before Upgrade.
+			CheckOrigin: func(*http.Request) bool { return true },
 		},
 	}
 	for _, t := range append([]string{o.Token}, o.ExtraTokens...) {
@@ -162,6 +193,7 @@ func NewServer(o Options) *Server {
 			s.tokenSums = append(s.tokenSums, sha256.Sum256([]byte(t)))
 		}
 	}
+	s.door = DoorPolicy{TokenRequired: len(s.tokenSums) > 0, AllowedOrigins: o.AllowedOrigins, AllowedHosts: o.AllowedHosts}
 	return s
 }
 
@@ -179,9 +211,26 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.stats.unauthorized.Add(1)
 		s.log.Info("upgrade refused: missing or wrong token", "remote", r.RemoteAddr)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ahpd"`)
-		http.Error(w, "unauthorized", http.StatusUnauthorized)
+		http.Error(w, "unauthorized: this ahpd needs a connection token (?tkn= or Authorization: Bearer)", http.StatusUnauthorized)
 		return
 	}
+	if v := s.door.Check(r.Host, r.Header.Get("Origin"), token != "" && len(s.tokenSums) > 0); v.Status != 0 {
+		s.stats.forbidden.Add(1)
+		s.log.Warn("upgrade refused", "remote", r.RemoteAddr, "reason", v.Reason)
+		http.Error(w, "forbidden: "+v.Reason, v.Status)
+		return
+	}
+	if max := s.opts.MaxConnections; max > 0 && s.open.Add(1) > int64(max) {
+		s.open.Add(-1)
+		s.stats.overCapacity.Add(1)
+		s.log.Warn("upgrade refused: too many connections", "remote", r.RemoteAddr, "maxConnections", max)
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, fmt.Sprintf("too many connections (maxConnections %d)", max), http.StatusServiceUnavailable)
+		return
+	} else if max <= 0 {
+		s.open.Add(1)
+	}
+	defer s.open.Add(-1)
 	ws, err := s.upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		// Upgrade has already answered the request.
@@ -202,21 +251,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // authorize returns the token the request presents and whether it may
-// connect. With no Options.Token every request may, and the token it
-// presents (if any) is still returned for grants.
+// connect. Once any token is configured, only a configured one may; with
+// none configured every request may (the door policy then confines it to
+// loopback Hosts), and a presented token is still returned.
 func (s *Server) authorize(r *http.Request) (token string, ok bool) {
 	bearer := bearerToken(r.Header.Get("Authorization"))
 	query := r.URL.Query().Get("tkn")
-	if s.opts.Token == "" {
+	if len(s.tokenSums) == 0 {
 		presented := query
 		if bearer != "" {
 			presented = bearer
 		}
-		if presented == "" || len(s.tokenSums) == 0 {
-			return presented, true
-		}
-		// A token nobody configured is refused even where none is
-		// required: it must not pass for the deployment itself.
+		return presented, true
 	}
 	for _, t := range [...]string{bearer, query} {
 		if t == "" {
@@ -324,10 +370,40 @@ func (s *Server) Stats() Stats {
 		Connections:   open,
 		Accepted:      s.stats.accepted.Load(),
 		Unauthorized:  s.stats.unauthorized.Load(),
+		Forbidden:     s.stats.forbidden.Load(),
+		OverCapacity:  s.stats.overCapacity.Load(),
+		OutboxBytes:   s.outboxTotal.Load(),
 		SlowConsumers: s.stats.slowConsumers.Load(),
 		WriteTimeouts: s.stats.writeTimeouts.Load(),
 		PingTimeouts:  s.stats.pingTimeouts.Load(),
 		BadFrames:     s.stats.badFrames.Load(),
 		HandlerPanics: s.stats.panics.Load(),
 	}
+}
+
+// overTotalBudget cuts the connection with the most unsent bytes once all
+// outboxes together hold more than TotalOutboxBytes: one stuck client
+// cannot grow the daemon without bound, and the one cut is the one holding
+// the most.
+func (s *Server) overTotalBudget() {
+	if s.outboxTotal.Load() <= s.opts.TotalOutboxBytes {
+		return
+	}
+	s.mu.Lock()
+	var worst *Conn
+	most := 0
+	for c := range s.conns {
+		if n := c.out.pendingBytes(); n > most {
+			worst, most = c, n
+		}
+	}
+	s.mu.Unlock()
+	if worst == nil {
+		return
+	}
+	worst.closeWith(CloseSlowConsumer, fmt.Errorf("total outbox over %d bytes", s.opts.TotalOutboxBytes), func() {
+		s.stats.slowConsumers.Add(1)
+		worst.log.Warn("total outbox budget exceeded: closing the connection holding the most",
+			"pendingBytes", most, "totalBytes", s.outboxTotal.Load(), "budgetBytes", s.opts.TotalOutboxBytes)
+	})
 }

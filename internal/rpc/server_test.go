@@ -202,6 +202,7 @@ func TestToken(t *testing.T) {
 	tests := []struct {
 		name       string
 		serverTkn  string
+		extra      []string
 		query      string
 		header     string
 		wantStatus int    // 0: upgraded
@@ -217,12 +218,17 @@ func TestToken(t *testing.T) {
 		{name: "bearer scheme is case-insensitive", serverTkn: secret, header: "bearer " + secret, wantToken: secret},
 		{name: "right query beats wrong bearer", serverTkn: secret, query: "?tkn=" + secret, header: "Bearer nope", wantToken: secret},
 		{name: "no token configured lets anyone in", wantToken: ""},
+		// Once any token is configured every upgrade must present one:
+		// grant-carrying tokens alone do not leave a tokenless door open.
+		{name: "tokens without a root token still need one", extra: []string{"grant-1"}, wantStatus: 401},
+		{name: "a grant token is accepted", extra: []string{"grant-1"}, header: "Bearer grant-1", wantToken: "grant-1"},
+		{name: "an unknown token is refused where only grant tokens exist", extra: []string{"grant-1"}, query: "?tkn=nope", wantStatus: 401},
 		{name: "no token configured keeps the presented one", header: "Bearer grant-1", wantToken: "grant-1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newTestHandler()
-			s, url := startServer(t, h, func(o *Options) { o.Token = tt.serverTkn })
+			s, url := startServer(t, h, func(o *Options) { o.Token, o.ExtraTokens = tt.serverTkn, tt.extra })
 			header := http.Header{}
 			if tt.header != "" {
 				header.Set("Authorization", tt.header)
