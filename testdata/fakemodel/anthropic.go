@@ -57,6 +57,16 @@ func (s *server) anthropicMessages(w http.ResponseWriter, r *http.Request, req m
 	var blocks []anthropicBlock
 	stop := "end_turn"
 	switch p.kind {
+	case replyCall:
+		// The input is streamed as written; a non-object input is kept raw
+		// in the non-streamed answer.
+		var in map[string]any
+		_ = json.Unmarshal([]byte(p.callArgs), &in)
+		blocks = append(blocks, anthropicBlock{
+			kind: "tool_use", toolID: fmt.Sprintf("toolu_fake%06d", n), toolName: p.callName, input: in,
+			deltas: pieces(p.callArgs, 12),
+		})
+		stop = "tool_use"
 	case replyTool:
 		name, desc := bashTool(req)
 		in := toolInput(p.command, desc)

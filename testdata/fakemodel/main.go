@@ -12,7 +12,8 @@
 //
 // What it answers is chosen by markers in the text of the last message
 // whose role is not "system" (see script.go): plain text, [slow], [tool],
-// [bash:CMD], [task:PROMPT] (a call of the CLI's subagent tool, Task or
+// [bash:CMD], [[call NAME ARGS]] (a script of tool calls, one per model
+// step, with raw JSON arguments), [task:PROMPT] (a call of the CLI's subagent tool, Task or
 // Agent, whose subagent answers PROMPT), [error], [overloaded], [think];
 // and "tool done" once a tool
 // result comes back. The answers are deterministic.

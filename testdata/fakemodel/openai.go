@@ -42,6 +42,8 @@ func (s *server) openaiChat(w http.ResponseWriter, r *http.Request, req map[stri
 		finish    = "stop"
 	)
 	switch p.kind {
+	case replyCall:
+		toolID, toolName, args, finish = fmt.Sprintf("call_fake%06d", n), p.callName, p.callArgs, "tool_calls"
 	case replyTool:
 		name, desc := bashTool(req)
 		js, _ := json.Marshal(toolInput(p.command, desc))

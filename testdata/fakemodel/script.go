@@ -18,6 +18,7 @@ const (
 	replyOverloaded                  // HTTP 529 overloaded_error
 	replyToolDone                    // "tool done", after a tool result
 	replyTask                        // a call of the CLI's subagent tool (Task or Agent) with prompt
+	replyCall                        // the next call of a [[call NAME ARGS]] script
 )
 
 // slowDeltas and slowDelay shape a [slow] reply: about six seconds.
@@ -33,6 +34,10 @@ type plan struct {
 	text string
 	// command is the bash command of a tool call.
 	command string
+	// callName and callArgs are the tool and raw arguments of a replyCall;
+	// callArgs is sent as written, so a script can send malformed JSON.
+	callName string
+	callArgs string
 }
 
 // message is a request message reduced to what the script reads.
@@ -48,6 +53,8 @@ var (
 	reminderRE = regexp.MustCompile(`(?s)<system-reminder>.*?</system-reminder>`)
 	bashRE     = regexp.MustCompile(`\[bash:([^\]]*)\]`)
 	taskRE     = regexp.MustCompile(`\[task:([^\]]*)\]`)
+	// callRE is one step of a multi-step tool script: [[call NAME ARGS]].
+	callRE = regexp.MustCompile(`(?s)\[\[call ([A-Za-z0-9_]+) (.*?)\]\]`)
 )
 
 // stripReminders drops the <system-reminder> sections claude wraps its own
@@ -70,6 +77,9 @@ func decide(msgs []message) plan {
 	}
 	if last == nil {
 		return plan{kind: replyText}
+	}
+	if p, ok := scripted(msgs); ok {
+		return p
 	}
 	if last.toolResult {
 		return plan{kind: replyToolDone}
@@ -237,4 +247,37 @@ func toolInput(command string, takesDescription bool) map[string]any {
 		in["description"] = "fake tool call"
 	}
 	return in
+}
+
+// scripted answers a [[call NAME ARGS]] script: the latest user message
+// with text holds the steps, and each assistant message since it is one
+// step taken, so the k-th answer after it is the k-th call. Once every
+// step is taken the script answers as without one ("tool done" after a
+// tool result).
+func scripted(msgs []message) (plan, bool) {
+	start := -1
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m := msgs[i]
+		if m.role != "user" || m.toolResult {
+			continue
+		}
+		if text := strings.Join(m.texts, "\n"); strings.TrimSpace(text) != "" {
+			start = i
+			break
+		}
+	}
+	if start < 0 {
+		return plan{}, false
+	}
+	steps := callRE.FindAllStringSubmatch(strings.Join(msgs[start].texts, "\n"), -1)
+	taken := 0
+	for _, m := range msgs[start+1:] {
+		if m.role == "assistant" {
+			taken++
+		}
+	}
+	if taken >= len(steps) {
+		return plan{}, false
+	}
+	return plan{kind: replyCall, callName: steps[taken][1], callArgs: steps[taken][2]}, true
 }
