@@ -1,0 +1,87 @@
+package daemon_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/ahpd/ahpd/internal/daemon"
+	"github.com/ahpd/ahpd/internal/testutil/fakemodel"
+)
+
+// TestACPLiveClaudeAdapter drives the real Claude ACP adapter, configured
+// through agents.acp, over the daemon's websocket against the fake model:
+// text streams, a stop ends the turn cancelled, and after a daemon restart
+// the chat's turns are there and the next turn runs in a new process that
+// loaded the session.
+func TestACPLiveClaudeAdapter(t *testing.T) {
+	bin := fakemodel.Agent(t, "claude-agent-acp")
+	fake := fakemodel.Start(t)
+	cfg := daemon.Defaults()
+	cfg.DataDir = t.TempDir()
+	entry, _ := json.Marshal([]map[string]any{{
+		"name": "claude-acp", "displayName": "Claude (ACP)", "command": bin,
+		"env": []string{
+			"HOME=" + t.TempDir(), "CLAUDE_CONFIG_DIR=" + t.TempDir(),
+			"ANTHROPIC_BASE_URL=" + fake.URL, "ANTHROPIC_API_KEY=dummy", "IS_SANDBOX=1",
+			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1",
+			"CLAUDE_CODE_MAX_RETRIES=0",
+		},
+	}})
+	cfg.Agents = map[string]json.RawMessage{"acp": entry}
+	reg, err := daemon.BuiltinAgents(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dataDir := cfg.DataDir
+	e := newEnvWith(t, reg, func(c *daemon.Config) { c.DataDir = dataDir; c.Agents = cfg.Agents })
+	a := e.client("a")
+	const sess = "ahp-session:/acc0de00-0000-4000-8000-000000000001"
+	a.MustCall("createSession", map[string]any{"channel": sess, "provider": "claude-acp"})
+	st := sessionState(t, a, sess)
+	def := st.DefaultChat
+	a.Subscribe(def)
+
+	if end := sendTurn(t, a, def, "t1", "hello acp"); end.Type() != "chat/turnComplete" {
+		t.Fatalf("t1 ended with %s: %s", end.Type(), end.Action)
+	}
+	if got := clMarkdown(chatOf(t, a, def).Turns[0]); !strings.Contains(got, "fake reply: hello acp") {
+		t.Fatalf("t1 answered %q", got)
+	}
+
+	a.Dispatch(def, turnStarted("t2", "talk slowly [slow]"))
+	clAwaitAction(t, a, def, "t2", "chat/delta")
+	a.AwaitEcho(a.Dispatch(def, map[string]any{"type": "chat/turnCancelled", "turnId": "t2"}))
+	if end := awaitEnd(t, a, def, "t2"); end.Type() != "chat/turnCancelled" {
+		t.Fatalf("t2 ended with %s", end.Type())
+	}
+
+	e.restart()
+	a = e.client("a2")
+	turns := chatOf(t, a, def).Turns
+	if len(turns) != 2 || turns[0].Message.Text != "hello acp" {
+		t.Fatalf("after the restart: %d turns", len(turns))
+	}
+	a.Subscribe(def)
+	if end := sendTurn(t, a, def, "t3", "after the restart"); end.Type() != "chat/turnComplete" {
+		t.Fatalf("t3 ended with %s: %s", end.Type(), end.Action)
+	}
+	// The model saw the earlier turn: the new process loaded the session.
+	var saw bool
+	for _, r := range fake.Requests(t) {
+		if !r.IsMessages() {
+			continue
+		}
+		var all []string
+		for _, m := range r.Messages() {
+			all = append(all, m.Texts()...)
+		}
+		j := strings.Join(all, "|")
+		if strings.Contains(j, "after the restart") && strings.Contains(j, "hello acp") {
+			saw = true
+		}
+	}
+	if !saw {
+		t.Error("the turn after the restart did not carry the loaded history")
+	}
+}
