@@ -9,7 +9,7 @@
 //	[maxtokens]   ends with stop reason max_tokens
 //	otherwise     says "fake acp: <text>", a thought first
 //
-// With -state DIR it keeps each session's prompts and answers there and
+// With -init-delay D, initialize takes D. With -state DIR it keeps each session's prompts and answers there and
 // replays them on session/load.
 package main
 
@@ -29,8 +29,9 @@ import (
 )
 
 type fake struct {
-	conn  *acp.AgentSideConnection
-	state string
+	conn      *acp.AgentSideConnection
+	state     string
+	initDelay time.Duration
 	// mu guards cancels and next.
 	mu      sync.Mutex
 	cancels map[acp.SessionId]context.CancelFunc
@@ -43,13 +44,15 @@ var readRE = regexp.MustCompile(`\[read:([^\]]*)\]`)
 
 func main() {
 	state := flag.String("state", "", "directory keeping sessions")
+	initDelay := flag.Duration("init-delay", 0, "how long initialize takes")
 	flag.Parse()
-	f := &fake{state: *state, cancels: make(map[acp.SessionId]context.CancelFunc)}
+	f := &fake{state: *state, initDelay: *initDelay, cancels: make(map[acp.SessionId]context.CancelFunc)}
 	f.conn = acp.NewAgentSideConnection(f, os.Stdout, os.Stdin)
 	<-f.conn.Done()
 }
 
 func (f *fake) Initialize(ctx context.Context, p acp.InitializeRequest) (acp.InitializeResponse, error) {
+	time.Sleep(f.initDelay)
 	return acp.InitializeResponse{ProtocolVersion: acp.ProtocolVersionNumber, AuthMethods: []acp.AuthMethod{},
 		AgentCapabilities: acp.AgentCapabilities{LoadSession: f.state != "", PromptCapabilities: acp.PromptCapabilities{EmbeddedContext: true}}}, nil
 }

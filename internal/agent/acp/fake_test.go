@@ -146,3 +146,46 @@ func TestFakeAgent(t *testing.T) {
 		t.Fatalf("read back %+v", tts)
 	}
 }
+
+// TestStopWhilePreparingACP: a turn stopped while the agent is still
+// initializing ends cancelled at once, its prompt never sent (C-TURN-107,
+// 108); the next turn runs in a fresh process.
+func TestStopWhilePreparingACP(t *testing.T) {
+	bin := fakeAgent(t)
+	state := t.TempDir()
+	a, err := New(Options{Name: "fake", Command: bin, Args: []string{"-state", state, "-init-delay", "3s"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, err := a.Open(context.Background(), agent.OpenParams{Mode: agent.OpenNew, ConversationID: "p1", Directories: []string{t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conv.Close()
+	if err := conv.Send(context.Background(), agent.Turn{ID: "t1", Text: "never sent"}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	if err := conv.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	evs := collect(t, conv, "t1", nil)
+	if e := evs[len(evs)-1].End; e.Outcome != agent.OutcomeCancelled || time.Since(start) > time.Second {
+		t.Fatalf("t1 ended %+v after %v", e, time.Since(start))
+	}
+	if err := conv.Send(context.Background(), agent.Turn{ID: "t2", Text: "sent"}); err != nil {
+		t.Fatal(err)
+	}
+	evs = collect(t, conv, "t2", nil)
+	if textOf(evs) != "fake acp: sent" {
+		t.Fatalf("t2 said %q", textOf(evs))
+	}
+	entries, _ := os.ReadDir(state)
+	for _, e := range entries {
+		b, _ := os.ReadFile(filepath.Join(state, e.Name()))
+		if strings.Contains(string(b), "never sent") {
+			t.Errorf("the stopped turn's prompt reached the agent: %s", b)
+		}
+	}
+}
