@@ -76,50 +76,37 @@ func newServe() *cobra.Command {
 	return cmd
 }
 
-// loadConfig lays the config file under the flags: a flag the user set
-// wins over the file.
+// loadConfig lays the config file under the flags: cfg holds what the
+// flags parsed; the result is the defaults, then the whole file, then each
+// flag the user set. Every file key survives (the file is decoded whole,
+// not copied field by field).
 func loadConfig(cmd *cobra.Command, cfg *daemon.Config, path string) error {
-	file := daemon.Defaults()
+	out := daemon.Defaults()
 	optional := path == ""
 	if optional {
 		path = daemon.DefaultConfigFile()
 	}
 	if path != "" {
-		if err := file.LoadFile(path, optional); err != nil {
+		if err := out.LoadFile(path, optional); err != nil {
 			return fmt.Errorf("%w: %v", daemon.ErrUsage, err)
 		}
 	}
-	set := func(name string) bool { return cmd.Flags().Changed(name) }
-	if !set("host") {
-		cfg.Host = file.Host
+	fl := cmd.Flags()
+	for name, copyFlag := range map[string]func(){
+		"host":                     func() { out.Host = cfg.Host },
+		"port":                     func() { out.Port = cfg.Port },
+		"data-dir":                 func() { out.DataDir = cfg.DataDir },
+		"path":                     func() { out.Paths = cfg.Paths },
+		"connection-token":         func() { out.ConnectionToken = cfg.ConnectionToken },
+		"connection-token-file":    func() { out.ConnectionTokenFile = cfg.ConnectionTokenFile },
+		"without-connection-token": func() { out.WithoutConnectionToken = cfg.WithoutConnectionToken },
+		"closed-chats":             func() { out.ClosedChats = cfg.ClosedChats },
+	} {
+		if fl.Lookup(name) != nil && fl.Changed(name) {
+			copyFlag()
+		}
 	}
-	if !set("port") {
-		cfg.Port = file.Port
-	}
-	if !set("data-dir") {
-		cfg.DataDir = file.DataDir
-	}
-	if !set("path") {
-		cfg.Paths = file.Paths
-	}
-	if !set("connection-token") {
-		cfg.ConnectionToken = file.ConnectionToken
-	}
-	if !set("connection-token-file") {
-		cfg.ConnectionTokenFile = file.ConnectionTokenFile
-	}
-	if !set("without-connection-token") {
-		cfg.WithoutConnectionToken = file.WithoutConnectionToken
-	}
-	if !set("closed-chats") {
-		cfg.ClosedChats = file.ClosedChats
-	}
-	cfg.Tokens = file.Tokens
-	cfg.ReplayLog = file.ReplayLog
-	cfg.ChatIdleSeconds = file.ChatIdleSeconds
-	cfg.OutboxBytes = file.OutboxBytes
-	cfg.TurnsView = file.TurnsView
-	cfg.Agents = file.Agents
+	*cfg = out
 	return nil
 }
 
@@ -136,6 +123,7 @@ func runServe(cmd *cobra.Command, cfg daemon.Config, f serveFlags) error {
 		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "listening %s\n", d.URL())
+	fmt.Fprintf(cmd.OutOrStdout(), "vscode settings: \"chat.remoteAgentHosts\": [%s]\n", d.VSCodeEntry())
 	<-ctx.Done()
 	log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)

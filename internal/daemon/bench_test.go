@@ -34,7 +34,7 @@ func BenchmarkTurn(b *testing.B) {
 	e := benchEnv(b, reg)
 	// Set up through the harness, then drive turns over a bare socket that
 	// only looks for each turn's end, so the client costs next to nothing.
-	c := ahptest.Dial(b, e.d.URL(), "")
+	c := ahptest.Dial(b, e.d.URL(), e.cfg.ConnectionToken)
 	c.Initialize("setup")
 	const sess = "ahp-session:/be0c4000-0000-4000-8000-000000000001"
 	c.MustCall("createSession", map[string]any{"channel": sess})

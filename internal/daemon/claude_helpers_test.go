@@ -76,6 +76,7 @@ func newClaudeEnv(t *testing.T, stopEnds string) *claudeEnv {
 		{Token: answererToken, Principal: "user:answerer", Grants: []string{"session:read", "chat:turns", "chat:answer"}},
 		{Token: readerToken, Principal: "user:reader", Grants: []string{"session:read", "chat:turns"}},
 	}
+	e.cfg.ConnectionToken = "root-token"
 	e.start()
 	t.Cleanup(func() { e.stop() })
 	ce.testEnv = e
@@ -97,6 +98,9 @@ func (ce *claudeEnv) session(c *ahptest.Client, uri string) (chat, conversation 
 // dial connects a client presenting token, subscribed to the root.
 func (ce *claudeEnv) dial(id, token string) *ahptest.Client {
 	ce.t.Helper()
+	if token == "" {
+		token = ce.cfg.ConnectionToken
+	}
 	c := ahptest.Dial(ce.t, ce.d.URL(), token)
 	c.Initialize(id, ahp.RootURI)
 	return c

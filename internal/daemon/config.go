@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,6 +54,24 @@ type Config struct {
 	// that the host asks that client for; one whose size hint is over it is
 	// left where it is. 0 asks for any size (C-ATT-14..16).
 	AttachmentFetchLimitBytes int64 `json:"attachmentFetchLimitBytes"`
+
+	// AllowedOrigins are browser origins ("https://console.example.com")
+	// let in without a token, beside VS Code's and the daemon's own.
+	AllowedOrigins []string `json:"allowedOrigins,omitempty"`
+	// AllowedHosts are Host names let in when no token is configured,
+	// beside the loopback names (DNS rebinding defence).
+	AllowedHosts []string `json:"allowedHosts,omitempty"`
+	// MaxConnections caps open connections (503 over it). 0 means 1024.
+	MaxConnections int `json:"maxConnections,omitempty"`
+	// MaxFrameBytes is the largest frame a client may send. 0 means 16 MiB.
+	MaxFrameBytes int64 `json:"maxFrameBytes,omitempty"`
+	// TotalOutboxBytes bounds every connection's unsent bytes together.
+	// 0 means 256 MiB.
+	TotalOutboxBytes int64 `json:"totalOutboxBytes,omitempty"`
+	// AgentSilenceSeconds: a turn whose agent process said nothing for
+	// this long ends with an error and the process is replaced. 0 means
+	// 600; -1 never.
+	AgentSilenceSeconds int `json:"agentSilenceSeconds,omitempty"`
 
 	// Agents holds each backend's settings, by provider.
 	Agents map[string]json.RawMessage `json:"agents,omitempty"`
@@ -141,6 +160,34 @@ func (c *Config) Validate() error {
 	if c.AttachmentFetchLimitBytes < 0 {
 		return fmt.Errorf("%w: attachmentFetchLimitBytes must be 0 (any size) or more, not %d", ErrUsage, c.AttachmentFetchLimitBytes)
 	}
+	for _, n := range []struct {
+		name string
+		v    int64
+		min  int64
+	}{
+		{"replayLog", int64(c.ReplayLog), 0},
+		{"outboxBytes", int64(c.OutboxBytes), 0},
+		{"turnsView", int64(c.TurnsView), 0},
+		{"chatIdleSeconds", int64(c.ChatIdleSeconds), -1},
+		{"maxConnections", int64(c.MaxConnections), 0},
+		{"maxFrameBytes", c.MaxFrameBytes, 0},
+		{"totalOutboxBytes", c.TotalOutboxBytes, 0},
+		{"agentSilenceSeconds", int64(c.AgentSilenceSeconds), -1},
+	} {
+		if n.v < n.min {
+			return fmt.Errorf("%w: %s must be %d or more, not %d", ErrUsage, n.name, n.min, n.v)
+		}
+	}
+	for i, o := range c.AllowedOrigins {
+		if u, err := url.Parse(o); err != nil || u.Scheme == "" || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			return fmt.Errorf("%w: allowedOrigins[%d] %q is not scheme://host[:port]", ErrUsage, i, o)
+		}
+	}
+	for i, h := range c.AllowedHosts {
+		if h == "" || strings.ContainsAny(h, "/ ") {
+			return fmt.Errorf("%w: allowedHosts[%d] %q is not a host name", ErrUsage, i, h)
+		}
+	}
 	if c.ConnectionToken != "" && c.WithoutConnectionToken {
 		return fmt.Errorf("%w: --connection-token and --without-connection-token exclude each other", ErrUsage)
 	}
@@ -151,12 +198,17 @@ func (c *Config) Validate() error {
 		}
 		c.ConnectionToken = tok
 	}
+	// Once any token is configured every upgrade must present one (rpc),
+	// so a non-loopback bind is safe with grant tokens alone.
 	if !isLoopback(c.Host) && c.ConnectionToken == "" && !c.WithoutConnectionToken && len(c.Tokens) == 0 {
 		return fmt.Errorf("%w: --host %s is not loopback: choose --connection-token, --connection-token-file or --without-connection-token", ErrUsage, c.Host)
 	}
 	for i, t := range c.Tokens {
 		if t.Token == "" {
 			return fmt.Errorf("%w: tokens[%d]: empty token", ErrUsage, i)
+		}
+		if t.Token == c.ConnectionToken {
+			return fmt.Errorf("%w: tokens[%d] is the connection token: it would carry root's grants", ErrUsage, i)
 		}
 	}
 	return nil

@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gofrs/flock"
+
 	"github.com/ahpd/ahpd/internal/agent"
 	"github.com/ahpd/ahpd/internal/agent/claude"
 	"github.com/ahpd/ahpd/internal/agent/script"
@@ -37,6 +39,8 @@ type Daemon struct {
 	listener net.Listener
 	http     *http.Server
 	served   chan error
+	// lock is the data dir's lock, held until Close.
+	lock *flock.Flock
 }
 
 // Options are what a caller adds to the configuration: the agents (nil
@@ -106,8 +110,13 @@ func Start(ctx context.Context, cfg Config, o Options) (*Daemon, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
+	lock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
 	st, err := store.Open(filepath.Join(cfg.DataDir, "ahpd.db"), log)
 	if err != nil {
+		_ = lock.Unlock()
 		return nil, err
 	}
 	principals := make(map[string]auth.Principal, len(cfg.Tokens))
@@ -139,25 +148,33 @@ func Start(ctx context.Context, cfg Config, o Options) (*Daemon, error) {
 	})
 	if err != nil {
 		st.Close()
+		_ = lock.Unlock()
 		return nil, err
 	}
 	srv := rpc.NewServer(rpc.Options{
-		Handler:     h,
-		Token:       cfg.ConnectionToken,
-		ExtraTokens: extraTokens(cfg),
-		Logger:      log,
-		OutboxBytes: cfg.OutboxBytes,
+		Handler:          h,
+		Token:            cfg.ConnectionToken,
+		ExtraTokens:      extraTokens(cfg),
+		Logger:           log,
+		OutboxBytes:      cfg.OutboxBytes,
+		AllowedOrigins:   cfg.AllowedOrigins,
+		AllowedHosts:     cfg.AllowedHosts,
+		MaxConnections:   cfg.MaxConnections,
+		MaxMessageBytes:  cfg.MaxFrameBytes,
+		TotalOutboxBytes: cfg.TotalOutboxBytes,
 	})
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
 	if err != nil {
 		h.Close(ctx)
 		st.Close()
+		_ = lock.Unlock()
 		return nil, fmt.Errorf("listen: %w", err)
 	}
 	d := &Daemon{
 		cfg: cfg, log: log, store: st, host: h, rpc: srv, listener: ln,
 		http:   &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second},
 		served: make(chan error, 1),
+		lock:   lock,
 	}
 	go func() {
 		// Owned by this goroutine: the HTTP server's accept loop.
@@ -175,6 +192,26 @@ func (d *Daemon) Addr() string { return d.listener.Addr().String() }
 
 // URL is the websocket URL clients connect to.
 func (d *Daemon) URL() string { return "ws://" + d.Addr() }
+
+// VSCodeEntry is the chat.remoteAgentHosts entry that reaches this daemon,
+// as JSON to paste into VS Code's settings: {"address", "name",
+// "connectionToken"?}. An unspecified bind address is named by the
+// machine's host name, which is what a remote window would dial.
+func (d *Daemon) VSCodeEntry() string {
+	host, port, _ := net.SplitHostPort(d.Addr())
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		if hn, err := os.Hostname(); err == nil && hn != "" {
+			host = hn
+		}
+	}
+	entry := struct {
+		Address         string `json:"address"`
+		Name            string `json:"name"`
+		ConnectionToken string `json:"connectionToken,omitempty"`
+	}{Address: "ws://" + net.JoinHostPort(host, port), Name: "ahpd", ConnectionToken: d.cfg.ConnectionToken}
+	b, _ := json.Marshal(entry) // three strings always marshal
+	return string(b)
+}
 
 // Host is the daemon's protocol host.
 func (d *Daemon) Host() *host.Host { return d.host }
@@ -200,6 +237,9 @@ func (d *Daemon) Close(ctx context.Context) error {
 	}
 	if err := <-d.served; err != nil {
 		errs = append(errs, err)
+	}
+	if err := d.lock.Unlock(); err != nil {
+		errs = append(errs, fmt.Errorf("unlock data dir: %w", err))
 	}
 	return errors.Join(errs...)
 }

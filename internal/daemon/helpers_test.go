@@ -55,6 +55,11 @@ func newEnvWith(t *testing.T, reg *agent.Registry, mutate ...func(*daemon.Config
 	for _, m := range mutate {
 		m(&e.cfg)
 	}
+	if len(e.cfg.Tokens) > 0 && e.cfg.ConnectionToken == "" {
+		// Once any token exists every upgrade needs one; the tests' own
+		// clients connect as root with this one.
+		e.cfg.ConnectionToken = "root-token"
+	}
 	e.start()
 	t.Cleanup(func() { e.stop() })
 	return e
@@ -97,7 +102,7 @@ func (e *testEnv) restart() {
 // client dials and initializes a client subscribed to the root channel.
 func (e *testEnv) client(id string) *ahptest.Client {
 	e.t.Helper()
-	c := ahptest.Dial(e.t, e.d.URL(), "")
+	c := ahptest.Dial(e.t, e.d.URL(), e.cfg.ConnectionToken)
 	c.Initialize(id, ahp.RootURI)
 	return c
 }

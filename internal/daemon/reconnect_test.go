@@ -55,7 +55,7 @@ func TestReconnectReplaysMissedEnvelopes(t *testing.T) {
 		t.Fatal("b saw nothing after a left")
 	}
 
-	a2 := ahptest.Dial(t, e.d.URL(), "")
+	a2 := ahptest.Dial(t, e.d.URL(), e.cfg.ConnectionToken)
 	a2.ID = "a"
 	raw := a2.MustCall("reconnect", map[string]any{"channel": ahp.RootURI, "clientId": "a", "lastSeenServerSeq": seen, "subscriptions": subs})
 	var res reconnectResult
@@ -92,7 +92,7 @@ func TestReconnectFallsBackToSnapshots(t *testing.T) {
 	for i, text := range []string{"one", "two", "three"} {
 		sendTurn(t, b, chat, "t"+string(rune('1'+i)), text)
 	}
-	a2 := ahptest.Dial(t, e.d.URL(), "")
+	a2 := ahptest.Dial(t, e.d.URL(), e.cfg.ConnectionToken)
 	a2.ID = "a"
 	raw := a2.MustCall("reconnect", map[string]any{"channel": ahp.RootURI, "clientId": "a", "lastSeenServerSeq": seen, "subscriptions": []string{sess, chat, "ahp-chat:/gone"}})
 	var res reconnectResult

@@ -92,6 +92,9 @@ func newTurnsEnvDelays(t *testing.T, fast, slow, late time.Duration, quiet bool,
 	for _, m := range mutate {
 		m(&e.cfg)
 	}
+	if len(e.cfg.Tokens) > 0 && e.cfg.ConnectionToken == "" {
+		e.cfg.ConnectionToken = "root-token" // see newEnvWith
+	}
 	if quiet {
 		log := slog.New(slog.NewTextHandler(tlogWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		d, err := daemon.Start(context.Background(), e.cfg, daemon.Options{Agents: e.agents, Logger: log})
@@ -134,7 +137,7 @@ type watcher struct {
 // initialized and subscribed to the root channel.
 func (e *turnsEnv) dial(t testing.TB, id string) *ahptest.Client {
 	t.Helper()
-	c := ahptest.Dial(t, e.d.URL(), "")
+	c := ahptest.Dial(t, e.d.URL(), e.cfg.ConnectionToken)
 	c.Initialize(id, ahp.RootURI)
 	return c
 }

@@ -19,7 +19,7 @@ import (
 // names none (C-CHAT-08).
 func TestVSCodeDialect(t *testing.T) {
 	e := newEnv(t)
-	vs := ahptest.Dial(t, e.d.URL(), "")
+	vs := ahptest.Dial(t, e.d.URL(), e.cfg.ConnectionToken)
 	vs.ID = "vscode"
 	raw := vs.MustCall("initialize", map[string]any{"channel": "ahp-root:", "protocolVersions": []string{"0.10.0"}, "clientId": "vscode", "initialSubscriptions": []string{"ahp-root://"}})
 	var init ahp.InitializeResult
@@ -67,7 +67,7 @@ func TestVSCodeDialect(t *testing.T) {
 // summaries carry no 1.0 fields (chats, defaultChat).
 func TestOlderClientVersions(t *testing.T) {
 	e := newEnv(t)
-	old := ahptest.Dial(t, e.d.URL(), "")
+	old := ahptest.Dial(t, e.d.URL(), e.cfg.ConnectionToken)
 	raw := old.MustCall("initialize", map[string]any{"channel": ahp.RootURI, "protocolVersions": []string{"0.9.0"}, "clientId": "old"})
 	var init ahp.InitializeResult
 	if err := json.Unmarshal(raw, &init); err != nil || init.ProtocolVersion != "0.9.0" {
@@ -84,7 +84,7 @@ func TestOlderClientVersions(t *testing.T) {
 		t.Fatalf("0.9.0 client got summary chats: %v", list.Items[0])
 	}
 	for _, offer := range [][]string{{"1.1.0", "1.0.0"}, {"1.0.0"}} {
-		c := ahptest.Dial(t, e.d.URL(), "")
+		c := ahptest.Dial(t, e.d.URL(), e.cfg.ConnectionToken)
 		raw := c.MustCall("initialize", map[string]any{"channel": ahp.RootURI, "protocolVersions": offer, "clientId": "n"})
 		if err := json.Unmarshal(raw, &init); err != nil || init.ProtocolVersion != "1.0.0" {
 			t.Fatalf("offer %v answered %s", offer, raw)
@@ -96,7 +96,7 @@ func TestOlderClientVersions(t *testing.T) {
 // no SessionSummary.chats or defaultChat; a 1.0.0 client gets them.
 func TestOlderClientNotifications(t *testing.T) {
 	e := newEnv(t)
-	old := ahptest.Dial(t, e.d.URL(), "")
+	old := ahptest.Dial(t, e.d.URL(), e.cfg.ConnectionToken)
 	old.MustCall("initialize", map[string]any{"channel": ahp.RootURI, "protocolVersions": []string{"0.9.0"}, "clientId": "old", "initialSubscriptions": []string{ahp.RootURI}})
 	cur := e.client("new")
 	cur.MustCall("createSession", map[string]any{"channel": "ahp-session:/01d01d01-0000-4000-8000-000000000002"})
