@@ -21,6 +21,12 @@ const (
 	ChatTruncate = "chat:truncate"
 )
 
+// Session grants that gate reading.
+const (
+	SessionList  = "session:list"
+	SessionState = "session:state"
+)
+
 // groups maps a group grant to the grants it covers. A session's group
 // covers the chat operations the same way (C-GRANT-05): "session:write"
 // holds every chat write, "session:read" chat reading.

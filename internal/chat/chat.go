@@ -404,7 +404,11 @@ func (c *Chat) Subscribe(ctx context.Context, sub bus.Subscriber, view *ahp.Subs
 			if n < len(st.Turns) {
 				from := len(st.Turns) - n
 				st.Turns = st.Turns[from:]
-				cur := turnCursor(c.state.Turns[from].ID)
+				// A view of zero turns pages from the very end.
+				cur := endCursor
+				if from < len(c.state.Turns) {
+					cur = turnCursor(c.state.Turns[from].ID)
+				}
 				st.TurnsNextCursor = &cur
 				if c.loadedFrom < 0 || from < c.loadedFrom {
 					c.loadedFrom = from

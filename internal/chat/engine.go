@@ -884,10 +884,17 @@ func turnCursor(turnID string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte("before:" + turnID))
 }
 
+// endCursor names the end of the chat: the page before it is the newest
+// turns (what a subscribe with a view of zero turns hands out).
+var endCursor = base64.RawURLEncoding.EncodeToString([]byte("end"))
+
 func parseCursor(cur string) (string, bool) {
 	b, err := base64.RawURLEncoding.DecodeString(cur)
 	if err != nil {
 		return "", false
+	}
+	if string(b) == "end" {
+		return "", true
 	}
 	id, ok := strings.CutPrefix(string(b), "before:")
 	return id, ok && id != ""
@@ -912,6 +919,9 @@ func (c *Chat) fetchTurns(cursor string) error {
 			return ahp.Errorf(ahp.ErrInvalidParams, "params.cursor: unrecognized cursor %q", cursor)
 		}
 		end = -1
+		if cursor == endCursor {
+			end = len(c.state.Turns)
+		}
 		for i := range c.state.Turns {
 			if c.state.Turns[i].ID == id {
 				end = i

@@ -205,6 +205,9 @@ func (h *Host) subscribe(ctx context.Context, cl *client, channel string, view *
 		if !cl.principal.Can(auth.ChatTurns) {
 			return ahp.Snapshot{}, ahp.WithData(ahp.Errorf(ahp.ErrPermissionDenied, "reading %s needs the grant %s", channel, auth.ChatTurns), map[string]any{"grant": auth.ChatTurns})
 		}
+		if view != nil && view.Turns != nil && *view.Turns < 0 {
+			return ahp.Snapshot{}, ahp.Errorf(ahp.ErrInvalidParams, "params.view.turns: must be 0 or more, not %d", *view.Turns)
+		}
 		var snap ahp.Snapshot
 		err := h.onChat(ctx, channel, func(c *chat.Chat) (err error) {
 			snap, err = c.Subscribe(ctx, cl, view)
@@ -212,6 +215,9 @@ func (h *Host) subscribe(ctx context.Context, cl *client, channel string, view *
 		})
 		return snap, err
 	default:
+		if !cl.principal.Can(auth.SessionState) {
+			return ahp.Snapshot{}, ahp.WithData(ahp.Errorf(ahp.ErrPermissionDenied, "reading %s needs the grant %s", channel, auth.SessionState), map[string]any{"grant": auth.SessionState})
+		}
 		s, ok := h.sessionOrCatalogue(ctx, channel)
 		if !ok {
 			return ahp.Snapshot{}, fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, channel)
@@ -312,6 +318,13 @@ func (h *Host) reconnect(ctx context.Context, cl *client, params json.RawMessage
 	cl.conn.HoldUntilReply()
 	var live, missing []string
 	for _, ch := range p.Subscriptions {
+		// A replay restores subscriptions without subscribe's checks, so
+		// each passes the same grant here; one the client may not read is
+		// answered missing, never replayed.
+		if !h.mayRead(cl, ch) {
+			missing = append(missing, ch)
+			continue
+		}
 		if h.channelExists(ctx, ch) {
 			live = append(live, ch)
 		} else {
@@ -354,5 +367,19 @@ func (h *Host) channelExists(ctx context.Context, ch string) bool {
 	default:
 		_, ok := h.session(ch)
 		return ok
+	}
+}
+
+// mayRead reports whether cl holds the grant that reading channel needs:
+// chat:turns for a chat, session:state for a session; the root is open to
+// every connection (its session entries are gated by session:list).
+func (h *Host) mayRead(cl *client, channel string) bool {
+	switch {
+	case ahp.IsRootURI(channel):
+		return true
+	case ahp.IsChatURI(channel):
+		return cl.principal.Can(auth.ChatTurns)
+	default:
+		return cl.principal.Can(auth.SessionState)
 	}
 }

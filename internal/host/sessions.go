@@ -40,6 +40,11 @@ func (h *Host) createSession(ctx context.Context, cl *client, params json.RawMes
 	if !ahp.IsSessionURI(p.Channel) {
 		return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.channel: %q is not a session URI", p.Channel)
 	}
+	// A session id names a folder (attachments): dot names and separators
+	// would share or escape one.
+	if id, _ := ahp.SessionID(p.Channel); strings.Trim(id, ".") == "" || strings.ContainsAny(id, "/\\\x00") {
+		return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.channel: session id %q is not allowed", id)
+	}
 	provider := p.Provider
 	if provider == "" {
 		provider = ahp.SessionProviderScheme(p.Channel)
@@ -241,6 +246,9 @@ func (h *Host) listSessions(ctx context.Context, cl *client, params json.RawMess
 	}
 	if p.Channel != "" && !ahp.IsRootURI(p.Channel) {
 		return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.channel: must be %s", ahp.RootURI)
+	}
+	if !cl.principal.Can(auth.SessionList) {
+		return nil, ahp.WithData(ahp.Errorf(ahp.ErrPermissionDenied, "listing sessions needs the grant %s", auth.SessionList), map[string]any{"grant": auth.SessionList})
 	}
 	limit := listSessionsDefault
 	if p.Limit != nil {

@@ -1,0 +1,84 @@
+package daemon_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/daemon"
+	"github.com/ahpd/ahpd/internal/testutil/ahptest"
+)
+
+// Trust-boundary holes, each a regression test: a reconnect replays only
+// what the token may read; listing and reading sessions need their grants;
+// odd session ids are refused; a view of zero turns is answered and a
+// negative one refused, with the connection kept.
+func TestTrustBoundaryHoles(t *testing.T) {
+	e := newEnv(t, func(c *daemon.Config) {
+		c.Tokens = []daemon.TokenConfig{{Token: "draft-token", Principal: "user:drafter", Grants: []string{"chat:draft"}}}
+	})
+	root := e.client("root")
+	sess, chat := e.createSession(root, "ahp-session:/7e57e57e-0000-4000-8000-000000000001")
+	root.Subscribe(chat)
+	sendTurn(t, root, chat, "t1", "secret answer")
+
+	d := ahptest.Dial(t, e.d.URL(), "draft-token")
+	d.Initialize("drafter")
+
+	t.Run("reconnect replays no chat without chat:turns", func(t *testing.T) {
+		raw, rerr := d.Call("reconnect", map[string]any{"channel": ahp.RootURI, "clientId": "drafter", "lastSeenServerSeq": 0, "subscriptions": []string{ahp.RootURI, sess, chat}})
+		if rerr != nil {
+			t.Fatalf("reconnect: %+v", rerr)
+		}
+		if strings.Contains(string(raw), "secret answer") {
+			t.Fatalf("reconnect handed a chat:draft token the chat: %s", raw)
+		}
+		var res struct{ Missing []string }
+		if err := json.Unmarshal(raw, &res); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(strings.Join(res.Missing, " "), chat) || !strings.Contains(strings.Join(res.Missing, " "), sess) {
+			t.Fatalf("missing %v, want the chat and the session", res.Missing)
+		}
+	})
+	t.Run("listSessions needs session:list", func(t *testing.T) {
+		if _, rerr := d.Call("listSessions", map[string]any{}); rerr == nil || rerr.Code != ahp.CodePermissionDenied {
+			t.Fatalf("listSessions: %+v, want permission denied", rerr)
+		}
+		root.MustCall("listSessions", map[string]any{})
+	})
+	t.Run("subscribe to a session needs session:state", func(t *testing.T) {
+		if _, rerr := d.Call("subscribe", map[string]any{"channel": sess}); rerr == nil || rerr.Code != ahp.CodePermissionDenied {
+			t.Fatalf("subscribe session: %+v, want permission denied", rerr)
+		}
+	})
+	t.Run("odd session ids", func(t *testing.T) {
+		for _, id := range []string{".", "..", "..."} {
+			if _, rerr := root.Call("createSession", map[string]any{"channel": "ahp-session:/" + id, "provider": "script"}); rerr == nil || rerr.Code != ahp.CodeInvalidParams {
+				t.Errorf("session id %q: %+v, want -32602", id, rerr)
+			}
+		}
+	})
+	t.Run("view of zero turns and a negative view", func(t *testing.T) {
+		raw := root.MustCall("subscribe", map[string]any{"channel": chat, "view": map[string]any{"turns": 0}})
+		var res struct {
+			Snapshot struct {
+				State ahp.ChatState `json:"state"`
+			} `json:"snapshot"`
+		}
+		if err := json.Unmarshal(raw, &res); err != nil {
+			t.Fatal(err)
+		}
+		snap := res.Snapshot
+		if len(snap.State.Turns) != 0 || snap.State.TurnsNextCursor == nil {
+			t.Fatalf("view 0: %s, want no turns and a cursor", raw)
+		}
+		root.MustCall("fetchTurns", map[string]any{"channel": chat, "cursor": *snap.State.TurnsNextCursor})
+		if _, rerr := root.Call("subscribe", map[string]any{"channel": chat, "view": map[string]any{"turns": -1}}); rerr == nil || rerr.Code != ahp.CodeInvalidParams {
+			t.Fatalf("view -1: %+v, want -32602", rerr)
+		}
+		// The connection and the chat are still up.
+		sendTurn(t, root, chat, "t2", "after")
+	})
+}
