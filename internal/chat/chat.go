@@ -43,6 +43,8 @@ type Client struct {
 	ID string
 	// Sender is the typed reference turns sent by this client name.
 	Sender string
+	// Root: the client is the deployment itself (the root token).
+	Root bool
 	// Can reports whether the client holds a grant; nil holds all.
 	Can func(grant string) bool
 	// ChatAttachments are the chat attachments of the message the action
@@ -64,6 +66,9 @@ type Config struct {
 	// Provider names the agent; Agent is nil when the provider is unknown
 	// here (a turn then ends in an error saying so).
 	Provider string
+	// Owner is the session owner's sender reference: who besides root may
+	// run ! commands.
+	Owner    string
 	Agent    agent.Agent
 	Settings json.RawMessage
 	Bus      *bus.Bus

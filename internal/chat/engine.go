@@ -133,6 +133,10 @@ func (c *Chat) onClientAction(cl Client, origin *ahp.ActionOrigin, a ahp.Action)
 		c.refuse(cl, origin, a, fmt.Sprintf("Permission denied: %s needs the grant %s.", a.ActionType(), grant))
 		return
 	}
+	if text, ok := messageText(a); ok && isCommand(text) && !c.mayRunCommands(cl) {
+		c.refuse(cl, origin, a, "Permission denied: a ! command runs a shell on the host, which only the session's owner or root may do.")
+		return
+	}
 	switch a := a.(type) {
 	case ahp.ChatTurnStarted:
 		c.clientTurnStarted(cl, origin, a)
@@ -164,6 +168,23 @@ func (c *Chat) onClientAction(cl Client, origin *ahp.ActionOrigin, a ahp.Action)
 		// chat's state.
 		c.apply(a, origin)
 	}
+}
+
+// messageText is the text of the message a client action would run.
+func messageText(a ahp.Action) (string, bool) {
+	switch a := a.(type) {
+	case ahp.ChatTurnStarted:
+		return a.Message.Text, true
+	case ahp.ChatPendingMessageSet:
+		return a.Message.Text, true
+	}
+	return "", false
+}
+
+// mayRunCommands: a ! command is a shell on the host with the daemon's
+// rights, so chat:send is not enough; only root or the session's owner.
+func (c *Chat) mayRunCommands(cl Client) bool {
+	return cl.Root || cl.Can == nil || (cl.Sender != "" && cl.Sender == c.cfg.Owner)
 }
 
 // grantFor names the grant a client action needs (CHATS.md "Grants").

@@ -82,3 +82,36 @@ func TestTrustBoundaryHoles(t *testing.T) {
 		sendTurn(t, root, chat, "t2", "after")
 	})
 }
+
+// A ! command runs a shell with the daemon's rights: chat:send is not
+// enough. Another user's token is refused in root's session, naming who
+// may; the session's own owner may run one.
+func TestBangCommandOnlyForOwnerOrRoot(t *testing.T) {
+	e := newEnv(t, func(c *daemon.Config) {
+		c.Tokens = []daemon.TokenConfig{{Token: "bob-token", Principal: "user:bob", Grants: []string{"*"}}}
+	})
+	root := e.client("root")
+	_, chat := e.createSession(root, "ahp-session:/7e57e57e-0000-4000-8000-000000000002")
+	root.Subscribe(chat)
+	bob := ahptest.Dial(t, e.d.URL(), "bob-token")
+	bob.Initialize("bob", ahp.RootURI)
+	bob.Subscribe(chat)
+	seq := bob.Dispatch(chat, turnStarted("t1", "!id"))
+	echo := bob.AwaitEcho(seq)
+	if echo.RejectionReason == "" || !strings.Contains(echo.RejectionReason, "owner or root") {
+		t.Fatalf("bob's ! command: %s, want a refusal naming owner or root", echo.Raw)
+	}
+	// A plain message from bob still runs.
+	if end := sendTurn(t, bob, chat, "t2", "hello"); end.Type() != "chat/turnComplete" {
+		t.Fatalf("bob's message ended %s", end.Type())
+	}
+	// In bob's own session, bob is the owner.
+	_, own := e.createSession(bob, "ahp-session:/7e57e57e-0000-4000-8000-000000000003")
+	bob.Subscribe(own)
+	if end := sendTurn(t, bob, own, "t1", "!echo hi"); end.Type() != "chat/turnComplete" {
+		t.Fatalf("the owner's ! command ended %s: %s", end.Type(), end.Raw)
+	}
+	if end := sendTurn(t, root, chat, "t3", "!echo root"); end.Type() != "chat/turnComplete" {
+		t.Fatalf("root's ! command ended %s", end.Type())
+	}
+}

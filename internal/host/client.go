@@ -2,6 +2,7 @@ package host
 
 import (
 	"encoding/json"
+	"strings"
 	"sync"
 
 	"github.com/ahpd/ahpd/internal/ahp"
@@ -64,5 +65,6 @@ func (c *client) negotiated() string {
 
 // chatClient is who the connection is to a chat or session actor.
 func (c *client) chatClient() chat.Client {
-	return chat.Client{Sub: c, ID: c.ClientID(), Sender: c.principal.Sender, Can: c.principal.Can}
+	return chat.Client{Sub: c, ID: c.ClientID(), Sender: c.principal.Sender, Can: c.principal.Can,
+		Root: strings.HasPrefix(c.principal.Sender, "root:")}
 }

@@ -323,6 +323,7 @@ func (s *Session) openChat(ctx context.Context, uri string) (*chat.Chat, error) 
 		Record:         e.record,
 		Directories:    dirs,
 		Provider:       s.record.Provider,
+		Owner:          s.record.Owner,
 		Agent:          s.cfg.Agent,
 		Settings:       s.cfg.Settings,
 		Bus:            s.cfg.Bus,
