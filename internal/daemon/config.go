@@ -68,10 +68,6 @@ type Config struct {
 	// TotalOutboxBytes bounds every connection's unsent bytes together.
 	// 0 means 256 MiB.
 	TotalOutboxBytes int64 `json:"totalOutboxBytes,omitempty"`
-	// AgentSilenceSeconds: a turn whose agent process said nothing for
-	// this long ends with an error and the process is replaced. 0 means
-	// 600; -1 never.
-	AgentSilenceSeconds int `json:"agentSilenceSeconds,omitempty"`
 
 	// Agents holds each backend's settings, by provider.
 	Agents map[string]json.RawMessage `json:"agents,omitempty"`
@@ -172,7 +168,6 @@ func (c *Config) Validate() error {
 		{"maxConnections", int64(c.MaxConnections), 0},
 		{"maxFrameBytes", c.MaxFrameBytes, 0},
 		{"totalOutboxBytes", c.TotalOutboxBytes, 0},
-		{"agentSilenceSeconds", int64(c.AgentSilenceSeconds), -1},
 	} {
 		if n.v < n.min {
 			return fmt.Errorf("%w: %s must be %d or more, not %d", ErrUsage, n.name, n.min, n.v)
