@@ -2,6 +2,9 @@ package daemon_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -114,4 +117,28 @@ func TestBangCommandOnlyForOwnerOrRoot(t *testing.T) {
 	if end := sendTurn(t, root, chat, "t3", "!echo root"); end.Type() != "chat/turnComplete" {
 		t.Fatalf("root's ! command ended %s", end.Type())
 	}
+}
+
+// createSession takes only existing directories inside the served paths:
+// /, a nonexistent path, a path out through .. and a symlink out are each
+// refused, and a folder inside is taken.
+func TestSessionDirectoriesConfinedToServedPaths(t *testing.T) {
+	e := newEnv(t)
+	root := e.client("root")
+	outside := t.TempDir()
+	link := filepath.Join(e.workDir, "out")
+	if err := os.Symlink(outside, link); err != nil {
+		t.Fatal(err)
+	}
+	inside := filepath.Join(e.workDir, "sub")
+	if err := os.Mkdir(inside, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for i, dir := range []string{"/", outside, filepath.Join(e.workDir, "missing"), e.workDir + "/../" + filepath.Base(outside), link} {
+		uri := fmt.Sprintf("ahp-session:/7e57e57e-0000-4000-8000-0000000001%02d", i)
+		if _, rerr := root.Call("createSession", map[string]any{"channel": uri, "provider": "script", "workingDirectories": []string{ahp.FileURI(dir)}}); rerr == nil {
+			t.Errorf("working directory %s was accepted", dir)
+		}
+	}
+	root.MustCall("createSession", map[string]any{"channel": "ahp-session:/7e57e57e-0000-4000-8000-000000000199", "provider": "script", "workingDirectories": []string{ahp.FileURI(inside)}})
 }

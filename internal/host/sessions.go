@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -66,6 +67,9 @@ func (h *Host) createSession(ctx context.Context, cl *client, params json.RawMes
 		}
 		if fi, err := os.Stat(path); err != nil || !fi.IsDir() {
 			return nil, fmt.Errorf("%w: working directory %s", ahp.ErrNotFound, d)
+		}
+		if !h.served(path) {
+			return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.workingDirectories[%d]: %s is outside the daemon's served paths", i, d)
 		}
 		dirs[i] = ahp.FileURI(path)
 	}
@@ -402,4 +406,24 @@ func (h *Host) onChat(ctx context.Context, uri string, fn func(*chat.Chat) error
 		}
 		return err
 	}
+}
+
+// served reports whether dir, with its symlinks resolved, is one of the
+// daemon's served paths or inside one: a client may not point an agent at
+// / or at another user's home by naming it.
+func (h *Host) served(dir string) bool {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return false
+	}
+	for _, p := range h.opts.Paths {
+		root, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			continue
+		}
+		if rel, err := filepath.Rel(root, real); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel) {
+			return true
+		}
+	}
+	return false
 }
