@@ -142,3 +142,25 @@ func TestSessionDirectoriesConfinedToServedPaths(t *testing.T) {
 	}
 	root.MustCall("createSession", map[string]any{"channel": "ahp-session:/7e57e57e-0000-4000-8000-000000000199", "provider": "script", "workingDirectories": []string{ahp.FileURI(inside)}})
 }
+
+// session/workingDirectorySet takes only an existing directory inside the
+// served paths.
+func TestSessionDirectorySetConfinedToServedPaths(t *testing.T) {
+	e := newEnv(t)
+	root := e.client("root")
+	sess, _ := e.createSession(root, "ahp-session:/7e57e57e-0000-4000-8000-000000000201")
+	inside := filepath.Join(e.workDir, "sub")
+	if err := os.Mkdir(inside, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"/", t.TempDir(), filepath.Join(e.workDir, "missing")} {
+		seq := root.Dispatch(sess, map[string]any{"type": "session/workingDirectorySet", "directory": ahp.FileURI(dir)})
+		if echo := root.AwaitEcho(seq); echo.RejectionReason == "" {
+			t.Errorf("directory %s was taken: %s", dir, echo.Raw)
+		}
+	}
+	seq := root.Dispatch(sess, map[string]any{"type": "session/workingDirectorySet", "directory": ahp.FileURI(inside)})
+	if echo := root.AwaitEcho(seq); echo.RejectionReason != "" {
+		t.Fatalf("a served directory was refused: %s", echo.RejectionReason)
+	}
+}

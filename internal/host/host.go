@@ -172,6 +172,7 @@ func (h *Host) openSession(ctx context.Context, r store.SessionRecord) (*session
 	a, _ := h.opts.Agents.Get(r.Provider)
 	uri := r.URI
 	s, err := session.Open(ctx, session.Config{
+		Served:         h.served,
 		Record:         r,
 		Agent:          a,
 		Settings:       h.opts.AgentSettings[r.Provider],

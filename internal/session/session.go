@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"reflect"
 	"slices"
 	"sync"
@@ -31,6 +32,9 @@ var ErrClosed = errors.New("session closed")
 
 // Config is what a session actor needs.
 type Config struct {
+	// Served reports whether a local directory is inside the daemon's
+	// served paths; nil takes any.
+	Served   func(dir string) bool
 	Record   store.SessionRecord
 	Agent    agent.Agent // nil when the provider is not available here
 	Settings json.RawMessage
@@ -443,8 +447,17 @@ func (s *Session) onClientAction(cl chat.Client, origin *ahp.ActionOrigin, a ahp
 		s.apply(a, origin)
 		s.persist()
 	case ahp.SessionWorkingDirectorySet:
-		if _, err := ahp.LocalPaths([]string{a.Directory}); err != nil {
+		paths, err := ahp.LocalPaths([]string{a.Directory})
+		if err != nil {
 			refuse(err.Error())
+			return
+		}
+		if fi, err := os.Stat(paths[0]); err != nil || !fi.IsDir() {
+			refuse(fmt.Sprintf("%s is not an existing directory.", a.Directory))
+			return
+		}
+		if s.cfg.Served != nil && !s.cfg.Served(paths[0]) {
+			refuse(fmt.Sprintf("%s is outside the daemon's served paths.", a.Directory))
 			return
 		}
 		s.apply(a, origin)
