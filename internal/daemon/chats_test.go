@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/daemon"
@@ -133,6 +134,14 @@ func TestThreeClientsForkSideChatAndClose(t *testing.T) {
 
 	check := func(when string, clients ...*ahptest.Client) {
 		t.Helper()
+		// The session's summary of the fork settles just after its turn
+		// ends (the session actor hears of it from the chat's), so the
+		// snapshots are compared once every client's agree or 5 s passed.
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if snapshotsAgree(t, sess, []string{def, fork, side}, clients) {
+				break
+			}
+		}
 		var want []string
 		for i, cl := range clients {
 			var got []string
@@ -434,4 +443,25 @@ func TestCompletions(t *testing.T) {
 	if items := complete("not at the start /he"); len(items) != 0 {
 		t.Fatalf("a / inside a message offered %+v", items)
 	}
+}
+
+// snapshotsAgree reports whether every client's snapshot of the session and
+// of each chat is the same.
+func snapshotsAgree(t *testing.T, sess string, chats []string, clients []*ahptest.Client) bool {
+	t.Helper()
+	var want []string
+	for i, cl := range clients {
+		got := []string{canon(t, sessionState(t, cl, sess).Chats)}
+		for _, ch := range chats {
+			got = append(got, canon(t, chatOf(t, cl, ch)))
+		}
+		if i == 0 {
+			want = got
+			continue
+		}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			return false
+		}
+	}
+	return true
 }
