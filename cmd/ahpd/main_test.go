@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"os"
@@ -37,33 +36,11 @@ func TestMain(m *testing.M) {
 // its listening line.
 func serve(t *testing.T, dataDir, workDir string, args ...string) (*exec.Cmd, string) {
 	t.Helper()
-	cmd := exec.Command(binary, append([]string{"serve", "--port", "0", "--data-dir", dataDir, "--path", workDir}, args...)...)
-	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir())
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+	cmd, lines := startLines(t, 1, append([]string{"--data-dir", dataDir, "--path", workDir}, args...)...)
+	if !strings.HasPrefix(lines[0], "listening ") {
+		t.Fatalf("first line %q, want listening ws://...", lines[0])
 	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "listening ") {
-				lines <- sc.Text()
-			}
-		}
-	}()
-	select {
-	case l := <-lines:
-		return cmd, strings.TrimPrefix(l, "listening ")
-	case <-time.After(30 * time.Second):
-		t.Fatal("ahpd printed no listening line")
-	}
-	return nil, ""
+	return cmd, strings.TrimPrefix(lines[0], "listening ")
 }
 
 // TestServeRefusesNonLoopbackWithoutToken: exit 2 with a one-line reason.
