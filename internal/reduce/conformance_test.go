@@ -16,8 +16,8 @@ import (
 	"github.com/ahpd/ahpd/internal/ahp"
 )
 
-// The conformance fixtures are vendored at shared/conformance next to the
-// repository (see shared/conformance/README.md). They are the upstream 0.8
+// The conformance fixtures are copied into testdata/conformance (see
+// testdata/conformance/README.md). They are the upstream 0.8
 // fixtures; where 1.0 changed a behaviour, the tables below say so.
 
 // unservedChannels are fixture reducers for channels ahpd does not serve.
@@ -73,7 +73,7 @@ var reducerDeviations = map[string]deviation{
 	"250-turncomplete-force-cancels-auth-required-tool-call.json":                  {[]string{"modifiedAt"}, mockClock},
 }
 
-// fixtureDir finds shared/conformance/types/test-cases/<sub> by walking up
+// fixtureDir finds testdata/conformance/test-cases/<sub> by walking up
 // from the working directory.
 func fixtureDir(t *testing.T, sub string) string {
 	t.Helper()
@@ -82,13 +82,13 @@ func fixtureDir(t *testing.T, sub string) string {
 		t.Fatal(err)
 	}
 	for {
-		candidate := filepath.Join(dir, "shared", "conformance", "types", "test-cases", sub)
+		candidate := filepath.Join(dir, "testdata", "conformance", "test-cases", sub)
 		if fi, err := os.Stat(candidate); err == nil && fi.IsDir() {
 			return candidate
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			t.Skipf("conformance fixtures not found: no shared/conformance/types/test-cases/%s above the working directory", sub)
+			t.Fatalf("conformance fixtures not found: no testdata/conformance/test-cases/%s above the working directory", sub)
 		}
 		dir = parent
 	}

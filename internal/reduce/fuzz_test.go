@@ -43,7 +43,7 @@ func fixturesDir() string {
 		return ""
 	}
 	for {
-		d := filepath.Join(dir, "shared", "conformance", "types", "test-cases")
+		d := filepath.Join(dir, "testdata", "conformance", "test-cases")
 		if _, err := os.Stat(d); err == nil {
 			return d
 		}
