@@ -118,6 +118,7 @@ func TestConfigCheckRefusesBadBounds(t *testing.T) {
 		`{"replayLog":-1}`, `{"turnsView":-5}`, `{"chatIdleSeconds":-2}`, `{"maxConnections":-1}`,
 		`{"maxFrameBytes":-1}`, `{"allowedOrigins":["evil.example"]}`,
 		`{"allowedHosts":["a b"]}`,
+		`{"tokens":[{"token":"t","principal":"root:evil","grants":["*"]}]}`,
 	} {
 		path := filepath.Join(t.TempDir(), "config.json")
 		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {

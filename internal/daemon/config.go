@@ -202,6 +202,11 @@ func (c *Config) Validate() error {
 		if t.Token == "" {
 			return fmt.Errorf("%w: tokens[%d]: empty token", ErrUsage, i)
 		}
+		// "root:" names the deployment itself (chat.Client.Root): a token
+		// may not claim it.
+		if strings.HasPrefix(t.Principal, "root:") {
+			return fmt.Errorf("%w: tokens[%d]: principal %q is reserved for the deployment", ErrUsage, i, t.Principal)
+		}
 		if t.Token == c.ConnectionToken {
 			return fmt.Errorf("%w: tokens[%d] is the connection token: it would carry root's grants", ErrUsage, i)
 		}

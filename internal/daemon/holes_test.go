@@ -44,6 +44,9 @@ func TestTrustBoundaryHoles(t *testing.T) {
 		if !strings.Contains(strings.Join(res.Missing, " "), chat) || !strings.Contains(strings.Join(res.Missing, " "), sess) {
 			t.Fatalf("missing %v, want the chat and the session", res.Missing)
 		}
+		if strings.Contains(strings.Join(res.Missing, " "), ahp.RootURI) {
+			t.Fatalf("missing %v names the root, which every connection may read", res.Missing)
+		}
 	})
 	t.Run("listSessions needs session:list", func(t *testing.T) {
 		if _, rerr := d.Call("listSessions", map[string]any{}); rerr == nil || rerr.Code != ahp.CodePermissionDenied {

@@ -15,14 +15,14 @@ import (
 // database would each believe they own every chat.
 const lockName = "ahpd.lock"
 
-// ErrDataDirLocked is returned by Start when another daemon holds the
+// DataDirLockedError is returned by Start when another daemon holds the
 // data dir.
-type ErrDataDirLocked struct {
+type DataDirLockedError struct {
 	Dir string
 	PID int // 0 when the holder's pid could not be read
 }
 
-func (e *ErrDataDirLocked) Error() string {
+func (e *DataDirLockedError) Error() string {
 	who := "another ahpd"
 	if e.PID > 0 {
 		who = "ahpd pid " + strconv.Itoa(e.PID)
@@ -45,7 +45,7 @@ func lockDataDir(dir string) (*flock.Flock, error) {
 		if b, err := os.ReadFile(path); err == nil {
 			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 		}
-		return nil, &ErrDataDirLocked{Dir: dir, PID: pid}
+		return nil, &DataDirLockedError{Dir: dir, PID: pid}
 	}
 	if err := os.WriteFile(path, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
 		_ = l.Unlock()

@@ -198,13 +198,14 @@ func (h *Host) initialize(ctx context.Context, cl *client, params json.RawMessag
 
 // subscribe routes a subscription to the owner of the channel.
 func (h *Host) subscribe(ctx context.Context, cl *client, channel string, view *ahp.SubscribeView) (ahp.Snapshot, error) {
-	switch {
-	case ahp.IsRootURI(channel):
+	if ahp.IsRootURI(channel) {
 		return h.rootSnapshot(cl)
+	}
+	if grant := readGrant(channel); !cl.principal.Can(grant) {
+		return ahp.Snapshot{}, ahp.WithData(ahp.Errorf(ahp.ErrPermissionDenied, "reading %s needs the grant %s", channel, grant), map[string]any{"grant": grant})
+	}
+	switch {
 	case ahp.IsChatURI(channel):
-		if !cl.principal.Can(auth.ChatTurns) {
-			return ahp.Snapshot{}, ahp.WithData(ahp.Errorf(ahp.ErrPermissionDenied, "reading %s needs the grant %s", channel, auth.ChatTurns), map[string]any{"grant": auth.ChatTurns})
-		}
 		if view != nil && view.Turns != nil && *view.Turns < 0 {
 			return ahp.Snapshot{}, ahp.Errorf(ahp.ErrInvalidParams, "params.view.turns: must be 0 or more, not %d", *view.Turns)
 		}
@@ -215,9 +216,6 @@ func (h *Host) subscribe(ctx context.Context, cl *client, channel string, view *
 		})
 		return snap, err
 	default:
-		if !cl.principal.Can(auth.SessionState) {
-			return ahp.Snapshot{}, ahp.WithData(ahp.Errorf(ahp.ErrPermissionDenied, "reading %s needs the grant %s", channel, auth.SessionState), map[string]any{"grant": auth.SessionState})
-		}
 		s, ok := h.sessionOrCatalogue(ctx, channel)
 		if !ok {
 			return ahp.Snapshot{}, fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, channel)
@@ -321,7 +319,7 @@ func (h *Host) reconnect(ctx context.Context, cl *client, params json.RawMessage
 		// A replay restores subscriptions without subscribe's checks, so
 		// each passes the same grant here; one the client may not read is
 		// answered missing, never replayed.
-		if !h.mayRead(cl, ch) {
+		if !ahp.IsRootURI(ch) && !cl.principal.Can(readGrant(ch)) {
 			missing = append(missing, ch)
 			continue
 		}
@@ -370,16 +368,12 @@ func (h *Host) channelExists(ctx context.Context, ch string) bool {
 	}
 }
 
-// mayRead reports whether cl holds the grant that reading channel needs:
-// chat:turns for a chat, session:state for a session; the root is open to
-// every connection (its session entries are gated by session:list).
-func (h *Host) mayRead(cl *client, channel string) bool {
-	switch {
-	case ahp.IsRootURI(channel):
-		return true
-	case ahp.IsChatURI(channel):
-		return cl.principal.Can(auth.ChatTurns)
-	default:
-		return cl.principal.Can(auth.SessionState)
+// readGrant names the grant that reading a non-root channel needs:
+// chat:turns for a chat, session:state for a session. subscribe and
+// reconnect both ask it, so a restored subscription passes the same check.
+func readGrant(channel string) string {
+	if ahp.IsChatURI(channel) {
+		return auth.ChatTurns
 	}
+	return auth.SessionState
 }

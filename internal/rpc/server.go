@@ -220,17 +220,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "forbidden: "+v.Reason, v.Status)
 		return
 	}
-	if max := s.opts.MaxConnections; max > 0 && s.open.Add(1) > int64(max) {
-		s.open.Add(-1)
+	// The slot is taken before the upgrade, so a burst cannot overshoot.
+	n := s.open.Add(1)
+	defer s.open.Add(-1)
+	if max := s.opts.MaxConnections; max > 0 && n > int64(max) {
 		s.stats.overCapacity.Add(1)
 		s.log.Warn("upgrade refused: too many connections", "remote", r.RemoteAddr, "maxConnections", max)
 		w.Header().Set("Retry-After", "5")
 		http.Error(w, fmt.Sprintf("too many connections (maxConnections %d)", max), http.StatusServiceUnavailable)
 		return
-	} else if max <= 0 {
-		s.open.Add(1)
 	}
-	defer s.open.Add(-1)
 	ws, err := s.upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		// Upgrade has already answered the request.
