@@ -73,7 +73,8 @@ func TestServeChecksToken(t *testing.T) {
 
 // TestKillNineMidTurn: the process is killed with SIGKILL while a turn
 // streams; the next process ends that turn with chat/error and keeps
-// everything else (C-TURN-10, C-TURN-12).
+// everything else, with what the turn had streamed a second before (C-TURN-10,
+// C-TURN-12, issue 8 §3).
 func TestKillNineMidTurn(t *testing.T) {
 	data, work := t.TempDir(), t.TempDir()
 	cmd, url := serve(t, data, work)
@@ -100,7 +101,9 @@ func TestKillNineMidTurn(t *testing.T) {
 		_ = e.Field("turnId", &id)
 		return e.Type() == "chat/responsePart" && id == "t2"
 	})
-	// The running turn was stored before its first part was said.
+	// The running turn was stored before its first part was said, and its
+	// answer so far is written at least every second.
+	time.Sleep(1500 * time.Millisecond)
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -116,6 +119,15 @@ func TestKillNineMidTurn(t *testing.T) {
 	}
 	if len(cs.Turns) != 2 || cs.Turns[0].State != ahp.TurnComplete || cs.Turns[1].ID != "t2" || cs.Turns[1].State != ahp.TurnError {
 		t.Fatalf("after kill -9: %s", cst)
+	}
+	var answer string
+	for _, p := range cs.Turns[1].ResponseParts {
+		if p.Kind == ahp.PartMarkdown {
+			answer += p.Content
+		}
+	}
+	if answer == "" || !strings.HasPrefix("echo: [hold] mid-stream", answer) {
+		t.Fatalf("after kill -9 the interrupted turn kept %q, want what it had streamed", answer)
 	}
 }
 

@@ -136,6 +136,8 @@ type Chat struct {
 	// loadedFrom is the index of the oldest turn a paged watcher holds
 	// (-1: none), where fetchTurns without a cursor continues.
 	loadedFrom int
+	// runningDirty: the active turn streamed since it was last written.
+	runningDirty bool
 }
 
 // Open builds the chat's state from the store and starts its actor.
@@ -267,7 +269,7 @@ func (c *Chat) run(crashed *store.TurnRecord) {
 		c.endTurnRecovered(crashed)
 	}
 	var batch []func()
-	flush := time.NewTicker(5 * time.Second)
+	flush := time.NewTicker(runningEvery)
 	defer flush.Stop()
 	var idle <-chan time.Time
 	idleTimer := c.idleTimer()
@@ -302,7 +304,9 @@ func (c *Chat) run(crashed *store.TurnRecord) {
 		case ev := <-c.cmdEvents:
 			bug.Recover(c.log, "command event", func() { c.onCommandEvent(ev) })
 		case <-flush.C:
-			c.persistRunning()
+			if c.runningDirty {
+				c.persistRunning()
+			}
 		case <-idle:
 			if c.unloadIfIdle() {
 				return
@@ -361,17 +365,24 @@ func (c *Chat) deleteConversation(ctx context.Context) {
 	}
 }
 
-// apply runs a's reducer on the chat's state and publishes it.
+// apply runs a's reducer on the chat's state, commits what the action makes
+// durable, and only then publishes it: a client is never shown a turn
+// start, ending, draft or pending message a kill -9 could lose (durable.go).
 func (c *Chat) apply(a ahp.Action, origin *ahp.ActionOrigin) {
 	reduce.Chat(&c.state, a)
-	c.cfg.Bus.Publish(c.cfg.URI, a, origin, "")
+	if c.state.ActiveTurn != nil {
+		// Whatever the running turn streamed is written at least every
+		// second (runningEvery); a start or an ending is committed below.
+		c.runningDirty = true
+	}
 	switch a.(type) {
 	case ahp.ChatDelta, ahp.ChatReasoning, ahp.ChatToolCallDelta, ahp.ChatUsage:
 		// The streaming hot path changes no summary field.
+		c.cfg.Bus.Publish(c.cfg.URI, a, origin, "")
 		return
-	case ahp.ChatPendingMessageSet, ahp.ChatPendingMessageRemoved, ahp.ChatQueuedMessagesReordered, ahp.ChatTurnStarted, ahp.ChatTruncated:
-		c.persistPending()
 	}
+	c.storeBeforeTelling(a)
+	c.cfg.Bus.Publish(c.cfg.URI, a, origin, "")
 	c.summaryChanged()
 }
 
@@ -470,12 +481,20 @@ func (c *Chat) setTitle(title string, provisional bool) {
 	c.state.Title = title
 	c.record.Title = title
 	c.record.TitleProvisional = provisional
-	c.persistRecord()
+	// The title is stored before the session says it (C-COMP-26).
+	c.commit("title", c.recordOp())
 	c.summaryChanged()
 }
 
-// persistRecord writes the chat's record behind the actor's back.
+// persistRecord writes the chat's record behind the actor's back (for what
+// no client is shown; storeBeforeTelling commits the rest).
 func (c *Chat) persistRecord() {
+	c.cfg.Store.Enqueue(c.recordOp())
+}
+
+// recordOp brings the chat's record up to date with its state and returns
+// the op that stores it.
+func (c *Chat) recordOp() store.Op {
 	rec := c.record
 	rec.Title = c.state.Title
 	rec.Flags = int(c.state.Status & (ahp.StatusIsRead | ahp.StatusIsArchived))
@@ -484,9 +503,7 @@ func (c *Chat) persistRecord() {
 		rec.ModifiedAt = m
 	}
 	c.record = rec
-	c.cfg.Store.Enqueue(func(ctx context.Context, s *store.Store) error {
-		return s.PutChat(ctx, rec)
-	})
+	return func(ctx context.Context, s *store.Store) error { return s.PutChat(ctx, rec) }
 }
 
 func parseISO(s string) time.Time {

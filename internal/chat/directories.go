@@ -32,7 +32,6 @@ func (c *Chat) clientDirectories(cl Client, origin *ahp.ActionOrigin, a ahp.Acti
 		return
 	}
 	c.cfg.Directories = paths
-	c.persistRecord()
 	if c.conv != nil {
 		c.closeConversation()
 		if err := c.ensureConversation(); err != nil {

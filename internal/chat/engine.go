@@ -152,13 +152,11 @@ func (c *Chat) onClientAction(cl Client, origin *ahp.ActionOrigin, a ahp.Action)
 		c.apply(a, origin)
 		c.kick() // C-TURN-36
 	case ahp.ChatDraftChanged:
-		c.apply(a, origin)
-		c.persistDraft()
+		c.apply(a, origin) // stored before it is said (durable.go)
 	case ahp.ChatToolCallConfirmed:
 		c.clientConfirm(cl, origin, a)
 	case ahp.ChatIsReadChanged, ahp.ChatIsArchivedChanged:
 		c.apply(a, origin)
-		c.persistRecord()
 	case ahp.ChatTruncated:
 		c.clientTruncate(cl, origin, a) // truncate.go
 	case ahp.ChatWorkingDirectorySet, ahp.ChatWorkingDirectoryRemoved:
@@ -298,15 +296,17 @@ func (c *Chat) say(a ahp.ChatTurnStarted, origin *ahp.ActionOrigin, sender strin
 	if err != nil {
 		started = c.cfg.Now()
 	}
-	c.apply(a, origin)
-	t := &runningTurn{id: a.TurnID, started: started, sender: sender, tools: make(map[string]bool)}
-	c.turn = t
+	// Who sent it and whether it is a command go into the running record
+	// that apply commits before the turn is said.
 	if sender != "" {
 		c.senders[a.TurnID] = sender
 	}
 	if isCommand(a.Message.Text) {
 		c.commands[a.TurnID] = true
 	}
+	c.apply(a, origin)
+	t := &runningTurn{id: a.TurnID, started: started, sender: sender, tools: make(map[string]bool)}
+	c.turn = t
 	return t
 }
 
@@ -325,7 +325,6 @@ func (c *Chat) admit(a ahp.ChatTurnStarted, origin *ahp.ActionOrigin, sender str
 	t := c.say(a, origin, sender)
 	text := a.Message.Text
 	command := isCommand(text)
-	c.persistStarted()
 	c.autoTitle(text, first, command)
 	if pinErr != nil {
 		c.endTurn(agent.End{Outcome: agent.OutcomeError, ErrorType: attach.SendFailed, Message: pinErr.Error()})
@@ -434,6 +433,9 @@ func (c *Chat) endTurn(end agent.End) {
 		e.unsent = nil
 	}
 	dur := max(0, c.cfg.Now().Sub(t.started).Milliseconds())
+	if end.Point != "" {
+		c.points[t.id] = end.Point // stored with the ending
+	}
 	switch end.Outcome {
 	case agent.OutcomeComplete:
 		c.apply(ahp.ChatTurnComplete{TurnID: t.id, Duration: dur}, nil)
@@ -452,10 +454,6 @@ func (c *Chat) endTurn(end agent.End) {
 		resumable := end.Resumable && c.caps.Resume && t.command == nil
 		c.apply(ahp.ChatError{TurnID: t.id, Duration: dur, Part: ahp.ErrorPart(info, resumable)}, nil)
 	}
-	if end.Point != "" {
-		c.points[t.id] = end.Point
-	}
-	c.persistEnded(t.id)
 	c.endWorkersOf(t.id, end.Outcome)
 	e.paused = end.Outcome != agent.OutcomeComplete && t.command == nil
 	c.startNext()
@@ -499,7 +497,6 @@ func (c *Chat) clientStop(cl Client, origin *ahp.ActionOrigin, a ahp.ChatTurnCan
 	}
 	c.turn = nil
 	c.apply(a, origin)
-	c.persistEnded(t.id)
 	c.endWorkersOf(t.id, agent.OutcomeCancelled) // C-TURN-72
 	if s := c.state.SteeringMessage; s != nil {
 		c.apply(ahp.ChatPendingMessageRemoved{Kind: ahp.PendingSteering, ID: s.ID}, nil)
@@ -546,7 +543,6 @@ func (c *Chat) sayUnrun(h heldStart) {
 		end.Duration = max(0, end.Duration)
 	}
 	c.apply(end, origin)
-	c.persistEnded(t.id)
 }
 
 // clientResume reopens the latest turn when it failed resumably
@@ -596,8 +592,8 @@ func (c *Chat) clientPendingSet(cl Client, origin *ahp.ActionOrigin, a ahp.ChatP
 	e := c.engine()
 	switch a.Kind {
 	case ahp.PendingQueued:
+		c.notePendingSender(a.ID, cl.Sender) // stored with the message
 		c.apply(a, origin)
-		c.notePendingSender(a.ID, cl.Sender)
 		c.noteResolved(a.ID, cl.ChatAttachments)
 		c.kick() // C-TURN-34
 	case ahp.PendingSteering:
@@ -622,8 +618,8 @@ func (c *Chat) clientPendingSet(cl Client, origin *ahp.ActionOrigin, a ahp.ChatP
 				return
 			}
 		}
+		c.notePendingSender(a.ID, cl.Sender) // stored with the message
 		c.apply(a, origin)
-		c.notePendingSender(a.ID, cl.Sender)
 		c.noteResolved(a.ID, cl.ChatAttachments)
 		if c.running() {
 			c.handSteering()
@@ -644,7 +640,6 @@ func (c *Chat) notePendingSender(id, sender string) {
 		e.senders = make(map[string]string)
 	}
 	e.senders[id] = sender
-	c.persistPending() // pending.go: who queued it survives a restart
 }
 
 // noteResolved keeps the chat attachments the host resolved for pending
@@ -828,28 +823,16 @@ func CleanTitle(text string) string {
 	return line
 }
 
-// persistStarted writes a turn that just started as running before the
-// backend hears of it, synchronously: a process that dies mid-turn then
-// ends it with an error on its next start, never drops it silently.
-func (c *Chat) persistStarted() {
-	rec, ok := c.runningRecord()
-	if !ok {
-		return
-	}
-	if err := c.cfg.Store.PutTurn(context.Background(), rec); err != nil {
-		c.log.Error("store started turn", "turn", rec.ID, "err", err)
-	}
-}
-
-// persistRunning writes the active turn as running behind the actor; long
-// turns are written again every few seconds so a crash loses at most their
-// tail.
+// persistRunning writes the active turn as running behind the actor; a
+// streaming turn is written again every runningEvery so a crash loses at
+// most that much of its tail.
 func (c *Chat) persistRunning() {
+	c.runningDirty = false
 	rec, ok := c.runningRecord()
 	if !ok {
 		return
 	}
-	c.cfg.Store.Enqueue(func(ctx context.Context, s *store.Store) error { return s.PutTurn(ctx, rec) })
+	c.cfg.Store.Enqueue(putTurnOp(rec))
 }
 
 func (c *Chat) runningRecord() (store.TurnRecord, bool) {
@@ -869,35 +852,34 @@ func (c *Chat) runningRecord() (store.TurnRecord, bool) {
 	}, true
 }
 
-// persistEnded writes the turn that just ended (the last of state.Turns).
-func (c *Chat) persistEnded(id string) {
+// endedRecord is the stored form of the turn that just ended (the last of
+// state.Turns).
+func (c *Chat) endedRecord(id string) (store.TurnRecord, bool) {
 	n := len(c.state.Turns)
 	if n == 0 || c.state.Turns[n-1].ID != id {
-		return
+		return store.TurnRecord{}, false
 	}
 	t := c.state.Turns[n-1]
 	body, err := json.Marshal(t)
 	if err != nil {
 		c.log.Error("marshal ended turn", "err", err)
-		return
+		return store.TurnRecord{}, false
 	}
 	started, _ := time.Parse(time.RFC3339Nano, t.StartedAt)
-	rec := store.TurnRecord{
+	return store.TurnRecord{
 		Chat: c.cfg.URI, ID: t.ID, Seq: n - 1, State: string(t.State), Sender: c.senders[id],
 		Point: c.points[id], Command: c.commands[id], StartedAt: started, Body: body,
-	}
-	c.cfg.Store.Enqueue(func(ctx context.Context, s *store.Store) error { return s.PutTurn(ctx, rec) })
-	c.persistRecord()
+	}, true
 }
 
-func (c *Chat) persistDraft() {
+func (c *Chat) draftOp() store.Op {
 	var raw json.RawMessage
 	if c.state.Draft != nil {
 		raw, _ = json.Marshal(c.state.Draft)
 	}
 	uri := c.cfg.URI
 	c.record.Draft = raw
-	c.cfg.Store.Enqueue(func(ctx context.Context, s *store.Store) error { return s.SetDraft(ctx, uri, raw) })
+	return func(ctx context.Context, s *store.Store) error { return s.SetDraft(ctx, uri, raw) }
 }
 
 // turnCursor is the fetchTurns cursor naming "the turns before this one".

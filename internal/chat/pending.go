@@ -6,22 +6,30 @@ import (
 	"github.com/ahpd/ahpd/internal/ahp"
 )
 
-// persistPending keeps the chat's steering and queued messages in its
-// record, so a restart loses none of what waits.
+// persistPending commits the chat's steering and queued messages, and the
+// turns sent behind the running one, so a restart loses none of what waits.
 func (c *Chat) persistPending() {
+	if c.pendingChanged() {
+		c.commit("pending messages", c.recordOp())
+	}
+}
+
+// pendingChanged brings the record's copy of what waits up to date and
+// reports whether it changed.
+func (c *Chat) pendingChanged() bool {
 	meta := ParseRecordMeta(c.record.Meta)
 	steering := c.state.SteeringMessage
 	senders := c.pendingSenders()
 	behind := c.behindStarts()
 	if samePending(meta.Steering, steering) && samePendingList(meta.Queued, c.state.QueuedMessages) && maps.Equal(meta.PendingSenders, senders) && sameBehind(meta.Behind, behind) {
-		return
+		return false
 	}
 	meta.Steering = steering
 	meta.Queued = append([]ahp.PendingMessage(nil), c.state.QueuedMessages...)
 	meta.PendingSenders = senders
 	meta.Behind = behind
 	c.record.Meta = meta.Raw()
-	c.persistRecord()
+	return true
 }
 
 // pendingSenders are the known senders of the messages that wait now.

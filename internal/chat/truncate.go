@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/ahpd/ahpd/internal/ahp"
-	"github.com/ahpd/ahpd/internal/store"
 	"github.com/google/uuid"
 )
 
@@ -46,8 +45,7 @@ func (c *Chat) clientTruncate(cl Client, origin *ahp.ActionOrigin, a ahp.ChatTru
 			delete(c.commands, id)
 		}
 	}
-	uri := c.cfg.URI
-	c.cfg.Store.Enqueue(func(ctx context.Context, s *store.Store) error { return s.TruncateTurns(ctx, uri, keep) })
+	// apply committed the cut before saying it (durable.go).
 	if c.loadedFrom > len(c.state.Turns) {
 		c.loadedFrom = len(c.state.Turns)
 	}

@@ -223,7 +223,6 @@ func (c *Chat) workerBegin(prompt string) {
 	t := c.say(a, nil, "")
 	t.sent = true
 	c.wk.turnID = t.id
-	c.persistStarted()
 }
 
 // BeginWorker opens the worker chat's turn with the prompt the parent agent

@@ -49,7 +49,6 @@ func (s *Session) addChat(ctx context.Context, rec store.ChatRecord) error {
 	s.apply(ahp.SessionChatAdded{Summary: summaryOfRecord(rec)}, nil)
 	if s.state.DefaultChat == "" {
 		s.apply(ahp.SessionDefaultChatChanged{DefaultChat: rec.URI}, nil)
-		s.persist()
 	}
 	return nil
 }

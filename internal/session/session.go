@@ -217,10 +217,15 @@ func (s *Session) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// apply runs a's reducer on the session state and publishes it.
+// apply runs a's reducer on the session state and publishes it. What a
+// client must not lose (the title, flags, directories, the default chat) is
+// committed first: publish only what is stored.
 func (s *Session) apply(a ahp.Action, origin *ahp.ActionOrigin) {
 	before := s.summary()
 	reduce.Session(&s.state, a)
+	if storedInRecord(a) {
+		s.commitRecord(a.ActionType())
+	}
 	s.cfg.Bus.Publish(s.uri, a, origin, "")
 	s.publishDirs()
 	if after := s.summary(); s.cfg.OnSummary != nil && !reflect.DeepEqual(before, after) {
@@ -403,14 +408,44 @@ func (s *Session) chatSummaryChanged(cs ahp.ChatSummary) {
 	s.persist()
 }
 
+// persist writes the session record behind the actor, for what a crash may
+// lose (the modification time).
 func (s *Session) persist() {
+	s.cfg.Store.Enqueue(s.recordOp())
+}
+
+// commitRecord writes the session record and waits until it is committed.
+// A failure is logged: the state already moved on.
+func (s *Session) commitRecord(what string) {
+	ctx, cancel := context.WithTimeout(context.Background(), commitWait)
+	defer cancel()
+	if err := s.cfg.Store.Commit(ctx, s.recordOp()); err != nil {
+		s.log.Error("commit session before telling clients", "what", what, "err", err)
+	}
+}
+
+// commitWait bounds how long the actor waits for a commit.
+const commitWait = 30 * time.Second
+
+func (s *Session) recordOp() store.Op {
 	rec := s.record
 	rec.Title = s.state.Title
 	rec.DefaultChat = s.state.DefaultChat
 	rec.WorkingDirectories = s.state.WorkingDirectories
 	rec.Flags = int(s.state.Status & (ahp.StatusIsRead | ahp.StatusIsArchived))
 	s.record = rec
-	s.cfg.Store.Enqueue(func(ctx context.Context, st *store.Store) error { return st.PutSession(ctx, rec) })
+	return func(ctx context.Context, st *store.Store) error { return st.PutSession(ctx, rec) }
+}
+
+// storedInRecord says whether a changes a field of the session record.
+func storedInRecord(a ahp.Action) bool {
+	switch a.(type) {
+	case ahp.SessionTitleChanged, ahp.SessionIsReadChanged, ahp.SessionIsArchivedChanged,
+		ahp.SessionWorkingDirectorySet, ahp.SessionWorkingDirectoryRemoved, ahp.SessionWorkingDirectoryReplaced,
+		ahp.SessionDefaultChatChanged:
+		return true
+	}
+	return false
 }
 
 // Dispatch applies a client's session action (session/titleChanged, read
@@ -433,7 +468,6 @@ func (s *Session) onClientAction(cl chat.Client, origin *ahp.ActionOrigin, a ahp
 	switch a := a.(type) {
 	case ahp.SessionTitleChanged:
 		s.apply(a, origin)
-		s.persist()
 		// A rename of the session names its default chat too.
 		if e := s.chats[s.state.DefaultChat]; e != nil {
 			e.record.Title = a.Title
@@ -445,7 +479,6 @@ func (s *Session) onClientAction(cl chat.Client, origin *ahp.ActionOrigin, a ahp
 		}
 	case ahp.SessionIsReadChanged, ahp.SessionIsArchivedChanged:
 		s.apply(a, origin)
-		s.persist()
 	case ahp.SessionWorkingDirectorySet:
 		paths, err := ahp.LocalPaths([]string{a.Directory})
 		if err != nil {
@@ -461,14 +494,12 @@ func (s *Session) onClientAction(cl chat.Client, origin *ahp.ActionOrigin, a ahp
 			return
 		}
 		s.apply(a, origin)
-		s.persist()
 	case ahp.SessionWorkingDirectoryRemoved:
 		if len(s.state.WorkingDirectories) > 0 && s.state.WorkingDirectories[0] == a.Directory {
 			refuse("The session's first working directory cannot be removed; replace it instead.")
 			return
 		}
 		s.apply(a, origin)
-		s.persist()
 	default:
 		s.apply(a, origin)
 	}
@@ -477,7 +508,11 @@ func (s *Session) onClientAction(cl chat.Client, origin *ahp.ActionOrigin, a ahp
 func (s *Session) renameStoredChat(e *chatEntry, title string) {
 	e.record.Title = title
 	rec := e.record
-	s.cfg.Store.Enqueue(func(ctx context.Context, st *store.Store) error { return st.PutChat(ctx, rec) })
+	ctx, cancel := context.WithTimeout(context.Background(), commitWait)
+	defer cancel()
+	if err := s.cfg.Store.Commit(ctx, func(ctx context.Context, st *store.Store) error { return st.PutChat(ctx, rec) }); err != nil {
+		s.log.Error("commit chat title before telling clients", "chat", rec.URI, "err", err)
+	}
 	if i := slices.IndexFunc(s.state.Chats, func(c ahp.ChatSummary) bool { return c.Resource == rec.URI }); i >= 0 {
 		cs := s.state.Chats[i]
 		cs.Title = title

@@ -35,7 +35,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -96,6 +98,59 @@ func BenchmarkEnqueuePutTurn(b *testing.B) {
 	if st := s.Stats(); st.WriteErrors != 0 {
 		b.Fatalf("write errors: %+v", st)
 	}
+}
+
+// BenchmarkCommitPutTurn is the path an actor takes before it tells
+// clients a turn ended: the op goes through the writer queue and the caller
+// waits until its transaction committed.
+func BenchmarkCommitPutTurn(b *testing.B) {
+	s, _ := openTemp(b)
+	_, chat := seed(b, s, "ahp://s/bench")
+	ctx := context.Background()
+	started := time.Now()
+	seq := 0
+	for b.Loop() {
+		r := TurnRecord{
+			Chat: chat, ID: fmt.Sprintf("turn-%d", seq), Seq: seq, State: TurnComplete,
+			Sender: "user:1", Point: "p", StartedAt: started, Body: benchBody,
+		}
+		if err := s.Commit(ctx, func(ctx context.Context, s *Store) error { return s.PutTurn(ctx, r) }); err != nil {
+			b.Fatal(err)
+		}
+		seq++
+	}
+}
+
+// BenchmarkCommitPutTurn20 is twenty actors committing at once (twenty
+// chats ending turns together): the writer groups the waiting commits into
+// one transaction, so ns/op is per turn stored and groups/op says how many
+// transactions each cost.
+func BenchmarkCommitPutTurn20(b *testing.B) {
+	s, _ := openTemp(b)
+	const actors = 20
+	chats := make([]string, actors)
+	for i := range chats {
+		_, chats[i] = seed(b, s, fmt.Sprintf("ahp://s/bench%d", i))
+	}
+	ctx := context.Background()
+	started := time.Now()
+	before := s.Stats().Groups
+	var next atomic.Int64
+	b.SetParallelism((actors + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			n := int(next.Add(1) - 1)
+			r := TurnRecord{
+				Chat: chats[n%actors], ID: fmt.Sprintf("turn-%d", n), Seq: n / actors, State: TurnComplete,
+				Sender: "user:1", Point: "p", StartedAt: started, Body: benchBody,
+			}
+			if err := s.Commit(ctx, func(ctx context.Context, s *Store) error { return s.PutTurn(ctx, r) }); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(s.Stats().Groups-before)/float64(b.N), "groups/op")
 }
 
 func BenchmarkRawSQLiteInsert(b *testing.B) {

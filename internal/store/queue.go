@@ -15,13 +15,20 @@ import (
 type Op func(ctx context.Context, s *Store) error
 
 // queuedOp is an op waiting in the queue. A Flush marker has op == nil and a
-// done channel to close when the writer reaches it.
+// done channel to close once everything before it is committed. A Commit's
+// op has a result channel (1-buffered) for its error, sent once the
+// transaction holding it is committed.
 type queuedOp struct {
 	op     Op
 	done   chan struct{}
+	result chan error
 	caller uintptr // the program counter of Enqueue's caller, for error logs
 	queued time.Time
 }
+
+// maxBatchOps bounds the ops one grouped transaction holds, so a waiting
+// Commit never waits behind an unbounded backlog's single commit.
+const maxBatchOps = 256
 
 // queueStats are the queue's counters; all are updated atomically.
 type queueStats struct {
@@ -31,6 +38,7 @@ type queueStats struct {
 	written     atomic.Uint64
 	writeErrors atomic.Uint64
 	refused     atomic.Uint64
+	groups      atomic.Uint64
 }
 
 // Stats is a snapshot of the write-behind queue's counters.
@@ -41,6 +49,7 @@ type Stats struct {
 	Written     uint64 // ops that finished without error
 	WriteErrors uint64 // ops that returned an error or panicked (each one logged)
 	Refused     uint64 // ops enqueued after Close had drained the queue (each one logged)
+	Groups      uint64 // transactions that held more than one op (group commits)
 }
 
 // Stats reports the write-behind queue's counters.
@@ -52,6 +61,7 @@ func (s *Store) Stats() Stats {
 		Written:     s.stats.written.Load(),
 		WriteErrors: s.stats.writeErrors.Load(),
 		Refused:     s.stats.refused.Load(),
+		Groups:      s.stats.groups.Load(),
 	}
 }
 
@@ -72,6 +82,31 @@ func (s *Store) Enqueue(op Op) {
 	var pc [1]uintptr
 	runtime.Callers(2, pc[:])
 	s.push(queuedOp{op: op, caller: pc[0], queued: time.Now()})
+}
+
+// Commit runs op on the writer, in order with every op enqueued before it,
+// and returns once the transaction holding it is committed: what op wrote
+// survives a kill -9 from then on (WAL, synchronous=NORMAL). Ops waiting
+// together share one transaction (a group commit), so many actors
+// committing at once pay for one commit. Its error is op's own, or the
+// commit's. When ctx is done first Commit returns ctx's error; op still
+// runs in its turn. Like Flush, it must not be called from inside an op.
+func (s *Store) Commit(ctx context.Context, op Op) error {
+	if op == nil {
+		return nil
+	}
+	var pc [1]uintptr
+	runtime.Callers(2, pc[:])
+	result := make(chan error, 1)
+	if !s.push(queuedOp{op: op, result: result, caller: pc[0], queued: time.Now()}) {
+		return ErrClosed
+	}
+	select {
+	case err := <-result:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("commit: %w", ctx.Err())
+	}
 }
 
 // Flush waits until every op enqueued before the call has run (successfully
@@ -159,19 +194,106 @@ func (s *Store) writer() {
 		batch, s.queue = s.queue, batch[:0]
 		s.queueMu.Unlock()
 
-		for i := range batch {
-			s.run(ctx, batch[i])
-			batch[i] = queuedOp{} // let the op's closure be collected
+		for from := 0; from < len(batch); from += maxBatchOps {
+			s.runGroup(ctx, batch[from:min(from+maxBatchOps, len(batch))])
 		}
+		clear(batch) // let the ops' closures be collected
+	}
+}
+
+// batchTxKey is the context key under which the writer hands a grouped
+// transaction to the ops running in it; writeExec and withWrite use it.
+type batchTxKey struct{}
+
+// runGroup runs a group of queued ops. One op runs as it is (its statement
+// autocommits); several share one transaction, each inside its own
+// savepoint so a failing op undoes only its own writes. Commits and
+// Flushes are answered after the transaction commits.
+func (s *Store) runGroup(ctx context.Context, group []queuedOp) {
+	ops, waited := 0, false
+	for i := range group {
+		if group[i].op != nil {
+			ops++
+			waited = waited || group[i].result != nil
+		}
+	}
+	// A lone write-behind op autocommits. A lone Commit runs in a
+	// transaction too: an actor's commit often writes a turn and its chat's
+	// record, which then cost one WAL commit and land together.
+	if ops == 0 || ops == 1 && !waited {
+		for i := range group {
+			s.finish(group[i], s.run(ctx, group[i]))
+		}
+		return
+	}
+	s.writeSem <- struct{}{}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		<-s.writeSem
+		s.logger.Warn("begin grouped write; running the ops one by one", "err", err, "ops", ops)
+		for i := range group {
+			s.finish(group[i], s.run(ctx, group[i]))
+		}
+		return
+	}
+	txCtx := context.WithValue(ctx, batchTxKey{}, tx)
+	errs := make([]error, len(group))
+	for i := range group {
+		if group[i].op == nil {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, "SAVEPOINT op"); err != nil {
+			errs[i] = fmt.Errorf("savepoint: %w", err)
+			s.countFailure(group[i], errs[i])
+			continue
+		}
+		errs[i] = s.run(txCtx, group[i])
+		if errs[i] != nil {
+			if _, err := tx.ExecContext(ctx, "ROLLBACK TO op"); err != nil {
+				s.logger.Error("roll back a failed op", "err", err, "op", callerName(group[i].caller))
+			}
+		}
+		if _, err := tx.ExecContext(ctx, "RELEASE op"); err != nil {
+			s.logger.Error("release savepoint", "err", err, "op", callerName(group[i].caller))
+		}
+	}
+	commitErr := tx.Commit()
+	<-s.writeSem
+	s.stats.groups.Add(1)
+	if commitErr != nil {
+		commitErr = fmt.Errorf("commit %d grouped writes: %w", ops, commitErr)
+		s.logger.Error("store group commit failed", "err", commitErr)
+	}
+	for i := range group {
+		err := errs[i]
+		if commitErr != nil && group[i].op != nil {
+			if err == nil {
+				// Counted as written by run; the commit lost it.
+				s.stats.written.Add(^uint64(0))
+				s.stats.writeErrors.Add(1)
+			}
+			err = commitErr
+		}
+		s.finish(group[i], err)
+	}
+}
+
+// finish answers whoever waits for q: a Flush marker, or a Commit.
+func (s *Store) finish(q queuedOp, err error) {
+	switch {
+	case q.op == nil:
+		close(q.done)
+	case q.result != nil:
+		q.result <- err
 	}
 }
 
 // run runs one queued op on the writer goroutine, logging and counting its
-// failure; a panicking op is a failed write, not a dead writer.
-func (s *Store) run(ctx context.Context, q queuedOp) {
+// failure; a panicking op is a failed write, not a dead writer. A Flush
+// marker does nothing here: finish answers it.
+func (s *Store) run(ctx context.Context, q queuedOp) error {
 	if q.op == nil {
-		close(q.done)
-		return
+		return nil
 	}
 	start := time.Now()
 	err := func() (err error) {
@@ -195,9 +317,17 @@ func (s *Store) run(ctx context.Context, q queuedOp) {
 			"waited", start.Sub(q.queued),
 			"took", time.Since(start),
 			"pending", pending)
-		return
+		return err
 	}
 	s.stats.written.Add(1)
+	return nil
+}
+
+// countFailure counts and logs an op that could not even start.
+func (s *Store) countFailure(q queuedOp, err error) {
+	s.stats.pending.Add(-1)
+	s.stats.writeErrors.Add(1)
+	s.logger.Error("store write failed", "err", err, "op", callerName(q.caller))
 }
 
 // callerName turns a program counter from Enqueue into "file:line (func)".

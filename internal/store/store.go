@@ -2,9 +2,12 @@
 // their chats, every finished turn, a marker for the turn that is running (so
 // a crash is seen on restart), and a few daemon settings.
 //
-// The host and the actors call it. Reads are synchronous. Writes are either
-// synchronous (each method is one transaction) or handed to the ordered
-// write-behind queue with Enqueue, so an actor never waits on the disk.
+// The host and the actors call it. Reads are synchronous. Writes go through
+// one ordered queue that a single writer goroutine drains: Enqueue hands it
+// work and returns at once (write-behind, for what may lag: a running turn's
+// progress, positions), Commit waits until the work is committed (for every
+// fact a client is about to be shown). Ops that wait together share one
+// transaction, so many chats ending at once cost one commit.
 //
 // Protocol JSON (turn bodies, drafts, origins, configs) is opaque here: it is
 // stored and returned as json.RawMessage, checked only for being valid JSON.
@@ -236,6 +239,14 @@ func (s *Store) Close() error {
 // avoid because the token keeps every other writer of this Store out; one
 // daemon owns the file, and a second process writing it is not supported.
 func (s *Store) writeExec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if tx, ok := ctx.Value(batchTxKey{}).(*sql.Tx); ok {
+		// Inside the writer's grouped transaction, which holds the token.
+		st, err := s.stmt(ctx, query)
+		if err != nil {
+			return nil, err
+		}
+		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	}
 	select {
 	case s.writeSem <- struct{}{}:
 	case <-ctx.Done():
@@ -298,6 +309,11 @@ func (e errScanner) Scan(...any) error { return e.err }
 // withWrite runs fn in one write transaction (BEGIN IMMEDIATE), holding the
 // writer token. fn's error rolls the transaction back and is returned as is.
 func (s *Store) withWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if tx, ok := ctx.Value(batchTxKey{}).(*sql.Tx); ok {
+		// Inside the writer's grouped transaction: the op's savepoint
+		// undoes fn's writes if it fails.
+		return fn(tx)
+	}
 	select {
 	case s.writeSem <- struct{}{}:
 	case <-ctx.Done():

@@ -405,3 +405,22 @@ func (c *Client) AwaitNotificationWhere(method string, match func(params json.Ra
 	})
 	return got
 }
+
+// Since returns the envelopes received after the first n, waiting up to
+// wait for one when there are none yet. It never fails the test: err is the
+// connection's end, for a test that kills the server on purpose.
+func (c *Client) Since(n int, wait time.Duration) (envs []Envelope, err error) {
+	timer := time.AfterFunc(wait, func() {
+		c.mu.Lock()
+		c.cond.Broadcast()
+		c.mu.Unlock()
+	})
+	defer timer.Stop()
+	deadline := time.Now().Add(wait)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for len(c.envs) <= n && c.closed == nil && time.Now().Before(deadline) {
+		c.cond.Wait()
+	}
+	return append([]Envelope(nil), c.envs[min(n, len(c.envs)):]...), c.closed
+}

@@ -1,0 +1,133 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestCommitIsStoredWhenItReturns: once Commit returns, another connection
+// to the file reads what the op wrote (publish only what is stored).
+func TestCommitIsStoredWhenItReturns(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ahpd.db")
+	s, _ := openAt(t, path)
+	ctx := context.Background()
+	_, chat := seed(t, s, "ahp://s/1")
+
+	must(t, s.Commit(ctx, func(ctx context.Context, s *Store) error { return s.PutTurn(ctx, sampleTurn(chat, 0)) }))
+
+	other, err := sql.Open("sqlite", dsn(path))
+	must(t, err)
+	defer other.Close()
+	var n int
+	must(t, other.QueryRow(`SELECT count(*) FROM turns WHERE chat = ?`, chat).Scan(&n))
+	if n != 1 {
+		t.Fatalf("a second connection reads %d turns after Commit returned, want 1", n)
+	}
+}
+
+// TestCommitsWaitingTogetherShareOneTransaction: commits that queue while
+// the writer is busy are grouped into one transaction, and a failing op in
+// the group undoes only its own writes and gets its own error.
+func TestCommitsWaitingTogetherShareOneTransaction(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	_, chat := seed(t, s, "ahp://s/1")
+
+	block, started, release := gate()
+	defer release()
+	s.Enqueue(block)
+	<-started
+	before := s.Stats().Groups
+
+	const n = 50
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	queued := make(chan struct{}, n)
+	for i := range n {
+		wg.Go(func() {
+			queued <- struct{}{}
+			errs[i] = s.Commit(ctx, func(ctx context.Context, s *Store) error {
+				if i == 7 {
+					// Writes, then fails: the write must be undone.
+					if err := s.PutTurn(ctx, TurnRecord{Chat: chat, ID: "doomed", Seq: 1000, State: TurnComplete}); err != nil {
+						return err
+					}
+					return errors.New("op 7 fails")
+				}
+				return s.PutTurn(ctx, sampleTurn(chat, i))
+			})
+		})
+	}
+	for range n {
+		<-queued
+	}
+	// Every Commit has been pushed once Pending counts them all.
+	deadline := time.Now().Add(5 * time.Second)
+	for s.Stats().Pending < n+1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d ops queued", s.Stats().Pending)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	release()
+	wg.Wait()
+
+	for i, err := range errs {
+		if i == 7 {
+			if err == nil || err.Error() != "op 7 fails" {
+				t.Errorf("commit 7 = %v, want its own error", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("commit %d = %v", i, err)
+		}
+	}
+	if got := s.Stats().Groups - before; got != 1 {
+		t.Errorf("%d group transactions for %d waiting commits, want 1", got, n)
+	}
+	if c, _ := s.CountTurns(ctx, chat); c != n-1 {
+		t.Errorf("%d turns stored, want %d (the failed op's write undone)", c, n-1)
+	}
+	if st := s.Stats(); st.WriteErrors != 1 || st.Pending != 0 {
+		t.Errorf("stats = %+v, want one write error and nothing pending", st)
+	}
+}
+
+// TestCommitAfterClose is refused with ErrClosed, not lost silently.
+func TestCommitAfterClose(t *testing.T) {
+	s, _ := openTemp(t)
+	must(t, s.Close())
+	err := s.Commit(context.Background(), func(context.Context, *Store) error { return nil })
+	if !errors.Is(err, ErrClosed) {
+		t.Fatalf("Commit after Close = %v, want ErrClosed", err)
+	}
+}
+
+// TestCommitKeepsQueueOrder: a Commit runs after every op enqueued before
+// it, so a write-behind progress record never overwrites a committed end.
+func TestCommitKeepsQueueOrder(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	_, chat := seed(t, s, "ahp://s/1")
+	for i := range 20 {
+		r := sampleTurn(chat, 0)
+		r.State = TurnRunning
+		r.Body = []byte(fmt.Sprintf(`{"n":%d}`, i))
+		s.Enqueue(func(ctx context.Context, s *Store) error { return s.PutTurn(ctx, r) })
+	}
+	end := sampleTurn(chat, 0)
+	end.Body = []byte(`{"n":"end"}`)
+	must(t, s.Commit(ctx, func(ctx context.Context, s *Store) error { return s.PutTurn(ctx, end) }))
+	turns, err := s.Turns(ctx, chat)
+	must(t, err)
+	if len(turns) != 1 || string(turns[0].Body) != `{"n":"end"}` || turns[0].State != TurnComplete {
+		t.Fatalf("stored %+v, want the committed end", turns)
+	}
+}
