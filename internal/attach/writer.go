@@ -3,10 +3,13 @@ package attach
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/google/uuid"
+
+	"github.com/ahpd/ahpd/internal/confine"
 )
 
 // Writer writes attachment bytes under Root (<data dir>/attachments). The
@@ -54,11 +57,19 @@ func (w Writer) Write(session, label string, data []byte) (string, error) {
 }
 
 // ReadOwn reads the bytes of a file the model takes as an image or inline
-// text, refusing one larger than limit (it then goes by path).
-func ReadOwn(path string, limit int64) ([]byte, error) {
-	fi, err := os.Stat(path)
+// text, refusing one larger than limit (it then goes by path). The file is
+// read only when it really lies inside one of roots (the session's
+// attachments folder, the chat's directories): a client's tag never makes
+// the host read a file the agent itself would have to ask for.
+func ReadOwn(path string, limit int64, roots []string) ([]byte, error) {
+	f, err := confine.Open(path, roots)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read attachment: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("read attachment %s: %w", path, err)
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("read attachment %s: not a regular file", path)
@@ -66,5 +77,12 @@ func ReadOwn(path string, limit int64) ([]byte, error) {
 	if fi.Size() > limit {
 		return nil, fmt.Errorf("read attachment %s: %d bytes is over %d", path, fi.Size(), limit)
 	}
-	return os.ReadFile(path)
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read attachment %s: %w", path, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("read attachment %s: grew over %d bytes", path, limit)
+	}
+	return data, nil
 }

@@ -69,13 +69,60 @@ func TestReadOwn(t *testing.T) {
 	if err := os.WriteFile(p, []byte("12345"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if b, err := ReadOwn(p, 5); err != nil || string(b) != "12345" {
+	roots := []string{dir}
+	if b, err := ReadOwn(p, 5, roots); err != nil || string(b) != "12345" {
 		t.Errorf("ReadOwn = %q, %v", b, err)
 	}
-	if _, err := ReadOwn(p, 4); err == nil {
+	if _, err := ReadOwn(p, 4, roots); err == nil {
 		t.Errorf("ReadOwn over the limit: no error")
 	}
-	if _, err := ReadOwn(dir, 100); err == nil {
+	if _, err := ReadOwn(dir, 100, roots); err == nil {
 		t.Errorf("ReadOwn of a directory: no error")
+	}
+}
+
+// TestReadOwnStaysInsideItsRoots: a file tagged as the message's own is read
+// only inside the session's attachments folder and the chat's directories
+// (issue 8 §2, C-ATT-18): not outside them, not through "..", not through a
+// symlink, not by a relative path.
+func TestReadOwnStaysInsideItsRoots(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	secret := filepath.Join(outside, "secret")
+	if err := os.WriteFile(secret, []byte("secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "mine"), []byte("mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "dirlink")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, path string
+		ok         bool
+	}{
+		{"inside", filepath.Join(root, "mine"), true},
+		{"outside", secret, false},
+		{"dot-dot", filepath.Join(root, "..", filepath.Base(outside), "secret"), false},
+		{"raw dot-dot", root + "/../" + filepath.Base(outside) + "/secret", false},
+		{"symlink to a file outside", filepath.Join(root, "link"), false},
+		{"symlinked folder", filepath.Join(root, "dirlink", "secret"), false},
+		{"relative", "mine", false},
+		{"no roots", secret, false},
+	} {
+		roots := []string{root}
+		if tc.name == "no roots" {
+			roots = nil
+		}
+		b, err := ReadOwn(tc.path, 100, roots)
+		if tc.ok != (err == nil) {
+			t.Errorf("%s: ReadOwn(%s) = %q, %v; want allowed %v", tc.name, tc.path, b, err, tc.ok)
+		}
+		if err != nil && string(b) != "" {
+			t.Errorf("%s: refused but returned bytes", tc.name)
+		}
 	}
 }

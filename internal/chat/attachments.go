@@ -1,6 +1,9 @@
 package chat
 
 import (
+	"path/filepath"
+	"slices"
+
 	"github.com/ahpd/ahpd/internal/agent"
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/attach"
@@ -64,11 +67,23 @@ func (c *Chat) prepareMessage(m ahp.Message, resolved []attach.Resolved) (ahp.Me
 			}
 			forms = append(forms, agent.Attachment{As: attach.AsInline, Label: a.Label, Text: rep})
 		default:
-			forms = append(forms, keptForm(a))
+			forms = append(forms, keptForm(a, c.readableRoots()))
 		}
 	}
 	m.Attachments = out
 	return m, forms, pinErr
+}
+
+// readableRoots are the folders a file a client tagged as the message's own
+// may be read from: the session's attachments folder and the chat's
+// directories. Anything else goes to the model by path, for the agent to
+// read under its own permissions.
+func (c *Chat) readableRoots() []string {
+	roots := slices.Clone(c.cfg.Directories)
+	if c.cfg.AttachmentsDir != "" {
+		roots = append(roots, filepath.Join(c.cfg.AttachmentsDir, attach.FileName(c.sessionFolder())))
+	}
+	return roots
 }
 
 // sessionFolder names the session's own attachments folder.
@@ -95,7 +110,7 @@ func ownForm(label, contentType, path string, data []byte) agent.Attachment {
 // tagged as the message's own goes as its kind says (C-ATT-38); any other
 // file, a directory and a resource on another scheme go by path, for the
 // model to read (C-ATT-13, 17, 18, 39).
-func keptForm(a ahp.MessageAttachment) agent.Attachment {
+func keptForm(a ahp.MessageAttachment, roots []string) agent.Attachment {
 	switch a.Type {
 	case ahp.AttachmentSimple:
 		text := a.ModelRepresentation
@@ -122,9 +137,9 @@ func keptForm(a ahp.MessageAttachment) agent.Attachment {
 		if attach.IsImage(a.ContentType) {
 			limit = attach.ImageLimit
 		}
-		data, err := attach.ReadOwn(path, limit)
+		data, err := attach.ReadOwn(path, limit, roots)
 		if err != nil {
-			return f // too large or unreadable: by path
+			return f // too large, unreadable or not the host's to read: by path
 		}
 		return ownForm(a.Label, a.ContentType, path, data)
 	}

@@ -252,6 +252,52 @@ func TestAttachmentsLeftAsSent(t *testing.T) {
 	}
 }
 
+// TestSnapshotAttachmentOutsideIsNotRead: a file tagged as the message's own
+// is read by the host only inside the chat's directories and the session's
+// attachments folder. Anywhere else (outside, or reached through a symlink
+// or "..") it goes to the model by path, left exactly as sent, so the agent
+// reads it under its own permissions (issue 8 §2, C-ATT-18).
+func TestSnapshotAttachmentOutsideIsNotRead(t *testing.T) {
+	e := newEnv(t)
+	c := e.client("a")
+	_, def := e.createSession(c, "ahp-session:/a77a0000-0000-4000-8000-00000000000a")
+	c.Subscribe(def)
+	secret := filepath.Join(t.TempDir(), "id_rsa")
+	if err := os.WriteFile(secret, []byte("PRIVATE KEY"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(e.workDir, "innocent.txt")
+	if err := os.Symlink(secret, link); err != nil {
+		t.Fatal(err)
+	}
+	inside := filepath.Join(e.workDir, "buffer.txt")
+	if err := os.WriteFile(inside, []byte("unsaved buffer"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tag := map[string]any{attach.SnapshotMetaKey: true}
+	dotdot := e.workDir + "/../" + filepath.Base(filepath.Dir(secret)) + "/id_rsa"
+	sent := []map[string]any{
+		{"type": "resource", "label": "a", "uri": ahp.FileURI(secret), "contentType": "text/plain", "_meta": tag},
+		{"type": "resource", "label": "b", "uri": ahp.FileURI(link), "contentType": "text/plain", "_meta": tag},
+		{"type": "resource", "label": "c", "uri": "file://" + dotdot, "contentType": "text/plain", "_meta": tag},
+		{"type": "resource", "label": "d", "uri": ahp.FileURI(inside), "contentType": "text/plain", "_meta": tag},
+	}
+	c.Dispatch(def, turnWith("t1", "look", sent...))
+	awaitEnd(t, c, def, "t1")
+	got := sentTurn(t, e, "t1").Attachments
+	if len(got) != 4 {
+		t.Fatalf("attachments reached the agent as %+v", got)
+	}
+	for i, a := range got[:3] {
+		if a.As != attach.AsPath || a.Text != "" || len(a.Data) != 0 {
+			t.Errorf("attachment %s outside the chat's directories was read by the host: %+v", sent[i]["label"], a)
+		}
+	}
+	if got[3].As != attach.AsInline || got[3].Text != "unsaved buffer" {
+		t.Errorf("a tagged file inside the chat's directories went as %+v", got[3])
+	}
+}
+
 func mustJSON(t testing.TB, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
