@@ -81,9 +81,24 @@ func TestBadInput(t *testing.T) {
 	if env := a.AwaitEcho(seq); !strings.Contains(env.RejectionReason, "Resource not found") {
 		t.Fatalf("action on an unknown chat: %s", env.Raw)
 	}
+	// A malformed clientSeq is refused with an envelope naming the field
+	// (issue 8 §4); the action is not taken.
+	for _, seqText := range []string{"1.5", "18446744073709551616", `"abc"`, "-3", "null"} {
+		n := len(a.Frames())
+		a.SendRaw(`{"jsonrpc":"2.0","method":"dispatchAction","params":{"channel":"` + chat + `","clientSeq":` + seqText + `,"action":{"type":"chat/turnStarted","turnId":"bad-seq","message":{"text":"no","origin":{"kind":"user"}}}}}`)
+		f := a.AwaitFrame("refusal of clientSeq "+seqText, n, func(f ahptest.Frame) bool { return f.Method == "action" })
+		var env ahptest.Envelope
+		if err := json.Unmarshal(f.Params, &env); err != nil {
+			t.Fatal(err)
+		}
+		if env.Channel != chat || !strings.Contains(env.RejectionReason, "clientSeq") {
+			t.Fatalf("clientSeq %s: %s, want a refusal naming clientSeq", seqText, f.Raw)
+		}
+		a.MustCall("ping", map[string]any{"channel": ahp.RootURI})
+	}
 	// Nothing stored was lost and the watcher saw none of it.
 	st, _ := a.Subscribe(chat)
-	if cs := chatState(t, st); len(cs.Turns) != 1 {
+	if cs := chatState(t, st); len(cs.Turns) != 1 || cs.ActiveTurn != nil {
 		t.Fatalf("chat lost its turn: %s", st)
 	}
 	for _, f := range watcher.Frames()[before:] {

@@ -227,15 +227,17 @@ func (h *Host) subscribe(ctx context.Context, cl *client, channel string, view *
 // dispatchAction routes a client action to the owner of its channel. It is
 // a notification: what cannot be taken comes back as a refusal envelope.
 func (h *Host) dispatchAction(cl *client, params json.RawMessage) {
-	var p ahp.DispatchActionParams
-	if err := decodeParams(params, &p); err != nil || p.Channel == "" {
-		h.log.Info("dropped malformed dispatchAction", "conn", cl.conn.ID(), "err", err)
-		return
-	}
+	p, a, err := decodeDispatch(params)
 	origin := &ahp.ActionOrigin{ClientID: cl.ClientID(), ClientSeq: p.ClientSeq}
-	a, err := ahp.DecodeAction(p.Action)
 	if err != nil {
-		h.bus.Refuse(cl, p.Channel, ahp.UnknownAction{Type: "", Raw: rawOrNull(p.Action)}, origin, err.Error())
+		// A malformed notification has no reply to carry an error, so the
+		// refusal envelope names what was wrong (on the channel it named,
+		// if any).
+		h.log.Info("refused malformed dispatchAction", "conn", cl.conn.ID(), "err", err)
+		if a == nil {
+			a = ahp.UnknownAction{Type: "", Raw: rawOrNull(p.Action)}
+		}
+		h.bus.Refuse(cl, p.Channel, a, origin, err.Error())
 		return
 	}
 	if !cl.ready() {
@@ -272,6 +274,31 @@ func (h *Host) dispatchAction(cl *client, params json.RawMessage) {
 			h.bus.Refuse(cl, p.Channel, a, origin, err.Error())
 		}
 	}
+}
+
+// decodeDispatch reads dispatchAction's params. On an error it returns what
+// it could read, for the refusal envelope.
+func decodeDispatch(params json.RawMessage) (ahp.DispatchActionParams, ahp.Action, error) {
+	var raw struct {
+		Channel   json.RawMessage `json:"channel"`
+		ClientSeq json.RawMessage `json:"clientSeq"`
+		Action    json.RawMessage `json:"action"`
+	}
+	var p ahp.DispatchActionParams
+	if err := decodeParams(params, &raw); err != nil {
+		return p, nil, err
+	}
+	p.Action = raw.Action
+	if err := json.Unmarshal(raw.Channel, &p.Channel); err != nil || p.Channel == "" {
+		return p, nil, errors.New("params.channel: required, a channel URI")
+	}
+	seq, seqErr := ahp.ParseClientSeq(raw.ClientSeq)
+	p.ClientSeq = seq
+	a, err := ahp.DecodeAction(p.Action)
+	if seqErr != nil {
+		return p, a, seqErr
+	}
+	return p, a, err
 }
 
 func (h *Host) dispatchToDefaultChat(ctx context.Context, cl *client, s *session.Session, p ahp.DispatchActionParams, a ahp.Action, origin *ahp.ActionOrigin) {
