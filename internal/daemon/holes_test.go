@@ -54,6 +54,25 @@ func TestTrustBoundaryHoles(t *testing.T) {
 		}
 		root.MustCall("listSessions", map[string]any{})
 	})
+	t.Run("root notifications about sessions need session:list", func(t *testing.T) {
+		d.Subscribe(ahp.RootURI)
+		root.Subscribe(ahp.RootURI)
+		other := "ahp-session:/7e57e57e-0000-4000-8000-000000000002"
+		root.MustCall("createSession", map[string]any{"channel": other, "provider": "script"})
+		root.AwaitNotificationWhere("root/sessionAdded", func(p json.RawMessage) bool { return strings.Contains(string(p), other) })
+		root.Dispatch(other, map[string]any{"type": "session/titleChanged", "title": "secret plans"})
+		root.AwaitNotificationWhere("root/sessionSummaryChanged", func(p json.RawMessage) bool { return strings.Contains(string(p), "secret plans") })
+		root.MustCall("disposeSession", map[string]any{"channel": other})
+		root.AwaitNotificationWhere("root/sessionRemoved", func(p json.RawMessage) bool { return strings.Contains(string(p), other) })
+		// Anything sent to d before root heard the removal is ahead of this
+		// reply on d's ordered connection.
+		d.MustCall("ping", map[string]any{"channel": ahp.RootURI})
+		for _, f := range d.Frames() {
+			if strings.HasPrefix(f.Method, "root/session") {
+				t.Fatalf("a token without session:list heard %s", f.Raw)
+			}
+		}
+	})
 	t.Run("subscribe to a session needs session:state", func(t *testing.T) {
 		if _, rerr := d.Call("subscribe", map[string]any{"channel": sess}); rerr == nil || rerr.Code != ahp.CodePermissionDenied {
 			t.Fatalf("subscribe session: %+v, want permission denied", rerr)

@@ -255,12 +255,18 @@ func (h *Host) sessionSummaryChanged(uri string, sum ahp.SessionSummary) {
 	h.notifyRoot("root/sessionSummaryChanged", full, &legacy)
 }
 
-// notifyRoot sends a root notification; a connection whose version does
-// not know SessionSummary.chats/defaultChat (0.9.0) gets legacy, or
-// nothing when legacy is nil.
+// notifyRoot sends a root notification about a session to the root
+// watchers holding session:list; a connection whose version does not know
+// SessionSummary.chats/defaultChat (0.9.0) gets legacy, or nothing when
+// legacy is nil.
 func (h *Host) notifyRoot(method string, full, legacy any) {
 	h.bus.NotifyEach(ahp.RootURI, method, func(s bus.Subscriber) any {
-		if c, ok := s.(*client); ok && !ahp.SummaryChatsKnownTo(c.negotiated()) {
+		c, ok := s.(*client)
+		if ok && !c.principal.Can(auth.SessionList) {
+			// Root watchers hear of sessions only when they may list them.
+			return nil
+		}
+		if ok && !ahp.SummaryChatsKnownTo(c.negotiated()) {
 			if legacy == nil {
 				return nil
 			}

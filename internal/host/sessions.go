@@ -236,7 +236,8 @@ func (h *Host) disposeSession(ctx context.Context, cl *client, params json.RawMe
 	for _, c := range chats {
 		h.bus.DropChannel(c)
 	}
-	h.bus.Notify(ahp.RootURI, "root/sessionRemoved", ahp.SessionRemovedParams{Channel: ahp.RootURI, Session: p.Channel})
+	removed := &ahp.SessionRemovedParams{Channel: ahp.RootURI, Session: p.Channel}
+	h.notifyRoot("root/sessionRemoved", removed, removed)
 	return struct{}{}, nil
 }
 
