@@ -219,6 +219,13 @@ type Conversation interface {
 	Close() error
 }
 
+// Killer is a Conversation whose process can be ended at once, without
+// the polite shutdown Close gives it: for an agent that stopped answering
+// (agentSilenceSeconds). Its kept conversation stays, as with Close.
+type Killer interface {
+	Kill() error
+}
+
 // Agent is one backend.
 type Agent interface {
 	Provider() string

@@ -86,6 +86,10 @@ type Config struct {
 	AttachmentsDir string
 	// CommandShell runs ! commands ("/bin/sh" when empty).
 	CommandShell string
+	// AgentSilence is how long a running turn's agent may say nothing before
+	// the turn ends with an error and the process is replaced (0:
+	// DefaultAgentSilence; negative: never).
+	AgentSilence time.Duration
 	// IdleTimeout is how long the actor stays loaded with nothing to do
 	// (0: DefaultIdleTimeout; negative: never unloads).
 	IdleTimeout time.Duration
@@ -138,6 +142,9 @@ type Chat struct {
 	loadedFrom int
 	// runningDirty: the active turn streamed since it was last written.
 	runningDirty bool
+	// heard is when the agent last said something or was handed a prompt
+	// (silence.go).
+	heard time.Time
 }
 
 // Open builds the chat's state from the store and starts its actor.
@@ -300,6 +307,7 @@ func (c *Chat) run(crashed *store.TurnRecord) {
 				c.conversationGone(errors.New("agent conversation ended"))
 				continue
 			}
+			c.heardFromAgent()
 			bug.Recover(c.log, "agent event", func() { c.onAgentEvent(ev) })
 		case ev := <-c.cmdEvents:
 			bug.Recover(c.log, "command event", func() { c.onCommandEvent(ev) })
@@ -307,6 +315,7 @@ func (c *Chat) run(crashed *store.TurnRecord) {
 			if c.runningDirty {
 				c.persistRunning()
 			}
+			c.checkSilence()
 		case <-idle:
 			if c.unloadIfIdle() {
 				return

@@ -373,6 +373,7 @@ func (c *Chat) send(t *runningTurn, turn agent.Turn) {
 	e.open = append(e.open, turn.ID)
 	c.conversationUsed() // conversation.go
 	t.sent = true
+	c.heardFromAgent() // the silence counts from the prompt (silence.go)
 	// C-TURN-41: steering is handed at the turn's start.
 	c.handSteering()
 }

@@ -102,6 +102,9 @@ func TestBadInput(t *testing.T) {
 		t.Fatalf("chat lost its turn: %s", st)
 	}
 	for _, f := range watcher.Frames()[before:] {
+		if f.Method == "root/sessionSummaryChanged" {
+			continue // t1's ending still settling in the catalogue, not the bad input
+		}
 		t.Fatalf("watcher received %s", f.Raw)
 	}
 	sendTurn(t, a, chat, "t2", "still works")

@@ -42,7 +42,7 @@ type claudeEnv struct {
 
 // newClaudeEnv starts a daemon offering claude (stopEnds "turn" or
 // "query"), with the answerer and reader tokens configured.
-func newClaudeEnv(t *testing.T, stopEnds string) *claudeEnv {
+func newClaudeEnv(t *testing.T, stopEnds string, mutate ...func(*daemon.Config)) *claudeEnv {
 	t.Helper()
 	bin := fakemodel.Agent(t, "claude")
 	fake := fakemodel.Start(t)
@@ -77,6 +77,9 @@ func newClaudeEnv(t *testing.T, stopEnds string) *claudeEnv {
 		{Token: readerToken, Principal: "user:reader", Grants: []string{"session:read", "chat:turns"}},
 	}
 	e.cfg.ConnectionToken = "root-token"
+	for _, m := range mutate {
+		m(&e.cfg)
+	}
 	e.start()
 	t.Cleanup(func() { e.stop() })
 	ce.testEnv = e

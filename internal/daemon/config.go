@@ -49,6 +49,12 @@ type Config struct {
 	// runs in stays loaded before its actor (and its agent process) is
 	// unloaded; it loads again, resumed, when named. 0 means 600; -1 never.
 	ChatIdleSeconds int `json:"chatIdleSeconds,omitempty"`
+	// AgentSilenceSeconds is how long a running turn's agent may say
+	// nothing (no text, tool call or any other event) before the turn ends
+	// with chat/error naming the silence and the agent's process is
+	// replaced. A turn waiting on a client's answer is not silent. 0 means
+	// 600; -1 never.
+	AgentSilenceSeconds int `json:"agentSilenceSeconds,omitempty"`
 
 	// AttachmentFetchLimitBytes is the largest resource only a client holds
 	// that the host asks that client for; one whose size hint is over it is
@@ -165,6 +171,7 @@ func (c *Config) Validate() error {
 		{"outboxBytes", int64(c.OutboxBytes), 0},
 		{"turnsView", int64(c.TurnsView), 0},
 		{"chatIdleSeconds", int64(c.ChatIdleSeconds), -1},
+		{"agentSilenceSeconds", int64(c.AgentSilenceSeconds), -1},
 		{"maxConnections", int64(c.MaxConnections), 0},
 		{"maxFrameBytes", c.MaxFrameBytes, 0},
 		{"totalOutboxBytes", c.TotalOutboxBytes, 0},

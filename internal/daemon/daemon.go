@@ -140,6 +140,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*Daemon, error) {
 		TurnsView:            cfg.TurnsView,
 		ClosedChats:          cfg.ClosedChats,
 		ChatIdle:             time.Duration(cfg.ChatIdleSeconds) * time.Second,
+		AgentSilence:         time.Duration(cfg.AgentSilenceSeconds) * time.Second,
 		Principals:           principals,
 		AttachmentsDir:       filepath.Join(cfg.DataDir, "attachments"),
 		AttachmentFetchLimit: cfg.AttachmentFetchLimitBytes,

@@ -46,6 +46,9 @@ type Options struct {
 	// ChatIdle is how long an idle chat actor stays loaded (0: the chat
 	// package's default; negative: never unloads).
 	ChatIdle time.Duration
+	// AgentSilence is how long a running turn's agent may say nothing (0:
+	// chat.DefaultAgentSilence; negative: never).
+	AgentSilence time.Duration
 	// Principals maps connection tokens to who they are and what they may
 	// do. A connection with no token, or with RootToken, is the deployment
 	// itself and holds every grant.
@@ -183,6 +186,7 @@ func (h *Host) openSession(ctx context.Context, r store.SessionRecord) (*session
 		TurnsView:      h.opts.TurnsView,
 		ClosedChats:    h.opts.ClosedChats,
 		ChatIdle:       h.opts.ChatIdle,
+		AgentSilence:   h.opts.AgentSilence,
 		AttachmentsDir: h.opts.AttachmentsDir,
 		OnSummary:      func(sum ahp.SessionSummary) { h.sessionSummaryChanged(uri, sum) },
 		OnChatIndex: func(chat string, added bool) {

@@ -51,7 +51,9 @@ type Config struct {
 	TurnsView   int
 	// ChatIdle is how long an open chat with nothing to do stays loaded
 	// (0: chat.DefaultIdleTimeout; negative: never unloads).
-	ChatIdle     time.Duration
+	ChatIdle time.Duration
+	// AgentSilence is chat.Config.AgentSilence.
+	AgentSilence time.Duration
 	ClosedChats  string // "hidden" | "delete"
 	CommandShell string
 	// AttachmentsDir is <data dir>/attachments, handed to every chat
@@ -348,7 +350,8 @@ func (s *Session) openChat(ctx context.Context, uri string) (*chat.Chat, error) 
 		OnSummary: func(cs ahp.ChatSummary) {
 			_ = s.do(func() { s.chatSummaryChanged(cs) })
 		},
-		IdleTimeout: s.cfg.ChatIdle,
+		IdleTimeout:  s.cfg.ChatIdle,
+		AgentSilence: s.cfg.AgentSilence,
 		OnUnload: func(c *chat.Chat, rec store.ChatRecord) {
 			_ = s.do(func() {
 				// The next open starts from the record the chat left.

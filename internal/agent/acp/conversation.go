@@ -671,7 +671,13 @@ func (c *conversation) cancelPrompt(run *turnRun, p *process, sid string, answer
 }
 
 // Close ends the process; the agent keeps its session.
-func (c *conversation) Close() error {
+func (c *conversation) Close() error { return c.close(false) }
+
+// Kill ends the agent's process at once, for one that stopped answering
+// (agent.Killer).
+func (c *conversation) Kill() error { return c.close(true) }
+
+func (c *conversation) close(kill bool) error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -689,9 +695,15 @@ func (c *conversation) Close() error {
 	c.events.abandon()
 	c.terms.killAll()
 	if p != nil {
+		if kill {
+			p.kill()
+		}
 		p.shutdown()
 	}
 	return nil
 }
 
-var _ agent.Conversation = (*conversation)(nil)
+var (
+	_ agent.Conversation = (*conversation)(nil)
+	_ agent.Killer       = (*conversation)(nil)
+)

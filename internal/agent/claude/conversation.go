@@ -17,9 +17,15 @@ import (
 	"github.com/ahpd/ahpd/internal/agent"
 )
 
-// stopWatchdog bounds how long a stopped turn waits for the CLI's result
-// before the backend ends it itself and replaces the process.
-const stopWatchdog = 20 * time.Second
+// A stop is watched twice. The CLI answers an interrupt's control request
+// at once even when the turn takes a while to wind down: one that has not
+// answered within stopAckWait is hung (stopped, wedged), and is killed and
+// replaced so the next turn starts within seconds. One that answered gets
+// stopWatchdog for the turn's result before the same happens.
+const (
+	stopAckWait  = 2 * time.Second
+	stopWatchdog = 20 * time.Second
+)
 
 // baseArgs are the flags every CLI process gets: prompts and answers as
 // stream-json, partial messages for live deltas, user frames echoed as the
@@ -107,10 +113,17 @@ type conversation struct {
 	// stopEndsProcess: the stop in progress ends the process (StopEndsQuery).
 	stopEndsProcess bool
 	stopGen         int
-	// stopWait is how long a stop waits for the CLI (stopWatchdog).
-	stopWait time.Duration
-	closed   bool
-	exited   bool
+	// stopReq is the request id of the stop's interrupt; stopAcked says
+	// the CLI answered it.
+	stopReq   string
+	stopAcked bool
+	// stopAckWait and stopWait are how long a stop waits for the CLI to
+	// answer its interrupt and for the turn's result (stopAckWait,
+	// stopWatchdog).
+	stopAckWait time.Duration
+	stopWait    time.Duration
+	closed      bool
+	exited      bool
 }
 
 // frame is one user frame written to the CLI.
@@ -184,19 +197,20 @@ func newConversation(opts Options, bin string, p agent.OpenParams) *conversation
 		cwd = p.Directories[0]
 	}
 	return &conversation{
-		opts:      opts,
-		bin:       bin,
-		params:    p,
-		id:        p.ConversationID,
-		cwd:       cwd,
-		log:       log.With("agent", Provider, "conversation", p.ConversationID),
-		events:    newEventQueue(),
-		steered:   make(map[string]*frame),
-		perms:     make(map[string]*permission),
-		streamed:  make(map[string]bool),
-		requests:  make(map[string]string),
-		wantModel: p.Model,
-		stopWait:  stopWatchdog,
+		opts:        opts,
+		bin:         bin,
+		params:      p,
+		id:          p.ConversationID,
+		cwd:         cwd,
+		log:         log.With("agent", Provider, "conversation", p.ConversationID),
+		events:      newEventQueue(),
+		steered:     make(map[string]*frame),
+		perms:       make(map[string]*permission),
+		streamed:    make(map[string]bool),
+		requests:    make(map[string]string),
+		wantModel:   p.Model,
+		stopWait:    stopWatchdog,
+		stopAckWait: stopAckWait,
 	}
 }
 
@@ -319,13 +333,14 @@ func (c *conversation) writeJSON(v any) {
 	c.proc.write(b)
 }
 
-// control sends a control request. c.mu must be held.
-func (c *conversation) control(req map[string]any) {
+// control sends a control request and returns its id. c.mu must be held.
+func (c *conversation) control(req map[string]any) string {
 	c.nextReq++
 	id := "ahpd-" + strconv.Itoa(c.nextReq)
 	sub, _ := req["subtype"].(string)
 	c.requests[id] = sub
 	c.writeJSON(controlRequestFrame{Type: "control_request", RequestID: id, Request: req})
+	return id
 }
 
 // promptContent is what a turn's frame says: the host's context and the
@@ -456,21 +471,28 @@ func (c *conversation) Stop(ctx context.Context) error {
 		return nil
 	}
 	c.denyAll("The user stopped the turn.", true)
-	c.control(map[string]any{"subtype": "interrupt"})
+	c.stopReq = c.control(map[string]any{"subtype": "interrupt"})
+	c.stopAcked = false
 	c.stopEndsProcess = c.opts.StopEnds == StopEndsQuery
 	c.stopGen++
 	gen := c.stopGen
-	time.AfterFunc(c.stopWait, func() { c.stopOverdue(gen) })
+	time.AfterFunc(c.stopAckWait, func() { c.stopOverdue(gen, false) })
 	return nil
 }
 
-// stopOverdue runs when a stopped turn's result has not come in time: the
-// turns end cancelled, their steering goes back to the host, and the
-// process is replaced on the next Send.
-func (c *conversation) stopOverdue(gen int) {
+// stopOverdue runs when a stopped turn has not ended in time: stopAckWait
+// after the stop (final false) and, when the CLI answered the interrupt,
+// stopWait after that (final true). An overdue stop ends the turns
+// cancelled, gives their steering back to the host, and kills the process;
+// the held turns start in a new one.
+func (c *conversation) stopOverdue(gen int, final bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if gen != c.stopGen || c.closed || c.exited {
+		return
+	}
+	if !final && c.stopAcked {
+		time.AfterFunc(c.stopWait, func() { c.stopOverdue(gen, true) })
 		return
 	}
 	stuck := false
@@ -482,7 +504,11 @@ func (c *conversation) stopOverdue(gen int) {
 	if !stuck {
 		return
 	}
-	c.log.Warn("claude did not answer the interrupt; replacing the process")
+	if c.stopAcked {
+		c.log.Warn("claude did not end the stopped turn; killing and replacing the process", "waited", c.stopAckWait+c.stopWait)
+	} else {
+		c.log.Warn("claude did not answer the interrupt; killing and replacing the process", "waited", c.stopAckWait)
+	}
 	for _, f := range c.frames {
 		t := f.turn
 		if t == nil || t.ended {
@@ -496,12 +522,14 @@ func (c *conversation) stopOverdue(gen int) {
 	}
 	c.frames = nil
 	c.stopEndsProcess = false
-	c.retire()
+	c.retire(true)
 	c.dispatch()
 }
 
-// retire ends the current process in the background. c.mu must be held.
-func (c *conversation) retire() {
+// retire ends the current process in the background: politely (stdin
+// closed, then signals), or at once with kill for one that stopped
+// answering. c.mu must be held.
+func (c *conversation) retire(kill bool) {
 	p := c.proc
 	if p == nil {
 		return
@@ -512,7 +540,11 @@ func (c *conversation) retire() {
 	go func() {
 		// Owned by retire: shuts p down, then lets held turns start a new
 		// process.
-		p.shutdown()
+		if kill {
+			p.kill()
+		} else {
+			p.shutdown()
+		}
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if c.retiring == p {
@@ -543,7 +575,13 @@ func (c *conversation) dispatch() {
 }
 
 // Close ends the process; the CLI's transcript stays.
-func (c *conversation) Close() error {
+func (c *conversation) Close() error { return c.close(false) }
+
+// Kill ends the process at once, for one that stopped answering
+// (agent.Killer); the CLI's transcript stays.
+func (c *conversation) Kill() error { return c.close(true) }
+
+func (c *conversation) close(kill bool) error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -566,11 +604,14 @@ func (c *conversation) Close() error {
 		}
 	}
 	c.mu.Unlock()
-	if p != nil {
-		p.shutdown()
-	}
-	if r != nil {
-		r.shutdown()
+	for _, proc := range []*process{p, r} {
+		switch {
+		case proc == nil:
+		case kill:
+			proc.kill()
+		default:
+			proc.shutdown()
+		}
 	}
 	c.events.abandon()
 	return nil
@@ -905,7 +946,7 @@ func (c *conversation) handleResult(l *outLine) {
 			}
 		}
 		c.frames = nil
-		c.retire()
+		c.retire(false)
 	}
 	c.dispatch()
 }
@@ -1035,6 +1076,9 @@ func (c *conversation) handleControlResponse(l *outLine) {
 	if !ours {
 		return // the CLI echoing our answer to one of its requests
 	}
+	if l.Response.RequestID == c.stopReq {
+		c.stopAcked = true // the CLI is alive; the turn winds down
+	}
 	delete(c.requests, l.Response.RequestID)
 	if l.Response.Subtype != "error" {
 		if sub == "initialize" && l.Response.Response != nil && c.onCommands != nil {
@@ -1054,4 +1098,7 @@ func (c *conversation) handleControlResponse(l *outLine) {
 	c.log.Warn("claude refused a control request", "subtype", sub, "err", l.Response.Error)
 }
 
-var _ agent.Conversation = (*conversation)(nil)
+var (
+	_ agent.Conversation = (*conversation)(nil)
+	_ agent.Killer       = (*conversation)(nil)
+)

@@ -165,6 +165,19 @@ func (p *process) shutdown() {
 	<-p.exited
 }
 
+// kill ends the process group at once and returns once the process is
+// gone: for a process that stopped answering, which would sit out every
+// grace of shutdown (a stopped process takes no SIGINT).
+func (p *process) kill() {
+	p.log.Warn("killing claude")
+	signalGroup(p.cmd, os.Kill)
+	if !p.waitExit(killWait) {
+		// Something else holds stdout open; stop reading it.
+		_ = p.stdout.Close()
+	}
+	<-p.exited
+}
+
 func (p *process) waitExit(d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()

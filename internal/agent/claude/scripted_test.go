@@ -326,7 +326,7 @@ func TestStopEndsQueryReturnsSteering(t *testing.T) {
 func TestStopOverdue(t *testing.T) {
 	s := newScripted(t, "")
 	s.exit()
-	s.c.stopWait = time.Millisecond
+	s.c.stopWait, s.c.stopAckWait = time.Millisecond, time.Millisecond
 	s.send("t1", "hang")
 	if err := s.c.Stop(t.Context()); err != nil {
 		t.Fatal(err)
