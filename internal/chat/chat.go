@@ -316,6 +316,9 @@ func (c *Chat) run(crashed *store.TurnRecord) {
 				c.persistRunning()
 			}
 			c.checkSilence()
+			// The ticker is not activity: it must not keep an idle
+			// chat loaded by resetting the idle timer.
+			continue
 		case <-idle:
 			if c.unloadIfIdle() {
 				return

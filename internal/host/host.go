@@ -91,6 +91,11 @@ type Host struct {
 	connsMu sync.Mutex
 	conns   map[*rpc.Conn]*client
 
+	// lanes route dispatched actions off the read loops; actors are the
+	// chat actors a dispatch can reach directly (lanes.go).
+	lanes  *lanes
+	actors actors
+
 	closing chan struct{}
 }
 
@@ -119,6 +124,7 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		sessions:  make(map[string]*session.Session),
 		summaries: make(map[string]ahp.SessionSummary),
 		chatIndex: make(map[string]string),
+		lanes:     newLanes(opts.Logger),
 		conns:     make(map[*rpc.Conn]*client),
 		closing:   make(chan struct{}),
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/auth"
@@ -253,11 +254,29 @@ func (h *Host) dispatchAction(cl *client, params json.RawMessage) {
 		}
 		h.applyRoot(a, origin)
 	case ahp.IsChatURI(p.Channel):
-		cc := h.clientFor(ctx, cl, a) // attachments.go
-		err := h.onChat(ctx, p.Channel, func(c *chat.Chat) error { return c.Dispatch(cc, p.ClientSeq, a) })
-		if err != nil {
-			h.bus.Refuse(cl, p.Channel, a, origin, err.Error())
+		// A loaded chat with nothing routed ahead: one push into its
+		// mailbox. Anything that may wait (loading the chat, reading the
+		// chats a message attaches) goes through the channel's lane, never
+		// on this read loop.
+		if c := h.actors.live(p.Channel); c != nil && !carriesChatAttachment(a) && h.lanes.idle(p.Channel) {
+			err := c.Dispatch(cl.chatClient(), p.ClientSeq, a)
+			if err == nil {
+				return
+			}
+			if !errors.Is(err, chat.ErrClosed) {
+				h.bus.Refuse(cl, p.Channel, a, origin, err.Error())
+				return
+			}
 		}
+		h.route(cl, p.Channel, a, origin, func() {
+			ctx, cancel := context.WithTimeout(ctx, routeWait)
+			defer cancel()
+			cc := h.clientFor(ctx, cl, a) // attachments.go
+			err := h.onChat(ctx, p.Channel, func(c *chat.Chat) error { return c.Dispatch(cc, p.ClientSeq, a) })
+			if err != nil {
+				h.bus.Refuse(cl, p.Channel, a, origin, err.Error())
+			}
+		})
 	default:
 		s, ok := h.session(p.Channel)
 		if !ok {
@@ -267,13 +286,50 @@ func (h *Host) dispatchAction(cl *client, params json.RawMessage) {
 		if strings.HasPrefix(a.ActionType(), "chat/") {
 			// C-FIRST-11: a chat action on a session names no chat: it
 			// goes to the chat the session's defaultChat names.
-			h.dispatchToDefaultChat(ctx, cl, s, p, a, origin)
+			h.route(cl, p.Channel, a, origin, func() {
+				ctx, cancel := context.WithTimeout(ctx, routeWait)
+				defer cancel()
+				h.dispatchToDefaultChat(ctx, cl, s, p, a, origin)
+			})
 			return
 		}
 		if err := s.Dispatch(cl.chatClient(), p.ClientSeq, a); err != nil {
 			h.bus.Refuse(cl, p.Channel, a, origin, err.Error())
 		}
 	}
+}
+
+// routeWait bounds how long a routed action waits for its chat to load (an
+// unloading chat's agent ends first); past it the action is refused.
+const routeWait = time.Minute
+
+// route runs fn on channel's lane, or refuses a when the lanes are full.
+func (h *Host) route(cl *client, channel string, a ahp.Action, origin *ahp.ActionOrigin, fn func()) {
+	if !h.lanes.push(channel, fn) {
+		h.log.Warn("dispatch lanes full; refusing", "channel", channel, "conn", cl.conn.ID())
+		h.bus.Refuse(cl, channel, a, origin, "Too many actions wait for this channel; send it again later.")
+	}
+}
+
+// carriesChatAttachment reports whether a's message attaches a chat, which
+// the host resolves (reading that chat) before the action is handed on.
+func carriesChatAttachment(a ahp.Action) bool {
+	var m *ahp.Message
+	switch a := a.(type) {
+	case ahp.ChatTurnStarted:
+		m = &a.Message
+	case ahp.ChatPendingMessageSet:
+		m = &a.Message
+	}
+	if m == nil {
+		return false
+	}
+	for _, at := range m.Attachments {
+		if at.Type == ahp.AttachmentChat {
+			return true
+		}
+	}
+	return false
 }
 
 // decodeDispatch reads dispatchAction's params. On an error it returns what

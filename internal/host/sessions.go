@@ -401,6 +401,7 @@ func (h *Host) onChat(ctx context.Context, uri string, fn func(*chat.Chat) error
 		if err != nil {
 			return err
 		}
+		h.actors.remember(uri, c)
 		err = fn(c)
 		if errors.Is(err, chat.ErrClosed) && attempt < 3 {
 			continue

@@ -296,37 +296,68 @@ func (s *Session) Subscribe(ctx context.Context, sub bus.Subscriber) (ahp.Snapsh
 // Chat returns the actor of one of the session's chats, opening it first
 // when needed.
 func (s *Session) Chat(ctx context.Context, uri string) (*chat.Chat, error) {
-	var c *chat.Chat
-	var oerr error
-	err := s.call(ctx, func() { c, oerr = s.openChat(ctx, uri) })
-	if err != nil {
-		return nil, err
-	}
-	return c, oerr
-}
-
-// openChat starts the actor of a chat this session holds.
-func (s *Session) openChat(ctx context.Context, uri string) (*chat.Chat, error) {
-	e, ok := s.chats[uri]
-	if !ok {
-		return nil, fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, uri)
-	}
-	if e.actor != nil {
-		if !e.actor.Ending() {
-			return e.actor, nil
+	for {
+		var c *chat.Chat
+		var ending <-chan struct{}
+		var oerr error
+		err := s.call(ctx, func() { c, ending, oerr = s.tryOpenChat(ctx, uri) })
+		if err != nil {
+			return nil, err
 		}
-		// An actor that is unloading (idle) or closing: wait for it, and
-		// start the new one from the record it left.
+		if ending == nil {
+			return c, oerr
+		}
+		// The chat's actor is unloading or closing (its agent may take
+		// seconds to end): wait here, off the session's actor, so the
+		// session's other chats go on meanwhile.
 		select {
-		case <-e.actor.Done():
+		case <-ending:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
+	}
+}
+
+// openChat starts the actor of a chat this session holds, waiting for an
+// actor that is ending. Only for the session's own rare needs (a fork's
+// source, a worker); Chat waits off the actor.
+func (s *Session) openChat(ctx context.Context, uri string) (*chat.Chat, error) {
+	for {
+		c, ending, err := s.tryOpenChat(ctx, uri)
+		if ending == nil {
+			return c, err
+		}
+		select {
+		case <-ending:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// tryOpenChat starts the actor of a chat this session holds. When the
+// chat's actor is still ending (unloading, closing) it returns that
+// actor's Done channel instead, to wait on and try again.
+func (s *Session) tryOpenChat(ctx context.Context, uri string) (*chat.Chat, <-chan struct{}, error) {
+	e, ok := s.chats[uri]
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, uri)
+	}
+	if e.actor != nil {
+		if !e.actor.Ending() {
+			return e.actor, nil, nil
+		}
+		select {
+		case <-e.actor.Done():
+		default:
+			return nil, e.actor.Done(), nil
+		}
+		// Start the new actor from the record the old one left.
 		e.actor, e.record = nil, e.actor.LastRecord()
 	}
 	dirs, err := ahp.LocalPaths(s.chatDirectories(e.record))
 	if err != nil {
-		return nil, fmt.Errorf("open chat %s: %w", uri, err)
+		return nil, nil, fmt.Errorf("open chat %s: %w", uri, err)
 	}
 	cfg := chat.Config{
 		URI:            uri,
@@ -364,10 +395,10 @@ func (s *Session) openChat(ctx context.Context, uri string) (*chat.Chat, error) 
 	s.workerConfig(&cfg, e.record) // workers.go
 	c, err := chat.Open(ctx, cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	e.actor = c
-	return c, nil
+	return c, nil, nil
 }
 
 // chatDirectories are the directories a chat works in: its own subset, or

@@ -71,6 +71,8 @@ type conversation struct {
 	active *active
 	closed bool
 	exited bool
+	// stuckClose: a [stuck-close] turn ran; Close takes CloseDelay.
+	stuckClose bool
 	// workerStops holds each worker's stop channel, closed by StopWorker;
 	// release is closed by a turn that says [release] (worker.go).
 	workerStops map[string]chan struct{}
@@ -138,6 +140,7 @@ func (c *conversation) Send(ctx context.Context, t agent.Turn) error {
 		return fmt.Errorf("send turn %s: a turn is running in conversation %s", t.ID, c.id)
 	}
 	c.queue = append(c.queue, &queued{turn: t})
+	c.stuckClose = c.stuckClose || strings.Contains(t.Text, "[stuck-close]")
 	if strings.Contains(t.Text, "[release]") {
 		c.releaseWorkersLocked()
 	}
@@ -237,7 +240,11 @@ func (c *conversation) Events() <-chan agent.Event { return c.events }
 func (c *conversation) Close() error {
 	c.mu.Lock()
 	c.closed = true
+	stuck := c.stuckClose
 	c.mu.Unlock()
+	if stuck {
+		time.Sleep(c.s.opts.CloseDelay)
+	}
 	c.closeOnce.Do(func() { close(c.done) })
 	<-c.loopDone
 	return nil

@@ -20,6 +20,8 @@
 //	[deaf]             the turn takes steering but never reads it (returned at its end)
 //	[late]             like [deaf], but the unread steering goes back only after the
 //	                   turn's end: when the next turn is sent, or LateDelay after the end
+//	[stuck-close]      the conversation's Close takes CloseDelay (a process slow to
+//	                   end, for tests of what waits on an unloading chat)
 //	[stubborn]         a stop does not cut the turn short at once: SlowDelay×3 later it
 //	                   still answers its tool call and says one more delta, then ends
 //	                   cancelled (as Claude's CLI answers the call it was interrupted in)
@@ -66,6 +68,9 @@ type Options struct {
 	// third of how long a [prep] turn prepares; default 50ms, negative
 	// means no pause.
 	SlowDelay time.Duration
+	// CloseDelay is how long Close takes in a conversation that ran a
+	// [stuck-close] turn; default 0.
+	CloseDelay time.Duration
 	// LateDelay is how long a [late] turn's unread steering waits after the
 	// turn's end before it goes back when no next turn is sent; default 1s.
 	LateDelay time.Duration
