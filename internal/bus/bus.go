@@ -119,25 +119,16 @@ func (e envelope) stamp(seq int64) json.RawMessage {
 }
 
 // Publish stamps the next serverSeq on the action and sends it to every
-// Subscriber of channel. A refusal (rejection != "") moves serverSeq too
-// (C-TURN-122) but goes to the client that sent the action alone: the
-// others never applied it.
-func (b *Bus) Publish(channel string, action ahp.Action, origin *ahp.ActionOrigin, rejection string) int64 {
-	env := newEnvelope(channel, action, origin, rejection)
+// Subscriber of channel that knows its type. Refusals go through Refuse.
+func (b *Bus) Publish(channel string, action ahp.Action, origin *ahp.ActionOrigin) int64 {
+	env := newEnvelope(channel, action, origin, "")
 	typ := action.ActionType()
 	b.seqMu.Lock()
 	defer b.seqMu.Unlock()
 	b.seq++
 	raw := env.stamp(b.seq)
-	e := logEntry{seq: b.seq, channel: channel, envelope: raw}
-	if rejection != "" && origin != nil {
-		e.onlyClient = origin.ClientID
-	}
-	b.appendLog(e)
+	b.appendLog(logEntry{seq: b.seq, channel: channel, envelope: raw})
 	for s := range b.subs[channel] {
-		if e.onlyClient != "" && s.ClientID() != e.onlyClient {
-			continue
-		}
 		if s.Knows(typ) {
 			s.Deliver("action", raw)
 		}

@@ -34,7 +34,7 @@ func delta(text string) ahp.Action {
 func TestReplayBoundedByCount(t *testing.T) {
 	b := NewBus(4)
 	for i := range 10 {
-		b.Publish("c", delta(strings.Repeat("x", i)), nil, "")
+		b.Publish("c", delta(strings.Repeat("x", i)), nil)
 	}
 	s := &sink{id: "a"}
 	if envs, ok := b.Replay(s, 6, []string{"c"}); !ok || len(envs) != 4 {
@@ -54,7 +54,7 @@ func TestReplayBoundedByBytes(t *testing.T) {
 	b := NewBus(1000)
 	b.logMaxBytes = 10_000
 	for range 50 {
-		b.Publish("c", delta(strings.Repeat("y", 3000)), nil, "")
+		b.Publish("c", delta(strings.Repeat("y", 3000)), nil)
 	}
 	if b.logBytes > b.logMaxBytes {
 		t.Fatalf("log holds %d bytes, budget %d", b.logBytes, b.logMaxBytes)

@@ -34,7 +34,7 @@ func (c *Chat) prepareMessage(m ahp.Message, resolved []attach.Resolved) (ahp.Me
 	var pinErr error
 	w := attach.Writer{Root: c.cfg.AttachmentsDir}
 	for i, a := range m.Attachments {
-		switch attach.Plan(a, attach.PlanOptions{}) {
+		switch attach.Plan(a, attach.PlanOptions{FetchLimit: c.cfg.AttachmentFetchLimit}) {
 		case attach.Write:
 			data, err := attach.Decode(a)
 			if err != nil {

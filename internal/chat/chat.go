@@ -84,6 +84,10 @@ type Config struct {
 	// are written under its session's folder there (C-ATT-09). Empty: they
 	// stay as sent (C-ATT-19).
 	AttachmentsDir string
+	// AttachmentFetchLimit is attachmentFetchLimitBytes: the largest
+	// resource only the sending client holds that the host asks it for (0:
+	// any size; attach.PlanOptions.FetchLimit).
+	AttachmentFetchLimit int64
 	// CommandShell runs ! commands ("/bin/sh" when empty).
 	CommandShell string
 	// AgentSilence is how long a running turn's agent may say nothing before
@@ -390,11 +394,11 @@ func (c *Chat) apply(a ahp.Action, origin *ahp.ActionOrigin) {
 	switch a.(type) {
 	case ahp.ChatDelta, ahp.ChatReasoning, ahp.ChatToolCallDelta, ahp.ChatUsage:
 		// The streaming hot path changes no summary field.
-		c.cfg.Bus.Publish(c.cfg.URI, a, origin, "")
+		c.cfg.Bus.Publish(c.cfg.URI, a, origin)
 		return
 	}
 	c.storeBeforeTelling(a)
-	c.cfg.Bus.Publish(c.cfg.URI, a, origin, "")
+	c.cfg.Bus.Publish(c.cfg.URI, a, origin)
 	c.summaryChanged()
 }
 

@@ -951,6 +951,6 @@ func (c *Chat) fetchTurns(cursor string) error {
 	}
 	// The reducer prepends and dedupes; the actor's own state holds every
 	// turn already, so only the watchers change.
-	c.cfg.Bus.Publish(c.cfg.URI, a, nil, "")
+	c.cfg.Bus.Publish(c.cfg.URI, a, nil)
 	return nil
 }

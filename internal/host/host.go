@@ -181,20 +181,21 @@ func (h *Host) openSession(ctx context.Context, r store.SessionRecord) (*session
 	a, _ := h.opts.Agents.Get(r.Provider)
 	uri := r.URI
 	s, err := session.Open(ctx, session.Config{
-		Served:         h.served,
-		Record:         r,
-		Agent:          a,
-		Settings:       h.opts.AgentSettings[r.Provider],
-		Bus:            h.bus,
-		Store:          h.opts.Store,
-		Logger:         h.log,
-		Now:            h.opts.Now,
-		TurnsView:      h.opts.TurnsView,
-		ClosedChats:    h.opts.ClosedChats,
-		ChatIdle:       h.opts.ChatIdle,
-		AgentSilence:   h.opts.AgentSilence,
-		AttachmentsDir: h.opts.AttachmentsDir,
-		OnSummary:      func(sum ahp.SessionSummary) { h.sessionSummaryChanged(uri, sum) },
+		Served:               h.served,
+		Record:               r,
+		Agent:                a,
+		Settings:             h.opts.AgentSettings[r.Provider],
+		Bus:                  h.bus,
+		Store:                h.opts.Store,
+		Logger:               h.log,
+		Now:                  h.opts.Now,
+		TurnsView:            h.opts.TurnsView,
+		ClosedChats:          h.opts.ClosedChats,
+		ChatIdle:             h.opts.ChatIdle,
+		AgentSilence:         h.opts.AgentSilence,
+		AttachmentsDir:       h.opts.AttachmentsDir,
+		AttachmentFetchLimit: h.opts.AttachmentFetchLimit,
+		OnSummary:            func(sum ahp.SessionSummary) { h.sessionSummaryChanged(uri, sum) },
 		OnChatIndex: func(chat string, added bool) {
 			h.sessionsMu.Lock()
 			defer h.sessionsMu.Unlock()
@@ -293,7 +294,7 @@ func (h *Host) applyRoot(a ahp.Action, origin *ahp.ActionOrigin) {
 	h.rootMu.Lock()
 	defer h.rootMu.Unlock()
 	reduce.Root(&h.root, a)
-	h.bus.Publish(ahp.RootURI, a, origin, "")
+	h.bus.Publish(ahp.RootURI, a, origin)
 }
 
 // rootSnapshot subscribes sub to the root channel and returns its snapshot.

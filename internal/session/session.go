@@ -55,10 +55,11 @@ type Config struct {
 	// AgentSilence is chat.Config.AgentSilence.
 	AgentSilence time.Duration
 	ClosedChats  string // "hidden" | "delete"
-	CommandShell string
 	// AttachmentsDir is <data dir>/attachments, handed to every chat
 	// (chat.Config.AttachmentsDir).
 	AttachmentsDir string
+	// AttachmentFetchLimit is chat.Config.AttachmentFetchLimit.
+	AttachmentFetchLimit int64
 }
 
 // Session is one session actor.
@@ -167,6 +168,15 @@ func (s *Session) Done() <-chan struct{} { return s.inbox.Done() }
 
 func (s *Session) do(fn func()) error { return s.inbox.Do(fn) }
 
+// tell queues what a chat actor says to the session. It must not block the
+// chat (the session may be waiting on it), and must not be lost: a full
+// mailbox is a bug, reported. After Close nobody needs it.
+func (s *Session) tell(what string, fn func()) {
+	if err := s.do(fn); err != nil && !errors.Is(err, ErrClosed) {
+		bug.Report(s.log, "session %s dropped %s: %v", s.uri, what, err)
+	}
+}
+
 // call runs fn on the actor's goroutine and waits for it.
 func (s *Session) call(ctx context.Context, fn func()) error { return s.inbox.Call(ctx, fn) }
 
@@ -228,7 +238,7 @@ func (s *Session) apply(a ahp.Action, origin *ahp.ActionOrigin) {
 	if storedInRecord(a) {
 		s.commitRecord(a.ActionType())
 	}
-	s.cfg.Bus.Publish(s.uri, a, origin, "")
+	s.cfg.Bus.Publish(s.uri, a, origin)
 	s.publishDirs()
 	if after := s.summary(); s.cfg.OnSummary != nil && !reflect.DeepEqual(before, after) {
 		s.cfg.OnSummary(after)
@@ -360,31 +370,31 @@ func (s *Session) tryOpenChat(ctx context.Context, uri string) (*chat.Chat, <-ch
 		return nil, nil, fmt.Errorf("open chat %s: %w", uri, err)
 	}
 	cfg := chat.Config{
-		URI:            uri,
-		Session:        s.uri,
-		Record:         e.record,
-		Directories:    dirs,
-		Provider:       s.record.Provider,
-		Owner:          s.record.Owner,
-		Agent:          s.cfg.Agent,
-		Settings:       s.cfg.Settings,
-		Bus:            s.cfg.Bus,
-		Store:          s.cfg.Store,
-		Logger:         s.cfg.Logger,
-		Now:            s.cfg.Now,
-		TurnsView:      s.cfg.TurnsView,
-		CommandShell:   s.cfg.CommandShell,
-		AttachmentsDir: s.cfg.AttachmentsDir,
+		URI:                  uri,
+		Session:              s.uri,
+		Record:               e.record,
+		Directories:          dirs,
+		Provider:             s.record.Provider,
+		Owner:                s.record.Owner,
+		Agent:                s.cfg.Agent,
+		Settings:             s.cfg.Settings,
+		Bus:                  s.cfg.Bus,
+		Store:                s.cfg.Store,
+		Logger:               s.cfg.Logger,
+		Now:                  s.cfg.Now,
+		TurnsView:            s.cfg.TurnsView,
+		AttachmentsDir:       s.cfg.AttachmentsDir,
+		AttachmentFetchLimit: s.cfg.AttachmentFetchLimit,
 		SessionDirectories: func() []string {
 			return slices.Clone(*s.dirs.Load())
 		},
 		OnSummary: func(cs ahp.ChatSummary) {
-			_ = s.do(func() { s.chatSummaryChanged(cs) })
+			s.tell("summary of "+cs.Resource, func() { s.chatSummaryChanged(cs) })
 		},
 		IdleTimeout:  s.cfg.ChatIdle,
 		AgentSilence: s.cfg.AgentSilence,
 		OnUnload: func(c *chat.Chat, rec store.ChatRecord) {
-			_ = s.do(func() {
+			s.tell("unload of "+uri, func() {
 				// The next open starts from the record the chat left.
 				if e := s.chats[uri]; e != nil && e.actor == c {
 					e.actor, e.record = nil, rec

@@ -25,8 +25,8 @@ func (s *Session) workerConfig(cfg *chat.Config, rec store.ChatRecord) {
 	cfg.WorkerURI = func(toolCallID string) string {
 		return chat.MintWorkerURI(session, defaultChat, root, toolCallID)
 	}
-	cfg.OpenWorker = func(w chat.WorkerOpen) { _ = s.do(func() { s.openWorker(w) }) }
-	cfg.Relay = func(uri string, fn func(*chat.Chat)) { _ = s.do(func() { s.relay(uri, fn) }) }
+	cfg.OpenWorker = func(w chat.WorkerOpen) { s.tell("open worker "+w.URI, func() { s.openWorker(w) }) }
+	cfg.Relay = func(uri string, fn func(*chat.Chat)) { s.tell("relay to "+uri, func() { s.relay(uri, fn) }) }
 	if o := originOf(rec); o != nil && o.Kind == ahp.OriginTool && o.ToolCallID != "" {
 		cfg.Worker = &chat.WorkerLink{Root: root, ToolCallID: o.ToolCallID}
 	}

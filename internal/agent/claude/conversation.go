@@ -653,6 +653,9 @@ func (c *conversation) handleLine(p *process, line []byte) {
 		c.log.Warn("claude printed a line that is not JSON", "line", string(line))
 		return
 	}
+	// Back-pressure: the next line is read once the chat actor has taken
+	// enough of what this one said (runs after the unlock below).
+	defer c.events.waitRoom()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if p != c.proc {

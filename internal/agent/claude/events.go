@@ -9,8 +9,12 @@ import (
 // eventQueue stands between the goroutines that report events and the
 // chat actor reading Events(): push never blocks (the reader goroutine
 // pushes while it holds the conversation's lock), and pump delivers in
-// order. It is unbounded: what the CLI prints is bounded by what the model
-// writes, and a stalled reader of Events must not stall the CLI's stdout.
+// order. It is bounded by back-pressure, not by refusing: push never
+// blocks (it runs under the conversation's lock, which the chat actor also
+// takes), and the stdout reader calls waitRoom after each line, outside the
+// lock, so once eventHighWater events wait undelivered the CLI's stdout is
+// not read until the chat actor catches up. The queue holds at most
+// eventHighWater plus the events of one line.
 type eventQueue struct {
 	out  chan agent.Event
 	wake chan struct{}
@@ -18,11 +22,18 @@ type eventQueue struct {
 	abort     chan struct{}
 	abortOnce sync.Once
 
-	// mu guards items and finished.
+	// mu guards items, finished, pending and aborted; room is signalled
+	// when pending falls under eventHighWater or the queue is abandoned.
 	mu       sync.Mutex
 	items    []agent.Event
 	finished bool
+	pending  int // pushed and not delivered yet
+	aborted  bool
+	room     *sync.Cond
 }
+
+// eventHighWater is how many undelivered events stop the stdout reader.
+const eventHighWater = 4096
 
 func newEventQueue() *eventQueue {
 	q := &eventQueue{
@@ -30,6 +41,7 @@ func newEventQueue() *eventQueue {
 		wake:  make(chan struct{}, 1),
 		abort: make(chan struct{}),
 	}
+	q.room = sync.NewCond(&q.mu)
 	go q.pump()
 	return q
 }
@@ -42,8 +54,20 @@ func (q *eventQueue) push(ev agent.Event) {
 		return
 	}
 	q.items = append(q.items, ev)
+	q.pending++
 	q.mu.Unlock()
 	q.signal()
+}
+
+// waitRoom returns once fewer than eventHighWater events wait undelivered,
+// or the queue was abandoned. The stdout reader calls it between lines,
+// without the conversation's lock.
+func (q *eventQueue) waitRoom() {
+	q.mu.Lock()
+	for q.pending >= eventHighWater && !q.aborted {
+		q.room.Wait()
+	}
+	q.mu.Unlock()
 }
 
 // finish takes no more events; pump delivers what is queued, then closes out.
@@ -59,6 +83,10 @@ func (q *eventQueue) finish() {
 func (q *eventQueue) abandon() {
 	q.finish()
 	q.abortOnce.Do(func() { close(q.abort) })
+	q.mu.Lock()
+	q.aborted = true
+	q.room.Broadcast()
+	q.mu.Unlock()
 }
 
 func (q *eventQueue) signal() {
@@ -86,6 +114,12 @@ func (q *eventQueue) pump() {
 			case <-q.abort:
 				return
 			}
+			q.mu.Lock()
+			q.pending--
+			if q.pending < eventHighWater {
+				q.room.Broadcast()
+			}
+			q.mu.Unlock()
 		}
 		if len(batch) > 0 {
 			continue

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -287,5 +288,43 @@ func TestProcessExitIsReported(t *testing.T) {
 		case <-deadline:
 			t.Fatal("no exit reported")
 		}
+	}
+}
+
+// TestEventQueueBackPressure: push never blocks, but once eventHighWater
+// events wait undelivered waitRoom holds the stdout reader until the
+// reader of Events catches up, and abandon releases it.
+func TestEventQueueBackPressure(t *testing.T) {
+	q := newEventQueue()
+	for i := range eventHighWater + 10 {
+		q.push(agent.Event{Kind: agent.EventText, Text: strconv.Itoa(i)})
+	}
+	released := make(chan struct{})
+	go func() { q.waitRoom(); close(released) }()
+	select {
+	case <-released:
+		t.Fatal("waitRoom returned with the queue over its high-water mark")
+	case <-time.After(100 * time.Millisecond):
+	}
+	for i := range 20 {
+		if ev := <-q.out; ev.Text != strconv.Itoa(i) {
+			t.Fatalf("event %d is %q: out of order", i, ev.Text)
+		}
+	}
+	select {
+	case <-released:
+	case <-time.After(5 * time.Second):
+		t.Fatal("waitRoom did not return once the reader caught up")
+	}
+	for range eventHighWater + 10 {
+		q.push(agent.Event{Kind: agent.EventText})
+	}
+	done := make(chan struct{})
+	go func() { q.waitRoom(); close(done) }()
+	q.abandon()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("abandon did not release waitRoom")
 	}
 }
