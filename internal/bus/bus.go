@@ -27,6 +27,9 @@ type logEntry struct {
 	channel string
 	// onlyClient is set on a refusal: it was sent to that client alone.
 	onlyClient string
+	// actionType is the envelope's action type, for the subscriber's
+	// version filter on replay.
+	actionType string
 	envelope   json.RawMessage
 }
 
@@ -127,7 +130,7 @@ func (b *Bus) Publish(channel string, action ahp.Action, origin *ahp.ActionOrigi
 	defer b.seqMu.Unlock()
 	b.seq++
 	raw := env.stamp(b.seq)
-	b.appendLog(logEntry{seq: b.seq, channel: channel, envelope: raw})
+	b.appendLog(logEntry{seq: b.seq, channel: channel, actionType: typ, envelope: raw})
 	for s := range b.subs[channel] {
 		if s.Knows(typ) {
 			s.Deliver("action", raw)
@@ -289,6 +292,9 @@ func (b *Bus) Replay(s Subscriber, after int64, channels []string) (envelopes []
 		}
 		if e.onlyClient != "" && e.onlyClient != s.ClientID() {
 			continue
+		}
+		if e.actionType != "" && !s.Knows(e.actionType) {
+			continue // the same filter as Publish: the version never heard of it
 		}
 		envelopes = append(envelopes, e.envelope)
 	}

@@ -120,3 +120,33 @@ func TestEnvelopeShape(t *testing.T) {
 		})
 	}
 }
+
+// oldSink is a subscriber whose version knows only chat/delta.
+type oldSink struct{ sink }
+
+func (s *oldSink) Knows(t string) bool { return t == ahp.ActionChatDelta }
+
+// TestVersionFilterOnPublishAndReplay: an action a subscriber's version
+// does not know is neither delivered live nor replayed on reconnect; the
+// filter is the subscriber's Knows in both paths.
+func TestVersionFilterOnPublishAndReplay(t *testing.T) {
+	b := NewBus(16)
+	live := &oldSink{sink{id: "live"}}
+	b.Subscribe(live, "c")
+	b.Publish("c", delta("a"), nil)
+	b.Publish("c", ahp.ChatDraftChanged{}, nil)
+	b.Publish("c", delta("b"), nil)
+	if n := len(live.got); n != 2 {
+		t.Fatalf("live: %d envelopes, want the 2 deltas", n)
+	}
+	back := &oldSink{sink{id: "back"}}
+	envs, ok := b.Replay(back, 0, []string{"c"})
+	if !ok || len(envs) != 2 {
+		t.Fatalf("replay: %d envelopes, ok %v; want the 2 deltas", len(envs), ok)
+	}
+	for _, e := range envs {
+		if strings.Contains(string(e), "draftChanged") {
+			t.Fatalf("replayed an action the version does not know: %s", e)
+		}
+	}
+}
