@@ -86,84 +86,6 @@ func compareVersions(a, b string) int {
 	return 0
 }
 
-// ActionIntroducedIn maps every root/session/chat/canvas action type to the
-// protocol version that introduced it (AHP-1.0.md §11, registry at
-// [C0924]; chat/isReadChanged is "0.9.0", unconfirmed).
-var ActionIntroducedIn = map[string]string{
-	ActionRootAgentsChanged:                   "0.1.0",
-	ActionRootActiveSessionsChanged:           "0.1.0",
-	ActionRootTerminalsChanged:                "0.1.0",
-	ActionRootConfigChanged:                   "0.1.0",
-	ActionSessionReady:                        "0.1.0",
-	ActionSessionCreationFailed:               "0.1.0",
-	ActionSessionTitleChanged:                 "0.1.0",
-	ActionSessionServerToolsChanged:           "0.1.0",
-	ActionSessionCustomizationsChanged:        "0.1.0",
-	ActionSessionCustomizationToggled:         "0.1.0",
-	ActionSessionCustomizationUpdated:         "0.1.0",
-	ActionSessionIsReadChanged:                "0.1.0",
-	ActionSessionIsArchivedChanged:            "0.1.0",
-	ActionSessionActivityChanged:              "0.1.0",
-	ActionSessionConfigChanged:                "0.1.0",
-	ActionSessionMetaChanged:                  "0.1.0",
-	ActionSessionCustomizationRemoved:         "0.2.0",
-	ActionSessionChangesetsChanged:            "0.2.0",
-	ActionSessionMcpServerStateChanged:        "0.3.0",
-	ActionSessionChatAdded:                    "0.4.0",
-	ActionSessionChatRemoved:                  "0.4.0",
-	ActionSessionChatUpdated:                  "0.4.0",
-	ActionSessionDefaultChatChanged:           "0.4.0",
-	ActionChatTurnStarted:                     "0.4.0",
-	ActionChatDelta:                           "0.4.0",
-	ActionChatResponsePart:                    "0.4.0",
-	ActionChatToolCallStart:                   "0.4.0",
-	ActionChatToolCallDelta:                   "0.4.0",
-	ActionChatToolCallReady:                   "0.4.0",
-	ActionChatToolCallConfirmed:               "0.4.0",
-	ActionChatToolCallComplete:                "0.4.0",
-	ActionChatToolCallResultConfirmed:         "0.4.0",
-	ActionChatToolCallContentChanged:          "0.4.0",
-	ActionChatTurnComplete:                    "0.4.0",
-	ActionChatTurnCancelled:                   "0.4.0",
-	ActionChatError:                           "0.4.0",
-	ActionChatUsage:                           "0.4.0",
-	ActionChatReasoning:                       "0.4.0",
-	ActionChatPendingMessageSet:               "0.4.0",
-	ActionChatPendingMessageRemoved:           "0.4.0",
-	ActionChatQueuedMessagesReordered:         "0.4.0",
-	ActionChatInputRequested:                  "0.4.0",
-	ActionChatInputAnswerChanged:              "0.4.0",
-	ActionChatInputCompleted:                  "0.4.0",
-	ActionChatTruncated:                       "0.4.0",
-	ActionSessionActiveClientSet:              "0.5.0",
-	ActionSessionActiveClientRemoved:          "0.5.0",
-	ActionChatActivityChanged:                 "0.5.0",
-	ActionChatDraftChanged:                    "0.5.0",
-	ActionSessionInputNeededSet:               "0.5.1",
-	ActionSessionInputNeededRemoved:           "0.5.1",
-	ActionChatTurnsLoaded:                     "0.5.1",
-	ActionSessionMcpServerStartRequested:      "0.5.2",
-	ActionSessionMcpServerStopRequested:       "0.5.2",
-	ActionChatToolCallAuthRequired:            "0.6.0",
-	ActionChatToolCallAuthResolved:            "0.6.0",
-	ActionSessionWorkingDirectorySet:          "0.7.0",
-	ActionSessionWorkingDirectoryRemoved:      "0.7.0",
-	ActionChatWorkingDirectorySet:             "0.7.0",
-	ActionChatWorkingDirectoryRemoved:         "0.7.0",
-	ActionSessionWorkingDirectoryReplaced:     "0.8.0",
-	ActionSessionChatsReordered:               "0.9.0",
-	ActionSessionMcpServerBackgroundRequested: "0.9.0",
-	ActionChatTurnResume:                      "0.9.0",
-	ActionChatBackgroundWorkSet:               "0.9.0",
-	ActionChatBackgroundWorkRemoved:           "0.9.0",
-	ActionChatMovableChanged:                  "0.9.0",
-	ActionChatChangesetsChanged:               "0.9.0",
-	ActionChatIsArchivedChanged:               "0.9.0",
-	ActionChatIsReadChanged:                   "0.9.0",
-	ActionChatCanvasesChanged:                 "0.10.0",
-	ActionCanvasStateChanged:                  "0.10.0",
-}
-
 // Server→client notification methods.
 const (
 	NotifyAction                = "action"
@@ -205,44 +127,10 @@ func SummaryChatsKnownTo(version string) bool {
 	return compareVersions("0.10.0", version) <= 0
 }
 
-// clientDispatchable is the 1.0 client-dispatchable set (AHP-1.0.md §12).
-var clientDispatchable = map[string]bool{
-	ActionRootConfigChanged: true,
-
-	ActionSessionTitleChanged:                 true,
-	ActionSessionActiveClientSet:              true,
-	ActionSessionActiveClientRemoved:          true,
-	ActionSessionWorkingDirectorySet:          true,
-	ActionSessionWorkingDirectoryRemoved:      true,
-	ActionSessionWorkingDirectoryReplaced:     true,
-	ActionSessionCustomizationToggled:         true,
-	ActionSessionMcpServerStartRequested:      true,
-	ActionSessionMcpServerStopRequested:       true,
-	ActionSessionMcpServerBackgroundRequested: true,
-	ActionSessionIsReadChanged:                true,
-	ActionSessionIsArchivedChanged:            true,
-	ActionSessionConfigChanged:                true,
-
-	ActionChatTurnStarted:             true,
-	ActionChatToolCallConfirmed:       true,
-	ActionChatToolCallComplete:        true,
-	ActionChatToolCallResultConfirmed: true,
-	ActionChatToolCallContentChanged:  true,
-	ActionChatTurnCancelled:           true,
-	ActionChatTurnResume:              true,
-	ActionChatWorkingDirectorySet:     true,
-	ActionChatWorkingDirectoryRemoved: true,
-	ActionChatPendingMessageSet:       true,
-	ActionChatPendingMessageRemoved:   true,
-	ActionChatQueuedMessagesReordered: true,
-	ActionChatDraftChanged:            true,
-	ActionChatIsArchivedChanged:       true,
-	ActionChatIsReadChanged:           true,
-	ActionChatInputAnswerChanged:      true,
-	ActionChatInputCompleted:          true,
-	ActionChatTruncated:               true,
-}
-
 // IsClientDispatchable reports whether a client may dispatch actionType
 // (AHP-1.0.md §12). Unknown types are not dispatchable.
 func IsClientDispatchable(actionType string) bool { return clientDispatchable[actionType] }
+
+// GrantFor is the grant a client needs to dispatch actionType, "" when it
+// needs none beyond being connected (actions.table).
+func GrantFor(actionType string) string { return actionGrants[actionType] }

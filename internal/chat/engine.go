@@ -129,7 +129,7 @@ func (c *Chat) onClientAction(cl Client, origin *ahp.ActionOrigin, a ahp.Action)
 		c.refuse(cl, origin, a, reasonNotDispatchable)
 		return
 	}
-	if grant := grantFor(a); grant != "" && !cl.can(grant) {
+	if grant := ahp.GrantFor(a.ActionType()); grant != "" && !cl.can(grant) {
 		c.refuse(cl, origin, a, fmt.Sprintf("Permission denied: %s needs the grant %s.", a.ActionType(), grant))
 		return
 	}
@@ -183,29 +183,6 @@ func messageText(a ahp.Action) (string, bool) {
 // rights, so chat:send is not enough; only root or the session's owner.
 func (c *Chat) mayRunCommands(cl Client) bool {
 	return cl.Root || cl.Can == nil || (cl.Sender != "" && cl.Sender == c.cfg.Owner)
-}
-
-// grantFor names the grant a client action needs (CHATS.md "Grants").
-func grantFor(a ahp.Action) string {
-	switch a.(type) {
-	case ahp.ChatTurnStarted, ahp.ChatPendingMessageSet, ahp.ChatQueuedMessagesReordered, ahp.ChatTurnResume:
-		return "chat:send"
-	case ahp.ChatTurnCancelled, ahp.ChatPendingMessageRemoved:
-		return "chat:cancel"
-	case ahp.ChatToolCallConfirmed, ahp.ChatInputAnswerChanged, ahp.ChatInputCompleted:
-		return "chat:answer"
-	case ahp.ChatToolCallComplete, ahp.ChatToolCallResultConfirmed, ahp.ChatToolCallContentChanged:
-		return "chat:tool"
-	case ahp.ChatDraftChanged:
-		return "chat:draft"
-	case ahp.ChatWorkingDirectorySet, ahp.ChatWorkingDirectoryRemoved:
-		return "chat:folders"
-	case ahp.ChatIsReadChanged, ahp.ChatIsArchivedChanged:
-		return "chat:mark"
-	case ahp.ChatTruncated:
-		return "chat:truncate"
-	}
-	return ""
 }
 
 func (c *Chat) readOnly() bool { return c.state.Interactivity == "read-only" }

@@ -37,15 +37,15 @@ func TestGrantForEachAct(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.rule+"/"+c.action.ActionType(), func(t *testing.T) {
-			if got := grantFor(c.action); got != c.grant {
+			if got := ahp.GrantFor(c.action.ActionType()); got != c.grant {
 				t.Fatalf("grantFor(%s) = %q, want %q", c.action.ActionType(), got, c.grant)
 			}
 			// A principal holding only that grant may do it; one holding
 			// only chat:turns may not.
-			if !(auth.Principal{Grants: []string{c.grant}}).Can(grantFor(c.action)) {
+			if !(auth.Principal{Grants: []string{c.grant}}).Can(ahp.GrantFor(c.action.ActionType())) {
 				t.Fatal("the grant does not cover its act")
 			}
-			if (auth.Principal{Grants: []string{auth.ChatTurns}}).Can(grantFor(c.action)) {
+			if (auth.Principal{Grants: []string{auth.ChatTurns}}).Can(ahp.GrantFor(c.action.ActionType())) {
 				t.Fatal("reading covers a write")
 			}
 		})

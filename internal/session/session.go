@@ -505,7 +505,7 @@ func (s *Session) onClientAction(cl chat.Client, origin *ahp.ActionOrigin, a ahp
 		refuse("Action is not client-dispatchable.")
 		return
 	}
-	if g := sessionGrant(a); g != "" && cl.Can != nil && !cl.Can(g) {
+	if g := ahp.GrantFor(a.ActionType()); g != "" && cl.Can != nil && !cl.Can(g) {
 		refuse(fmt.Sprintf("Permission denied: %s needs the grant %s.", a.ActionType(), g))
 		return
 	}
@@ -562,18 +562,4 @@ func (s *Session) renameStoredChat(e *chatEntry, title string) {
 		cs.Title = title
 		s.chatSummaryChanged(cs)
 	}
-}
-
-func sessionGrant(a ahp.Action) string {
-	switch a.(type) {
-	case ahp.SessionTitleChanged:
-		return "session:rename"
-	case ahp.SessionIsReadChanged, ahp.SessionIsArchivedChanged:
-		return "session:mark"
-	case ahp.SessionWorkingDirectorySet, ahp.SessionWorkingDirectoryRemoved, ahp.SessionWorkingDirectoryReplaced:
-		return "session:folders"
-	case ahp.SessionConfigChanged:
-		return "session:configure"
-	}
-	return ""
 }
