@@ -3,7 +3,7 @@
 GO ?= go
 AGENTS_STAMP := testdata/agents/node_modules/.package-lock.json
 
-.PHONY: all build run test vet fmt agents bench clean
+.PHONY: all build run test vet fmt generate agents bench clean
 
 all: build
 
@@ -30,6 +30,10 @@ vet:
 
 fmt:
 	gofmt -w cmd internal testdata/fakemodel
+
+# Regenerates internal/ahp/actions_gen.go from internal/ahp/actions.table.
+generate:
+	$(GO) generate ./...
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/...

@@ -45,6 +45,10 @@ type Capabilities struct {
 	// SideChat: the backend can open a side chat (a fresh conversation told
 	// what a turn said on its first prompt).
 	SideChat bool
+	// FailureGoesOn: a turn that fails pauses nothing; what waits starts
+	// (the ! command backend, C-TURN-27). Otherwise a failure pauses the
+	// queue (C-TURN-33).
+	FailureGoesOn bool
 }
 
 // Model is one model a backend offers.

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/agent/shell"
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/attach"
 	"github.com/ahpd/ahpd/internal/bug"
@@ -137,8 +138,9 @@ type Chat struct {
 	caps        agent.Capabilities
 	turn        *runningTurn
 	// engine is the turn engine's own state (engine.go).
-	eng       engineState
-	cmdEvents chan agent.Event
+	eng engineState
+	// shell runs the chat's ! commands (command.go), nil until one runs.
+	shell *shell.Conversation
 	// wk is the worker bookkeeping (worker.go).
 	wk workerBook
 	// loadedFrom is the index of the oldest turn a paged watcher holds
@@ -174,7 +176,6 @@ func Open(ctx context.Context, cfg Config) (*Chat, error) {
 		// No watcher holds a page yet: fetchTurns without a cursor has
 		// nothing older to load (C-CMD-12).
 		loadedFrom: -1,
-		cmdEvents:  make(chan agent.Event, 64),
 	}
 	if cfg.Agent != nil {
 		c.caps = cfg.Agent.Capabilities()
@@ -289,9 +290,12 @@ func (c *Chat) run(crashed *store.TurnRecord) {
 		idle = idleTimer.C
 	}
 	for {
-		var events <-chan agent.Event
+		var events, shellEvents <-chan agent.Event
 		if c.conv != nil {
 			events = c.conv.Events()
+		}
+		if c.shell != nil {
+			shellEvents = c.shell.Events()
 		}
 		select {
 		case <-c.stopping:
@@ -313,7 +317,11 @@ func (c *Chat) run(crashed *store.TurnRecord) {
 			}
 			c.heardFromAgent()
 			bug.Recover(c.log, "agent event", func() { c.onAgentEvent(ev) })
-		case ev := <-c.cmdEvents:
+		case ev, ok := <-shellEvents:
+			if !ok {
+				c.shell = nil
+				continue
+			}
 			bug.Recover(c.log, "command event", func() { c.onCommandEvent(ev) })
 		case <-flush.C:
 			if c.runningDirty {
@@ -357,9 +365,7 @@ func (c *Chat) shutdown() {
 	if c.turn != nil {
 		c.persistRunning()
 	}
-	if c.turn != nil && c.turn.command != nil {
-		c.turn.command.kill()
-	}
+	c.closeShell()
 	if c.conv != nil {
 		if err := c.conv.Close(); err != nil {
 			c.log.Warn("close agent conversation", "err", err)

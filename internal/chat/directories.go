@@ -32,6 +32,7 @@ func (c *Chat) clientDirectories(cl Client, origin *ahp.ActionOrigin, a ahp.Acti
 		return
 	}
 	c.cfg.Directories = paths
+	c.closeShell() // the next ! command runs in the new first directory
 	if c.conv != nil {
 		c.closeConversation()
 		if err := c.ensureConversation(); err != nil {

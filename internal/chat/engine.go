@@ -40,8 +40,10 @@ type runningTurn struct {
 	// (a stopped turn) waits unsent (engineState.unsent) when the backend
 	// does not say OneTurnAtATime.
 	sent bool
-	// command runs the turn as a local ! command instead of the backend.
-	command *commandRun
+	// conv is the conversation the turn was handed to (the chat's agent,
+	// or its ! command shell), nil until then; caps are that backend's.
+	conv agent.Conversation
+	caps agent.Capabilities
 	// Part bookkeeping: the open markdown and reasoning parts, so text
 	// continues the part it belongs to and starts a new one after any
 	// other part.
@@ -311,6 +313,7 @@ func (c *Chat) admit(a ahp.ChatTurnStarted, origin *ahp.ActionOrigin, sender str
 		c.runCommand(t, strings.TrimSpace(strings.TrimPrefix(text, commandPrefix)))
 		return
 	}
+	t.caps = c.caps
 	turn := agent.Turn{ID: a.TurnID, Text: text, Model: modelOf(a.Message), Attachments: atts}
 	// C-TURN-109: what the host has to say on this turn goes into its prompt.
 	if meta := ParseRecordMeta(c.record.Meta); meta.FirstPromptContext != "" {
@@ -350,10 +353,15 @@ func (c *Chat) send(t *runningTurn, turn agent.Turn) {
 	e.open = append(e.open, turn.ID)
 	c.conversationUsed() // conversation.go
 	t.sent = true
+	t.conv, t.caps = c.conv, c.caps
 	c.heardFromAgent() // the silence counts from the prompt (silence.go)
 	// C-TURN-41: steering is handed at the turn's start.
 	c.handSteering()
 }
+
+// on reports whether the turn belongs to conversation conv: handed to it,
+// or not handed anywhere yet.
+func (t *runningTurn) on(conv agent.Conversation) bool { return t.conv == nil || t.conv == conv }
 
 // backendEnded notes that the backend ended turn id, and sends the running
 // turn's prompt when it waited for that.
@@ -376,6 +384,7 @@ func (c *Chat) backendEnded(id string) {
 // turn that waited unsent for the old process goes to the new one.
 func (c *Chat) conversationGone(err error) {
 	e := c.engine()
+	gone := c.conv
 	if c.conv != nil {
 		_ = c.conv.Close()
 		c.conv = nil
@@ -383,7 +392,7 @@ func (c *Chat) conversationGone(err error) {
 	e.handed = handedSteering{}
 	e.open = nil
 	t := c.turn
-	if t == nil || t.command != nil {
+	if t == nil || !t.on(gone) {
 		c.startNext()
 		return
 	}
@@ -429,11 +438,11 @@ func (c *Chat) endTurn(end agent.End) {
 			info.Meta = map[string]any{"exitCode": *end.ExitCode}
 		}
 		// Only a backend that can resume fails a turn a client can resume.
-		resumable := end.Resumable && c.caps.Resume && t.command == nil
+		resumable := end.Resumable && t.caps.Resume
 		c.apply(ahp.ChatError{TurnID: t.id, Duration: dur, Part: ahp.ErrorPart(info, resumable)}, nil)
 	}
 	c.endWorkersOf(t.id, end.Outcome)
-	e.paused = end.Outcome != agent.OutcomeComplete && t.command == nil
+	e.paused = end.Outcome != agent.OutcomeComplete && !t.caps.FailureGoesOn
 	c.startNext()
 }
 
@@ -489,14 +498,12 @@ func (c *Chat) clientStop(cl Client, origin *ahp.ActionOrigin, a ahp.ChatTurnCan
 	switch {
 	case c.isWorker():
 		c.workerStopped() // C-SUB-13
-	case t.command != nil:
-		t.command.kill()
 	case !t.sent:
 		// Stopped before its prompt was sent: it ends unsent (C-TURN-108).
 		e.unsent = nil
-	case c.conv != nil:
-		if err := c.conv.Stop(context.Background()); err != nil {
-			c.log.Warn("stop agent turn", "turn", t.id, "err", err)
+	case t.conv != nil:
+		if err := t.conv.Stop(context.Background()); err != nil {
+			c.log.Warn("stop turn", "turn", t.id, "err", err)
 		}
 	}
 }

@@ -13,7 +13,7 @@ func (c *Chat) handSteering() {
 	e := c.engine()
 	s := c.state.SteeringMessage
 	t := c.turn
-	if s == nil || t == nil || !t.sent || t.command != nil || c.conv == nil || e.handed.id != "" || isCommand(s.Message.Text) {
+	if s == nil || t == nil || !t.sent || t.conv != c.conv || c.conv == nil || e.handed.id != "" || isCommand(s.Message.Text) {
 		return
 	}
 	switch c.conv.Steer(agent.Steering{ID: s.ID, TurnID: t.id, Text: s.Message.Text}) {

@@ -35,7 +35,7 @@ func (c *Chat) onAgentEvent(ev agent.Event) {
 		return
 	}
 	t := c.turn
-	if t == nil || t.command != nil || ev.TurnID != t.id {
+	if t == nil || !t.on(c.conv) || ev.TurnID != t.id {
 		if ev.Kind == agent.EventTurnEnd {
 			// The backend is done with a turn the host had ended (a stop):
 			// the point it names is kept, and the turn waiting for it goes
@@ -154,7 +154,7 @@ func (c *Chat) applyTurnEvent(t *runningTurn, ev agent.Event) {
 		if ev.End != nil {
 			end = *ev.End
 		}
-		if t.command == nil {
+		if t.conv == c.conv {
 			c.backendEnded(t.id)
 		}
 		if h := c.engine().handed; h.id != "" && h.turnID == t.id && end.Outcome == agent.OutcomeError {

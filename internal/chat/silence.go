@@ -37,7 +37,7 @@ func (c *Chat) heardFromAgent() { c.heard = c.cfg.Now() }
 func (c *Chat) checkSilence() {
 	limit := c.agentSilence()
 	t := c.turn
-	if limit == 0 || t == nil || !t.sent || t.command != nil || c.conv == nil || c.waitingOnClient() {
+	if limit == 0 || t == nil || !t.sent || t.conv != c.conv || c.conv == nil || c.waitingOnClient() {
 		return
 	}
 	quiet := c.cfg.Now().Sub(c.heard)
