@@ -24,17 +24,22 @@ const resolveTimeout = 5 * time.Second
 // other (C-ATT-22..34).
 func (h *Host) clientFor(ctx context.Context, cl *client, a ahp.Action) chat.Client {
 	cc := cl.chatClient()
-	var m *ahp.Message
-	switch a := a.(type) {
-	case ahp.ChatTurnStarted:
-		m = &a.Message
-	case ahp.ChatPendingMessageSet:
-		m = &a.Message
-	}
-	if m != nil {
+	if m := messageOf(a); m != nil {
 		cc.ChatAttachments = h.resolveChatAttachments(ctx, cl, m.Attachments)
 	}
 	return cc
+}
+
+// messageOf is the message a carries (a turn or a pending message), nil
+// for any other action.
+func messageOf(a ahp.Action) *ahp.Message {
+	switch a := a.(type) {
+	case ahp.ChatTurnStarted:
+		return &a.Message
+	case ahp.ChatPendingMessageSet:
+		return &a.Message
+	}
+	return nil
 }
 
 // resolveChatAttachments turns each chat attachment into the pointer the

@@ -314,13 +314,7 @@ func (h *Host) route(cl *client, channel string, a ahp.Action, origin *ahp.Actio
 // carriesChatAttachment reports whether a's message attaches a chat, which
 // the host resolves (reading that chat) before the action is handed on.
 func carriesChatAttachment(a ahp.Action) bool {
-	var m *ahp.Message
-	switch a := a.(type) {
-	case ahp.ChatTurnStarted:
-		m = &a.Message
-	case ahp.ChatPendingMessageSet:
-		m = &a.Message
-	}
+	m := messageOf(a)
 	if m == nil {
 		return false
 	}

@@ -46,6 +46,14 @@ import (
 var benchBody = json.RawMessage(`{"id":"t","message":{"text":"` + strings.Repeat("please refactor this ", 8) +
 	`"},"parts":[{"kind":"text","text":"` + strings.Repeat("done, see the diff ", 8) + `"}],"state":"complete"}`)
 
+// benchTurn is the record the benchmarks store as turn seq of chat.
+func benchTurn(chat string, seq int, started time.Time) TurnRecord {
+	return TurnRecord{
+		Chat: chat, ID: fmt.Sprintf("turn-%d", seq), Seq: seq, State: TurnComplete,
+		Sender: "user:1", Point: "p", StartedAt: started, Body: benchBody,
+	}
+}
+
 func BenchmarkPutTurn(b *testing.B) {
 	s, _ := openTemp(b)
 	_, chat := seed(b, s, "ahp://s/bench")
@@ -53,11 +61,7 @@ func BenchmarkPutTurn(b *testing.B) {
 	started := time.Now()
 	seq := 0
 	for b.Loop() {
-		err := s.PutTurn(ctx, TurnRecord{
-			Chat: chat, ID: fmt.Sprintf("turn-%d", seq), Seq: seq, State: TurnComplete,
-			Sender: "user:1", Point: "p", StartedAt: started, Body: benchBody,
-		})
-		if err != nil {
+		if err := s.PutTurn(ctx, benchTurn(chat, seq, started)); err != nil {
 			b.Fatal(err)
 		}
 		seq++
@@ -75,10 +79,7 @@ func BenchmarkEnqueuePutTurn(b *testing.B) {
 	var enqueueTime time.Duration
 	seq := 0
 	for b.Loop() {
-		r := TurnRecord{
-			Chat: chat, ID: fmt.Sprintf("turn-%d", seq), Seq: seq, State: TurnComplete,
-			Sender: "user:1", Point: "p", StartedAt: started, Body: benchBody,
-		}
+		r := benchTurn(chat, seq, started)
 		t0 := time.Now()
 		s.Enqueue(func(ctx context.Context, s *Store) error { return s.PutTurn(ctx, r) })
 		enqueueTime += time.Since(t0)
@@ -110,10 +111,7 @@ func BenchmarkCommitPutTurn(b *testing.B) {
 	started := time.Now()
 	seq := 0
 	for b.Loop() {
-		r := TurnRecord{
-			Chat: chat, ID: fmt.Sprintf("turn-%d", seq), Seq: seq, State: TurnComplete,
-			Sender: "user:1", Point: "p", StartedAt: started, Body: benchBody,
-		}
+		r := benchTurn(chat, seq, started)
 		if err := s.Commit(ctx, func(ctx context.Context, s *Store) error { return s.PutTurn(ctx, r) }); err != nil {
 			b.Fatal(err)
 		}
@@ -140,10 +138,7 @@ func BenchmarkCommitPutTurn20(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			n := int(next.Add(1) - 1)
-			r := TurnRecord{
-				Chat: chats[n%actors], ID: fmt.Sprintf("turn-%d", n), Seq: n / actors, State: TurnComplete,
-				Sender: "user:1", Point: "p", StartedAt: started, Body: benchBody,
-			}
+			r := benchTurn(chats[n%actors], n/actors, started)
 			if err := s.Commit(ctx, func(ctx context.Context, s *Store) error { return s.PutTurn(ctx, r) }); err != nil {
 				b.Error(err)
 				return
