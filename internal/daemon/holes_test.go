@@ -73,6 +73,23 @@ func TestTrustBoundaryHoles(t *testing.T) {
 			}
 		}
 	})
+	t.Run("every client-dispatchable session and root action checks its grant", func(t *testing.T) {
+		for _, tc := range []struct {
+			channel string
+			action  map[string]any
+			grant   string
+		}{
+			{ahp.RootURI, map[string]any{"type": "root/configChanged", "config": map[string]any{}}, "root:configure"},
+			{sess, map[string]any{"type": "session/activeClientSet", "activeClient": map[string]any{"clientId": "drafter"}}, "session:state"},
+			{sess, map[string]any{"type": "session/customizationToggled", "uri": "file:///x", "enabled": true}, "session:configure"},
+			{sess, map[string]any{"type": "session/mcpServerStartRequested", "serverId": "x"}, "session:configure"},
+		} {
+			env := d.AwaitEcho(d.Dispatch(tc.channel, tc.action))
+			if !strings.Contains(env.RejectionReason, tc.grant) {
+				t.Errorf("%s by a chat:draft token: %s, want a refusal naming %s", tc.action["type"], env.Raw, tc.grant)
+			}
+		}
+	})
 	t.Run("subscribe to a session needs session:state", func(t *testing.T) {
 		if _, rerr := d.Call("subscribe", map[string]any{"channel": sess}); rerr == nil || rerr.Code != ahp.CodePermissionDenied {
 			t.Fatalf("subscribe session: %+v, want permission denied", rerr)

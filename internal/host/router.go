@@ -252,6 +252,10 @@ func (h *Host) dispatchAction(cl *client, params json.RawMessage) {
 			h.bus.Refuse(cl, p.Channel, a, origin, "Action is not client-dispatchable.")
 			return
 		}
+		if g := ahp.GrantFor(a.ActionType()); g != "" && !cl.principal.Can(g) {
+			h.bus.Refuse(cl, p.Channel, a, origin, fmt.Sprintf("Permission denied: %s needs the grant %s.", a.ActionType(), g))
+			return
+		}
 		h.applyRoot(a, origin)
 	case ahp.IsChatURI(p.Channel):
 		// A loaded chat with nothing routed ahead: one push into its

@@ -64,6 +64,8 @@ func Parse(table []byte) ([]Row, error) {
 			return nil, fmt.Errorf("actions.table:%d: grant %q is not subject:operation", n, r.Grant)
 		case r.Grant != "" && !r.Client:
 			return nil, fmt.Errorf("actions.table:%d: %s has a grant but clients may not dispatch it", n, r.Type)
+		case r.Client && r.Grant == "":
+			return nil, fmt.Errorf("actions.table:%d: clients may dispatch %s, so it needs a grant", n, r.Type)
 		case f[5] != "plain" && f[5] != "custom":
 			return nil, fmt.Errorf("actions.table:%d: marshal column %q, want plain or custom", n, f[5])
 		case seenType[r.Type] || seenStruct[r.Struct]:

@@ -14,6 +14,7 @@ func TestParseRefusesBadRows(t *testing.T) {
 		{"bad client column", "chat/delta ChatDelta 0.4.0 yes - plain"},
 		{"grant on a server-only action", "chat/delta ChatDelta 0.4.0 - chat:send plain"},
 		{"bad grant", "chat/turnStarted ChatTurnStarted 0.4.0 client send plain"},
+		{"client action without a grant", "chat/turnStarted ChatTurnStarted 0.4.0 client - plain"},
 		{"bad marshal column", "chat/delta ChatDelta 0.4.0 - - json"},
 		{"listed twice", "chat/delta ChatDelta 0.4.0 - - plain\nchat/delta ChatDelta 0.4.0 - - plain"},
 	} {
