@@ -496,8 +496,6 @@ func (c *Chat) clientStop(cl Client, origin *ahp.ActionOrigin, a ahp.ChatTurnCan
 	}
 	e.paused = true
 	switch {
-	case c.isWorker():
-		c.workerStopped() // C-SUB-13
 	case !t.sent:
 		// Stopped before its prompt was sent: it ends unsent (C-TURN-108).
 		e.unsent = nil
@@ -687,12 +685,10 @@ func (c *Chat) clientConfirm(cl Client, origin *ahp.ActionOrigin, a ahp.ChatTool
 		return
 	}
 	c.apply(a, origin)
-	if c.isWorker() {
-		c.workerConfirmed(a.ToolCallID, a.Approved) // C-SUB-12
-		return
-	}
-	if c.conv != nil {
-		if err := c.conv.Confirm(a.TurnID, a.ToolCallID, a.Approved); err != nil {
+	// The turn's own conversation takes the answer: the chat's agent, or
+	// for a worker chat the proxy to the backend running it (C-SUB-12).
+	if t.conv != nil {
+		if err := t.conv.Confirm(a.TurnID, a.ToolCallID, a.Approved); err != nil {
 			c.log.Warn("confirm tool call", "tool", a.ToolCallID, "err", err)
 		}
 	}

@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"errors"
 
 	"github.com/ahpd/ahpd/internal/agent"
 	"github.com/ahpd/ahpd/internal/ahp"
@@ -92,8 +93,6 @@ func MintWorkerURI(session, defaultChat, root, toolCallID string) string {
 // Post runs fn on the chat's actor. It never blocks; the session uses it to
 // hand a chat what another chat relayed to it.
 func (c *Chat) Post(fn func(*Chat)) error { return c.do(func() { fn(c) }) }
-
-func (c *Chat) isWorker() bool { return c.cfg.Worker != nil }
 
 // routeWorkerEvent takes the events that are a worker's business: a spawn,
 // a worker's end and everything a worker's conversation said. false: the
@@ -222,8 +221,28 @@ func (c *Chat) workerBegin(prompt string) {
 	}
 	t := c.say(a, nil, "")
 	t.sent = true
+	t.conv = workerConv{c}
 	c.wk.turnID = t.id
 }
+
+// workerConv is the conversation a worker chat's turn is handed to: the
+// backend running the worker is the root chat's, so a stop or an answer
+// said here goes there (C-SUB-12, 13); what the worker says arrives through
+// the root chat (workerEvent). Its methods run on the worker chat's actor.
+type workerConv struct{ c *Chat }
+
+func (w workerConv) Send(context.Context, agent.Turn) error {
+	return errors.New("a worker chat's turns are its parent agent's")
+}
+func (w workerConv) Steer(agent.Steering) agent.SteerResult { return agent.SteerUnsupported }
+func (w workerConv) Withdraw(string) bool                   { return false }
+func (w workerConv) Confirm(_, toolCallID string, approved bool) error {
+	w.c.workerConfirmed(toolCallID, approved)
+	return nil
+}
+func (w workerConv) Stop(context.Context) error { w.c.workerStopped(); return nil }
+func (w workerConv) Events() <-chan agent.Event { return nil }
+func (w workerConv) Close() error               { return nil }
 
 // BeginWorker opens the worker chat's turn with the prompt the parent agent
 // wrote; the session calls it once it announced the chat. Never blocks.
