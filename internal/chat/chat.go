@@ -112,10 +112,12 @@ type Config struct {
 	// conversation spawns (C-SUB-02..04).
 	WorkerURI func(toolCallID string) string
 	// OpenWorker asks the session to open a worker chat, and Relay to run
-	// fn on another chat's actor. Both only push into the session's
-	// mailbox: a chat never waits on its session.
+	// fn on another chat's actor (opening it if needed), on behalf of from:
+	// the session then tells from which actor it reached (Relayed). Both
+	// only push into the session's mailbox: a chat never waits on its
+	// session.
 	OpenWorker func(WorkerOpen)
-	Relay      func(uri string, fn func(*Chat))
+	Relay      func(from *Chat, uri string, fn func(*Chat))
 }
 
 // Chat is one chat actor.

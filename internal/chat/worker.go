@@ -14,11 +14,13 @@ import (
 // A worker runs in the backend conversation of the chat it was spawned
 // from: every event of it arrives on that chat's event channel. That chat,
 // the root chat, keeps the book of the workers its conversation spawned
-// (nested ones too) and routes each worker's events, through the session's
-// mailbox, to the worker chat's own actor, which applies them to its state.
-// Nothing here calls the session synchronously: OpenWorker and Relay only
-// push into its mailbox, whose order keeps a worker's open ahead of its
-// events.
+// (nested ones too) and routes each worker's events to the worker chat's own
+// actor, which applies them to its state: through the session's mailbox
+// until the session says which actor it reached (Relayed), then straight
+// into that actor's mailbox. Nothing here calls the session synchronously:
+// OpenWorker and Relay only push into its mailbox, whose order keeps a
+// worker's open ahead of its events, and a direct post waits until no relay
+// is in the session's hands, so it never overtakes one.
 //
 //	1. the backend reports EventWorkerStarted for a spawning call: the root
 //	   chat mints the worker's URI, notes it on the call and asks the session
@@ -64,6 +66,13 @@ type workerBook struct {
 	here map[string]ahp.ToolResultContent
 	// turnID is a worker chat's running turn while it streams.
 	turnID string
+	// direct holds the actors the session reached for this chat's relays,
+	// by chat URI, and relaying counts this chat's relays to each URI not
+	// yet acknowledged (Relayed). With none in flight, a relay goes
+	// straight into the actor's mailbox: nothing sent earlier is still
+	// queued in the session to overtake.
+	direct   map[string]*Chat
+	relaying map[string]int
 }
 
 type spawnedWorker struct {
@@ -122,12 +131,45 @@ func (c *Chat) routeWorkerEvent(ev agent.Event) bool {
 	return true
 }
 
+// relay runs fn on chat uri's actor: straight into its mailbox when this
+// chat knows the actor and no relay to it is still in the session's hands,
+// else through the session, which opens the chat if needed.
 func (c *Chat) relay(uri string, fn func(*Chat)) {
+	if a := c.wk.direct[uri]; a != nil && c.wk.relaying[uri] == 0 && !a.Ending() {
+		if a.Post(fn) == nil {
+			return
+		}
+		c.log.Debug("worker chat gone; relaying through the session", "to", uri)
+		delete(c.wk.direct, uri)
+	}
 	if c.cfg.Relay == nil {
 		c.log.Debug("no session to relay a worker's business to", "to", uri)
 		return
 	}
-	c.cfg.Relay(uri, fn)
+	if c.wk.relaying == nil {
+		c.wk.relaying = make(map[string]int)
+	}
+	c.wk.relaying[uri]++
+	c.cfg.Relay(c, uri, fn)
+}
+
+// Relayed tells the chat that the session ran one of its relays to uri on
+// actor a (nil: it could not reach the chat). The session calls it after it
+// posted that relay's fn, so once none is in flight a direct post comes
+// after all of them.
+func (c *Chat) Relayed(uri string, a *Chat) error {
+	return c.do(func() {
+		if c.wk.relaying[uri] > 0 {
+			c.wk.relaying[uri]--
+		}
+		if a == nil {
+			return
+		}
+		if c.wk.direct == nil {
+			c.wk.direct = make(map[string]*Chat)
+		}
+		c.wk.direct[uri] = a
+	})
 }
 
 // workerSpawned opens the worker chat of a spawning call (C-SUB-01, 07, 08,

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/chat"
@@ -26,7 +27,9 @@ func (s *Session) workerConfig(cfg *chat.Config, rec store.ChatRecord) {
 		return chat.MintWorkerURI(session, defaultChat, root, toolCallID)
 	}
 	cfg.OpenWorker = func(w chat.WorkerOpen) { s.tell("open worker "+w.URI, func() { s.openWorker(w) }) }
-	cfg.Relay = func(uri string, fn func(*chat.Chat)) { s.tell("relay to "+uri, func() { s.relay(uri, fn) }) }
+	cfg.Relay = func(from *chat.Chat, uri string, fn func(*chat.Chat)) {
+		s.tell("relay to "+uri, func() { s.relay(from, uri, fn) })
+	}
 	if o := originOf(rec); o != nil && o.Kind == ahp.OriginTool && o.ToolCallID != "" {
 		cfg.Worker = &chat.WorkerLink{Root: root, ToolCallID: o.ToolCallID}
 	}
@@ -95,13 +98,17 @@ func (s *Session) openWorker(w chat.WorkerOpen) {
 
 // relay runs fn on one of the session's chats, opening it when needed.
 // Runs on the session's actor.
-func (s *Session) relay(uri string, fn func(*chat.Chat)) {
+func (s *Session) relay(from *chat.Chat, uri string, fn func(*chat.Chat)) {
 	c, err := s.openChat(context.Background(), uri)
 	if err != nil {
 		s.log.Debug("relay to a chat this session does not hold", "chat", uri, "err", err)
-		return
-	}
-	if err := c.Post(fn); err != nil {
+		c = nil
+	} else if err := c.Post(fn); err != nil {
 		s.log.Warn("relay to chat", "chat", uri, "err", err)
+		c = nil
+	}
+	// After fn is posted: from may now post to c directly (chat.Relayed).
+	if err := from.Relayed(uri, c); err != nil && !errors.Is(err, chat.ErrClosed) {
+		s.log.Warn("acknowledge a relay", "chat", uri, "err", err)
 	}
 }
