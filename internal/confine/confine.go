@@ -7,6 +7,7 @@ package confine
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,17 +40,8 @@ func Resolve(path string, roots []string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for _, r := range roots {
-		if r == "" || !filepath.IsAbs(r) {
-			continue
-		}
-		rr, err := filepath.EvalSymlinks(r)
-		if err != nil {
-			continue
-		}
-		if Within(real, rr) {
-			return real, nil
-		}
+	if inside(real, roots) {
+		return real, nil
 	}
 	return "", fmt.Errorf("%s: %w", path, ErrOutside)
 }
@@ -63,4 +55,61 @@ func Open(path string, roots []string) (*os.File, error) {
 		return nil, err
 	}
 	return openNoFollow(real)
+}
+
+// ResolveNew is Resolve for a path that may not exist yet (a file about to
+// be written): the nearest existing parent is resolved and the rest
+// appended, and the result must lie inside one of roots. A dangling symlink
+// on the way is refused: where it would write is not known to be inside.
+func ResolveNew(path string, roots []string) (string, error) {
+	if !filepath.IsAbs(path) {
+		return "", fmt.Errorf("%s: not an absolute path", path)
+	}
+	real, err := resolveExisting(filepath.Clean(path))
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	if inside(real, roots) {
+		return real, nil
+	}
+	return "", fmt.Errorf("%s: %w", path, ErrOutside)
+}
+
+// inside reports whether real lies in one of roots (their symlinks
+// followed; a relative or missing root holds nothing).
+func inside(real string, roots []string) bool {
+	for _, r := range roots {
+		if r == "" || !filepath.IsAbs(r) {
+			continue
+		}
+		rr, err := filepath.EvalSymlinks(r)
+		if err == nil && Within(real, rr) {
+			return true
+		}
+	}
+	return false
+}
+
+// resolveExisting follows the symlinks of path; where path does not exist,
+// those of its nearest existing parent, with the rest appended.
+func resolveExisting(path string) (string, error) {
+	var rest []string
+	for p := path; ; {
+		real, err := filepath.EvalSymlinks(p)
+		if err == nil {
+			return filepath.Join(append([]string{real}, rest...)...), nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		if fi, lerr := os.Lstat(p); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return "", errors.New("a dangling symlink is refused")
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return "", err
+		}
+		rest = append([]string{filepath.Base(p)}, rest...)
+		p = parent
+	}
 }

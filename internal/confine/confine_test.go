@@ -66,3 +66,31 @@ func TestResolve(t *testing.T) {
 		t.Errorf("outside: %v, want ErrOutside", err)
 	}
 }
+
+// TestResolveNew: a file about to be written resolves through its nearest
+// existing parent, which must lie inside; a dangling symlink is refused.
+func TestResolveNew(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(root, "out")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "missing"), filepath.Join(root, "dangling")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, path string
+		ok         bool
+	}{
+		{"a new file inside", filepath.Join(root, "new.txt"), true},
+		{"a new file in a new folder inside", filepath.Join(root, "a", "b", "new.txt"), true},
+		{"a new file through a link out", filepath.Join(root, "out", "new.txt"), false},
+		{"a dangling symlink", filepath.Join(root, "dangling"), false},
+		{"dot-dot out", root + "/../" + filepath.Base(outside) + "/new.txt", false},
+		{"relative", "new.txt", false},
+	} {
+		_, err := ResolveNew(tc.path, []string{root})
+		if tc.ok != (err == nil) {
+			t.Errorf("%s: ResolveNew(%s) err %v, want ok %v", tc.name, tc.path, err, tc.ok)
+		}
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/auth"
 	"github.com/ahpd/ahpd/internal/chat"
+	"github.com/ahpd/ahpd/internal/confine"
 	"github.com/ahpd/ahpd/internal/session"
 	"github.com/ahpd/ahpd/internal/store"
 	"github.com/google/uuid"
@@ -414,18 +414,6 @@ func (h *Host) onChat(ctx context.Context, uri string, fn func(*chat.Chat) error
 // daemon's served paths or inside one: a client may not point an agent at
 // / or at another user's home by naming it.
 func (h *Host) served(dir string) bool {
-	real, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return false
-	}
-	for _, p := range h.opts.Paths {
-		root, err := filepath.EvalSymlinks(p)
-		if err != nil {
-			continue
-		}
-		if rel, err := filepath.Rel(root, real); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel) {
-			return true
-		}
-	}
-	return false
+	_, err := confine.Resolve(dir, h.opts.Paths)
+	return err == nil
 }

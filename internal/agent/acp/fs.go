@@ -5,22 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/ahpd/ahpd/internal/confine"
 )
 
 // maxReadBytes bounds what fs/read_text_file hands the agent.
 const maxReadBytes = 8 << 20
 
-// confine resolves path to a real path inside one of dirs, or says why it
+// confined resolves path to a real path inside one of dirs, or says why it
 // is refused: a relative path is taken from the first directory; a path
 // naming ".." anywhere is refused as written; symlinks are followed (for a
 // file that does not exist yet, its nearest existing parent), and the
 // result must lie inside a directory of the chat, itself resolved.
-func confine(dirs []string, path string) (string, error) {
+func confined(dirs []string, path string) (string, error) {
 	if path == "" {
 		return "", errors.New("empty path")
 	}
@@ -34,53 +35,17 @@ func confine(dirs []string, path string) (string, error) {
 		path = filepath.Join(dirs[0], path)
 	}
 	path = filepath.Clean(path)
-	real, err := resolveExisting(path)
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
+	real, err := confine.ResolveNew(path, dirs)
+	if errors.Is(err, confine.ErrOutside) {
+		return "", fmt.Errorf("%s is outside the chat's directories", path)
 	}
-	for _, d := range dirs {
-		rd, err := filepath.EvalSymlinks(d)
-		if err != nil {
-			continue
-		}
-		if rel, err := filepath.Rel(rd, real); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return real, nil
-		}
-	}
-	return "", fmt.Errorf("%s is outside the chat's directories", path)
-}
-
-// resolveExisting follows the symlinks of path; where path does not exist,
-// those of its nearest existing parent, with the rest appended.
-func resolveExisting(path string) (string, error) {
-	var rest []string
-	p := path
-	for {
-		real, err := filepath.EvalSymlinks(p)
-		if err == nil {
-			return filepath.Join(append([]string{real}, rest...)...), nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return "", err
-		}
-		if fi, lerr := os.Lstat(p); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
-			// A symlink whose target is missing: where it points is not
-			// known to be inside, so it is refused.
-			return "", errors.New("a dangling symlink is refused")
-		}
-		parent := filepath.Dir(p)
-		if parent == p {
-			return "", err
-		}
-		rest = append([]string{filepath.Base(p)}, rest...)
-		p = parent
-	}
+	return real, err
 }
 
 // readConfined reads a text file inside dirs: from 1-based line, at most
 // limit lines, when given.
 func readConfined(dirs []string, path string, line, limit *int) (string, error) {
-	real, err := confine(dirs, path)
+	real, err := confined(dirs, path)
 	if err != nil {
 		return "", err
 	}
@@ -124,7 +89,7 @@ func readConfined(dirs []string, path string, line, limit *int) (string, error) 
 // writeConfined writes a text file inside dirs, creating its parent
 // directories.
 func writeConfined(dirs []string, path, content string) error {
-	real, err := confine(dirs, path)
+	real, err := confined(dirs, path)
 	if err != nil {
 		return err
 	}

@@ -56,7 +56,7 @@ func (ts *terminals) create(dirs []string, req acpsdk.CreateTerminalRequest, env
 	}
 	dir := dirs[0]
 	if req.Cwd != nil && *req.Cwd != "" {
-		real, err := confine(dirs, *req.Cwd)
+		real, err := confined(dirs, *req.Cwd)
 		if err != nil {
 			return "", err
 		}

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/ahpd/ahpd/internal/confine"
 )
 
 // Output bounds: what one tool call hands back to the model.
@@ -26,14 +28,15 @@ const (
 	maxEntries   = 1000
 )
 
-// confine resolves paths against the chat's directories and refuses any
-// that leaves them, by "..", a symlink or an absolute path.
-type confine struct {
+// workdirs resolves paths against the chat's directories and refuses any
+// that leaves them, by "..", a symlink or an absolute path
+// (internal/confine).
+type workdirs struct {
 	roots []string
 }
 
-func newConfine(dirs []string) (confine, error) {
-	var c confine
+func newConfine(dirs []string) (workdirs, error) {
+	var c workdirs
 	for _, d := range dirs {
 		abs, err := filepath.Abs(d)
 		if err != nil {
@@ -51,10 +54,11 @@ func newConfine(dirs []string) (confine, error) {
 	return c, nil
 }
 
-// resolve is p as a real path inside one of the roots. A path that does
-// not exist yet is resolved through its nearest existing parent; a
-// dangling symlink is refused, as it could be written through.
-func (c confine) resolve(p string) (string, error) {
+// resolve is p as a real path inside one of the roots; relative to the
+// first. A path that does not exist yet is resolved through its nearest
+// existing parent; a dangling symlink is refused, as it could be written
+// through.
+func (c workdirs) resolve(p string) (string, error) {
 	if p == "" {
 		return "", errors.New("empty path")
 	}
@@ -62,38 +66,19 @@ func (c confine) resolve(p string) (string, error) {
 	if !filepath.IsAbs(abs) {
 		abs = filepath.Join(c.roots[0], abs)
 	}
-	abs = filepath.Clean(abs)
-	rest := ""
-	cur := abs
-	var real string
-	for {
-		r, err := filepath.EvalSymlinks(cur)
-		if err == nil {
-			real = r
-			break
-		}
-		if _, lerr := os.Lstat(cur); lerr == nil {
-			return "", fmt.Errorf("path %q: %v", p, err)
-		}
-		parent := filepath.Dir(cur)
-		if parent == cur {
-			return "", fmt.Errorf("path %q: %v", p, err)
-		}
-		rest = filepath.Join(filepath.Base(cur), rest)
-		cur = parent
+	real, err := confine.ResolveNew(abs, c.roots)
+	switch {
+	case errors.Is(err, confine.ErrOutside):
+		return "", fmt.Errorf("path %q is outside the chat's directories", p)
+	case err != nil:
+		return "", fmt.Errorf("path %q: %v", p, err)
 	}
-	full := filepath.Join(real, rest)
-	for _, root := range c.roots {
-		if full == root || strings.HasPrefix(full, root+string(filepath.Separator)) {
-			return full, nil
-		}
-	}
-	return "", fmt.Errorf("path %q is outside the chat's directories", p)
+	return real, nil
 }
 
 // tools are one conversation's tools.
 type tools struct {
-	fs          confine
+	fs          workdirs
 	bashTimeout time.Duration
 	// reads holds what each file was when the model last read or wrote it;
 	// edit_file refuses a file changed since.
