@@ -303,3 +303,62 @@ func (k *killChat) checkChat(t *testing.T, cycle int, cs *ahp.ChatState) {
 		}
 	}
 }
+
+// TestKillNineKeepsWhatWaitsAndTheCatalogue: a queued message, a new chat
+// and a closed chat a client was shown survive a SIGKILL right after the
+// echo (issue 8 §3: "a new or closed chat, and a pending message are
+// committed before any client is sent the action").
+func TestKillNineKeepsWhatWaitsAndTheCatalogue(t *testing.T) {
+	data, work := t.TempDir(), t.TempDir()
+	cmd, url := serve(t, data, work)
+	c := ahptest.Dial(t, url, "")
+	c.Initialize("k", ahp.RootURI)
+	sess := "ahp-session:/99999999-0000-4000-8000-0000000000c1"
+	c.MustCall("createSession", map[string]any{"channel": sess, "provider": "script"})
+	st, _ := c.Subscribe(sess)
+	var ss ahp.SessionState
+	if err := json.Unmarshal(st, &ss); err != nil {
+		t.Fatal(err)
+	}
+	def := ss.DefaultChat
+	kept, closed := "ahp-chat:/99999999-0000-4000-8000-0000000000c2", "ahp-chat:/99999999-0000-4000-8000-0000000000c3"
+	c.MustCall("createChat", map[string]any{"channel": sess, "chat": kept})
+	c.MustCall("createChat", map[string]any{"channel": sess, "chat": closed})
+	c.MustCall("disposeChat", map[string]any{"channel": closed})
+	c.Subscribe(def)
+	c.Dispatch(def, map[string]any{"type": "chat/turnStarted", "turnId": "t1", "startedAt": time.Now().UTC().Format(time.RFC3339Nano),
+		"message": map[string]any{"text": "[hold] busy", "origin": map[string]any{"kind": "user"}}})
+	c.AwaitAction(def, "chat/responsePart")
+	c.AwaitEcho(c.Dispatch(def, map[string]any{"type": "chat/pendingMessageSet", "kind": "queued", "id": "q1",
+		"message": map[string]any{"text": "after the busy one", "origin": map[string]any{"kind": "user"}}}))
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+
+	_, url2 := serve(t, data, work)
+	c2 := ahptest.Dial(t, url2, "")
+	c2.Initialize("k2", ahp.RootURI)
+	st2, _ := c2.Subscribe(sess)
+	var ss2 ahp.SessionState
+	if err := json.Unmarshal(st2, &ss2); err != nil {
+		t.Fatal(err)
+	}
+	var chats []string
+	for _, ch := range ss2.Chats {
+		chats = append(chats, string(ch.Resource))
+	}
+	if !slices.Contains(chats, kept) || slices.Contains(chats, closed) {
+		t.Errorf("after kill -9 the session holds %v: want %s kept and %s gone", chats, kept, closed)
+	}
+	cst, _ := c2.Subscribe(def)
+	var cs ahp.ChatState
+	if err := json.Unmarshal(cst, &cs); err != nil {
+		t.Fatal(err)
+	}
+	queued := slices.ContainsFunc(cs.QueuedMessages, func(m ahp.PendingMessage) bool { return m.ID == "q1" })
+	ran := slices.ContainsFunc(cs.Turns, func(tu ahp.Turn) bool { return tu.Message.Text == "after the busy one" })
+	if !queued && !ran {
+		t.Errorf("after kill -9 the queued message is gone: %s", cst)
+	}
+}

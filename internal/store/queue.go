@@ -49,7 +49,7 @@ type Stats struct {
 	Written     uint64 // ops that finished without error
 	WriteErrors uint64 // ops that returned an error or panicked (each one logged)
 	Refused     uint64 // ops enqueued after Close had drained the queue (each one logged)
-	Groups      uint64 // transactions that held more than one op (group commits)
+	Groups      uint64 // transactions the writer opened: group commits, and each lone Commit
 }
 
 // Stats reports the write-behind queue's counters.
