@@ -203,3 +203,30 @@ func TestSessionDirectorySetConfinedToServedPaths(t *testing.T) {
 		t.Fatalf("a served directory was refused: %s", echo.RejectionReason)
 	}
 }
+
+// TestSessionDirectoryReplacedConfinedToServedPaths: a replacement is a
+// directory the session takes on, refused outside the served paths or when
+// missing, as a set is; a served one is taken.
+func TestSessionDirectoryReplacedConfinedToServedPaths(t *testing.T) {
+	e := newEnv(t)
+	root := e.client("root")
+	sess, _ := e.createSession(root, "ahp-session:/7e57e57e-0000-4000-8000-000000000202")
+	first := sessionState(t, root, sess).WorkingDirectories[0]
+	inside := filepath.Join(e.workDir, "sub")
+	if err := os.Mkdir(inside, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"/", t.TempDir(), filepath.Join(e.workDir, "missing")} {
+		seq := root.Dispatch(sess, map[string]any{"type": "session/workingDirectoryReplaced", "directory": first, "replacement": ahp.FileURI(dir)})
+		if echo := root.AwaitEcho(seq); echo.RejectionReason == "" {
+			t.Errorf("replacement %s was taken: %s", dir, echo.Raw)
+		}
+	}
+	seq := root.Dispatch(sess, map[string]any{"type": "session/workingDirectoryReplaced", "directory": first, "replacement": ahp.FileURI(inside)})
+	if echo := root.AwaitEcho(seq); echo.RejectionReason != "" {
+		t.Fatalf("a served replacement was refused: %s", echo.RejectionReason)
+	}
+	if got := sessionState(t, root, sess).WorkingDirectories[0]; got != ahp.FileURI(inside) {
+		t.Fatalf("first directory %s after the replacement, want %s", got, ahp.FileURI(inside))
+	}
+}

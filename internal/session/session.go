@@ -524,17 +524,16 @@ func (s *Session) onClientAction(cl chat.Client, origin *ahp.ActionOrigin, a ahp
 	case ahp.SessionIsReadChanged, ahp.SessionIsArchivedChanged:
 		s.apply(a, origin)
 	case ahp.SessionWorkingDirectorySet:
-		paths, err := ahp.LocalPaths([]string{a.Directory})
-		if err != nil {
-			refuse(err.Error())
+		if reason := s.servedDirectory(a.Directory); reason != "" {
+			refuse(reason)
 			return
 		}
-		if fi, err := os.Stat(paths[0]); err != nil || !fi.IsDir() {
-			refuse(fmt.Sprintf("%s is not an existing directory.", a.Directory))
-			return
-		}
-		if s.cfg.Served != nil && !s.cfg.Served(paths[0]) {
-			refuse(fmt.Sprintf("%s is outside the daemon's served paths.", a.Directory))
+		s.apply(a, origin)
+	case ahp.SessionWorkingDirectoryReplaced:
+		// The replacement is a directory the session takes on: the same
+		// rule as a set.
+		if reason := s.servedDirectory(a.Replacement); reason != "" {
+			refuse(reason)
 			return
 		}
 		s.apply(a, origin)
@@ -547,6 +546,23 @@ func (s *Session) onClientAction(cl chat.Client, origin *ahp.ActionOrigin, a ahp
 	default:
 		s.apply(a, origin)
 	}
+}
+
+// servedDirectory says why dir may not be a working directory of the
+// session ("" when it may): it must be an existing directory inside the
+// daemon's served paths, symlinks resolved.
+func (s *Session) servedDirectory(dir string) string {
+	paths, err := ahp.LocalPaths([]string{dir})
+	if err != nil {
+		return err.Error()
+	}
+	if fi, err := os.Stat(paths[0]); err != nil || !fi.IsDir() {
+		return fmt.Sprintf("%s is not an existing directory.", dir)
+	}
+	if s.cfg.Served != nil && !s.cfg.Served(paths[0]) {
+		return fmt.Sprintf("%s is outside the daemon's served paths.", dir)
+	}
+	return ""
 }
 
 func (s *Session) renameStoredChat(e *chatEntry, title string) {
