@@ -2,7 +2,6 @@ package chat
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/ahpd/ahpd/internal/ahp"
@@ -22,10 +21,6 @@ import (
 const (
 	// runningEvery is how often a streaming turn's answer so far is written.
 	runningEvery = time.Second
-	// commitWait bounds how long the actor waits for a commit. A disk that
-	// stalls longer is logged; the action is still said, so the chat goes
-	// on and clients stay in step with it.
-	commitWait = 30 * time.Second
 )
 
 // storeBeforeTelling commits what a, already reduced into the state, makes
@@ -80,22 +75,9 @@ func (c *Chat) endedOps(id string) []store.Op {
 // groups it with other actors' commits). A failure is logged: the state
 // already moved on, and a client is told what the chat now holds.
 func (c *Chat) commit(what string, ops ...store.Op) {
-	if len(ops) == 0 {
-		return
-	}
-	op := ops[0]
-	if len(ops) > 1 {
-		op = func(ctx context.Context, s *store.Store) error {
-			var errs []error
-			for _, o := range ops {
-				errs = append(errs, o(ctx, s))
-			}
-			return errors.Join(errs...)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), commitWait)
+	ctx, cancel := context.WithTimeout(context.Background(), store.CommitWait)
 	defer cancel()
-	if err := c.cfg.Store.Commit(ctx, op); err != nil {
+	if err := c.cfg.Store.CommitAll(ctx, ops...); err != nil {
 		c.log.Error("commit before telling clients", "what", what, "err", err)
 	}
 }

@@ -461,15 +461,12 @@ func (s *Session) persist() {
 // commitRecord writes the session record and waits until it is committed.
 // A failure is logged: the state already moved on.
 func (s *Session) commitRecord(what string) {
-	ctx, cancel := context.WithTimeout(context.Background(), commitWait)
+	ctx, cancel := context.WithTimeout(context.Background(), store.CommitWait)
 	defer cancel()
 	if err := s.cfg.Store.Commit(ctx, s.recordOp()); err != nil {
 		s.log.Error("commit session before telling clients", "what", what, "err", err)
 	}
 }
-
-// commitWait bounds how long the actor waits for a commit.
-const commitWait = 30 * time.Second
 
 func (s *Session) recordOp() store.Op {
 	rec := s.record
@@ -568,7 +565,7 @@ func (s *Session) servedDirectory(dir string) string {
 func (s *Session) renameStoredChat(e *chatEntry, title string) {
 	e.record.Title = title
 	rec := e.record
-	ctx, cancel := context.WithTimeout(context.Background(), commitWait)
+	ctx, cancel := context.WithTimeout(context.Background(), store.CommitWait)
 	defer cancel()
 	if err := s.cfg.Store.Commit(ctx, func(ctx context.Context, st *store.Store) error { return st.PutChat(ctx, rec) }); err != nil {
 		s.log.Error("commit chat title before telling clients", "chat", rec.URI, "err", err)

@@ -131,3 +131,25 @@ func TestCommitKeepsQueueOrder(t *testing.T) {
 		t.Fatalf("stored %+v, want the committed end", turns)
 	}
 }
+
+// TestCommitAllLandsTogether: ops committed together all land, or a failing
+// one takes the others back with it.
+func TestCommitAllLandsTogether(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	_, chat := seed(t, s, "ahp://s/1")
+	put := func(seq int) Op {
+		return func(ctx context.Context, s *Store) error { return s.PutTurn(ctx, sampleTurn(chat, seq)) }
+	}
+	must(t, s.CommitAll(ctx, put(0), put(1)))
+	boom := errors.New("boom")
+	if err := s.CommitAll(ctx, put(2), func(context.Context, *Store) error { return boom }); !errors.Is(err, boom) {
+		t.Fatalf("CommitAll with a failing op: %v, want boom", err)
+	}
+	turns, err := s.Turns(ctx, chat)
+	must(t, err)
+	if len(turns) != 2 {
+		t.Fatalf("%d turns stored, want the 2 of the first commit and none of the failed one", len(turns))
+	}
+	must(t, s.CommitAll(ctx))
+}

@@ -109,6 +109,30 @@ func (s *Store) Commit(ctx context.Context, op Op) error {
 	}
 }
 
+// CommitWait is how long an actor waits for a Commit before it logs the
+// stall and says the action anyway: the chat goes on rather than hang every
+// client on a disk that stopped.
+const CommitWait = 30 * time.Second
+
+// CommitAll is Commit of ops run in order as one op: they land together,
+// or a failing one rolls all of them back.
+func (s *Store) CommitAll(ctx context.Context, ops ...Op) error {
+	switch len(ops) {
+	case 0:
+		return nil
+	case 1:
+		return s.Commit(ctx, ops[0])
+	}
+	return s.Commit(ctx, func(ctx context.Context, st *Store) error {
+		for _, op := range ops {
+			if err := op(ctx, st); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // Flush waits until every op enqueued before the call has run (successfully
 // or not), or ctx is done. After Close it returns at once with nil: Close has
 // already drained the queue. It must not be called from inside an op.
