@@ -76,6 +76,31 @@ const (
 	ActionChatChangesetsChanged               = "chat/changesetsChanged"
 	ActionChatCanvasesChanged                 = "chat/canvasesChanged"
 	ActionCanvasStateChanged                  = "canvas/stateChanged"
+	ActionTerminalData                        = "terminal/data"
+	ActionTerminalInput                       = "terminal/input"
+	ActionTerminalResized                     = "terminal/resized"
+	ActionTerminalClaimed                     = "terminal/claimed"
+	ActionTerminalTitleChanged                = "terminal/titleChanged"
+	ActionTerminalCwdChanged                  = "terminal/cwdChanged"
+	ActionTerminalExited                      = "terminal/exited"
+	ActionTerminalCleared                     = "terminal/cleared"
+	ActionTerminalCommandDetectionAvailable   = "terminal/commandDetectionAvailable"
+	ActionTerminalCommandExecuted             = "terminal/commandExecuted"
+	ActionTerminalCommandFinished             = "terminal/commandFinished"
+	ActionChangesetStatusChanged              = "changeset/statusChanged"
+	ActionChangesetFileSet                    = "changeset/fileSet"
+	ActionChangesetFileRemoved                = "changeset/fileRemoved"
+	ActionChangesetFilesReviewChanged         = "changeset/filesReviewChanged"
+	ActionChangesetContentChanged             = "changeset/contentChanged"
+	ActionChangesetOperationsChanged          = "changeset/operationsChanged"
+	ActionChangesetOperationStatusChanged     = "changeset/operationStatusChanged"
+	ActionChangesetCleared                    = "changeset/cleared"
+	ActionAnnotationsSet                      = "annotations/set"
+	ActionAnnotationsUpdated                  = "annotations/updated"
+	ActionAnnotationsRemoved                  = "annotations/removed"
+	ActionAnnotationsEntrySet                 = "annotations/entrySet"
+	ActionAnnotationsEntryRemoved             = "annotations/entryRemoved"
+	ActionResourceWatchChanged                = "resourceWatch/changed"
 )
 
 // ActionType returns "root/agentsChanged".
@@ -682,6 +707,235 @@ func (a CanvasStateChanged) MarshalJSON() ([]byte, error) {
 	return withType(ActionCanvasStateChanged, plain(a))
 }
 
+// ActionType returns "terminal/data".
+func (a TerminalData) ActionType() string { return ActionTerminalData }
+
+// MarshalJSON writes the action with its "type".
+func (a TerminalData) MarshalJSON() ([]byte, error) {
+	type plain TerminalData
+	return withType(ActionTerminalData, plain(a))
+}
+
+// ActionType returns "terminal/input".
+func (a TerminalInput) ActionType() string { return ActionTerminalInput }
+
+// MarshalJSON writes the action with its "type".
+func (a TerminalInput) MarshalJSON() ([]byte, error) {
+	type plain TerminalInput
+	return withType(ActionTerminalInput, plain(a))
+}
+
+// ActionType returns "terminal/resized".
+func (a TerminalResized) ActionType() string { return ActionTerminalResized }
+
+// MarshalJSON writes the action with its "type".
+func (a TerminalResized) MarshalJSON() ([]byte, error) {
+	type plain TerminalResized
+	return withType(ActionTerminalResized, plain(a))
+}
+
+// ActionType returns "terminal/claimed".
+func (a TerminalClaimed) ActionType() string { return ActionTerminalClaimed }
+
+// MarshalJSON writes the action with its "type".
+func (a TerminalClaimed) MarshalJSON() ([]byte, error) {
+	type plain TerminalClaimed
+	return withType(ActionTerminalClaimed, plain(a))
+}
+
+// ActionType returns "terminal/titleChanged".
+func (a TerminalTitleChanged) ActionType() string { return ActionTerminalTitleChanged }
+
+// MarshalJSON writes the action with its "type".
+func (a TerminalTitleChanged) MarshalJSON() ([]byte, error) {
+	type plain TerminalTitleChanged
+	return withType(ActionTerminalTitleChanged, plain(a))
+}
+
+// ActionType returns "terminal/cwdChanged".
+func (a TerminalCwdChanged) ActionType() string { return ActionTerminalCwdChanged }
+
+// MarshalJSON writes the action with its "type".
+func (a TerminalCwdChanged) MarshalJSON() ([]byte, error) {
+	type plain TerminalCwdChanged
+	return withType(ActionTerminalCwdChanged, plain(a))
+}
+
+// ActionType returns "terminal/exited".
+func (a TerminalExited) ActionType() string { return ActionTerminalExited }
+
+// MarshalJSON writes the action with its "type".
+func (a TerminalExited) MarshalJSON() ([]byte, error) {
+	type plain TerminalExited
+	return withType(ActionTerminalExited, plain(a))
+}
+
+// ActionType returns "terminal/cleared".
+func (a TerminalCleared) ActionType() string { return ActionTerminalCleared }
+
+// MarshalJSON writes the action with its "type".
+func (a TerminalCleared) MarshalJSON() ([]byte, error) {
+	type plain TerminalCleared
+	return withType(ActionTerminalCleared, plain(a))
+}
+
+// ActionType returns "terminal/commandDetectionAvailable".
+func (a TerminalCommandDetectionAvailable) ActionType() string {
+	return ActionTerminalCommandDetectionAvailable
+}
+
+// MarshalJSON writes the action with its "type".
+func (a TerminalCommandDetectionAvailable) MarshalJSON() ([]byte, error) {
+	type plain TerminalCommandDetectionAvailable
+	return withType(ActionTerminalCommandDetectionAvailable, plain(a))
+}
+
+// ActionType returns "terminal/commandExecuted".
+func (a TerminalCommandExecuted) ActionType() string { return ActionTerminalCommandExecuted }
+
+// MarshalJSON writes the action with its "type".
+func (a TerminalCommandExecuted) MarshalJSON() ([]byte, error) {
+	type plain TerminalCommandExecuted
+	return withType(ActionTerminalCommandExecuted, plain(a))
+}
+
+// ActionType returns "terminal/commandFinished".
+func (a TerminalCommandFinished) ActionType() string { return ActionTerminalCommandFinished }
+
+// MarshalJSON writes the action with its "type".
+func (a TerminalCommandFinished) MarshalJSON() ([]byte, error) {
+	type plain TerminalCommandFinished
+	return withType(ActionTerminalCommandFinished, plain(a))
+}
+
+// ActionType returns "changeset/statusChanged".
+func (a ChangesetStatusChanged) ActionType() string { return ActionChangesetStatusChanged }
+
+// MarshalJSON writes the action with its "type".
+func (a ChangesetStatusChanged) MarshalJSON() ([]byte, error) {
+	type plain ChangesetStatusChanged
+	return withType(ActionChangesetStatusChanged, plain(a))
+}
+
+// ActionType returns "changeset/fileSet".
+func (a ChangesetFileSet) ActionType() string { return ActionChangesetFileSet }
+
+// MarshalJSON writes the action with its "type".
+func (a ChangesetFileSet) MarshalJSON() ([]byte, error) {
+	type plain ChangesetFileSet
+	return withType(ActionChangesetFileSet, plain(a))
+}
+
+// ActionType returns "changeset/fileRemoved".
+func (a ChangesetFileRemoved) ActionType() string { return ActionChangesetFileRemoved }
+
+// MarshalJSON writes the action with its "type".
+func (a ChangesetFileRemoved) MarshalJSON() ([]byte, error) {
+	type plain ChangesetFileRemoved
+	return withType(ActionChangesetFileRemoved, plain(a))
+}
+
+// ActionType returns "changeset/filesReviewChanged".
+func (a ChangesetFilesReviewChanged) ActionType() string { return ActionChangesetFilesReviewChanged }
+
+// MarshalJSON writes the action with its "type".
+func (a ChangesetFilesReviewChanged) MarshalJSON() ([]byte, error) {
+	type plain ChangesetFilesReviewChanged
+	return withType(ActionChangesetFilesReviewChanged, plain(a))
+}
+
+// ActionType returns "changeset/contentChanged".
+func (a ChangesetContentChanged) ActionType() string { return ActionChangesetContentChanged }
+
+// MarshalJSON writes the action with its "type".
+func (a ChangesetContentChanged) MarshalJSON() ([]byte, error) {
+	type plain ChangesetContentChanged
+	return withType(ActionChangesetContentChanged, plain(a))
+}
+
+// ActionType returns "changeset/operationsChanged".
+func (a ChangesetOperationsChanged) ActionType() string { return ActionChangesetOperationsChanged }
+
+// MarshalJSON writes the action with its "type".
+func (a ChangesetOperationsChanged) MarshalJSON() ([]byte, error) {
+	type plain ChangesetOperationsChanged
+	return withType(ActionChangesetOperationsChanged, plain(a))
+}
+
+// ActionType returns "changeset/operationStatusChanged".
+func (a ChangesetOperationStatusChanged) ActionType() string {
+	return ActionChangesetOperationStatusChanged
+}
+
+// MarshalJSON writes the action with its "type".
+func (a ChangesetOperationStatusChanged) MarshalJSON() ([]byte, error) {
+	type plain ChangesetOperationStatusChanged
+	return withType(ActionChangesetOperationStatusChanged, plain(a))
+}
+
+// ActionType returns "changeset/cleared".
+func (a ChangesetCleared) ActionType() string { return ActionChangesetCleared }
+
+// MarshalJSON writes the action with its "type".
+func (a ChangesetCleared) MarshalJSON() ([]byte, error) {
+	type plain ChangesetCleared
+	return withType(ActionChangesetCleared, plain(a))
+}
+
+// ActionType returns "annotations/set".
+func (a AnnotationsSet) ActionType() string { return ActionAnnotationsSet }
+
+// MarshalJSON writes the action with its "type".
+func (a AnnotationsSet) MarshalJSON() ([]byte, error) {
+	type plain AnnotationsSet
+	return withType(ActionAnnotationsSet, plain(a))
+}
+
+// ActionType returns "annotations/updated".
+func (a AnnotationsUpdated) ActionType() string { return ActionAnnotationsUpdated }
+
+// MarshalJSON writes the action with its "type".
+func (a AnnotationsUpdated) MarshalJSON() ([]byte, error) {
+	type plain AnnotationsUpdated
+	return withType(ActionAnnotationsUpdated, plain(a))
+}
+
+// ActionType returns "annotations/removed".
+func (a AnnotationsRemoved) ActionType() string { return ActionAnnotationsRemoved }
+
+// MarshalJSON writes the action with its "type".
+func (a AnnotationsRemoved) MarshalJSON() ([]byte, error) {
+	type plain AnnotationsRemoved
+	return withType(ActionAnnotationsRemoved, plain(a))
+}
+
+// ActionType returns "annotations/entrySet".
+func (a AnnotationsEntrySet) ActionType() string { return ActionAnnotationsEntrySet }
+
+// MarshalJSON writes the action with its "type".
+func (a AnnotationsEntrySet) MarshalJSON() ([]byte, error) {
+	type plain AnnotationsEntrySet
+	return withType(ActionAnnotationsEntrySet, plain(a))
+}
+
+// ActionType returns "annotations/entryRemoved".
+func (a AnnotationsEntryRemoved) ActionType() string { return ActionAnnotationsEntryRemoved }
+
+// MarshalJSON writes the action with its "type".
+func (a AnnotationsEntryRemoved) MarshalJSON() ([]byte, error) {
+	type plain AnnotationsEntryRemoved
+	return withType(ActionAnnotationsEntryRemoved, plain(a))
+}
+
+// ActionType returns "resourceWatch/changed".
+func (a ResourceWatchChanged) ActionType() string { return ActionResourceWatchChanged }
+
+// MarshalJSON writes the action with its "type".
+func (a ResourceWatchChanged) MarshalJSON() ([]byte, error) {
+	type plain ResourceWatchChanged
+	return withType(ActionResourceWatchChanged, plain(a))
+}
+
 var actionDecoders = map[string]actionDecoder{
 	ActionRootAgentsChanged:                   decodeAs[RootAgentsChanged],
 	ActionRootActiveSessionsChanged:           decodeAs[RootActiveSessionsChanged],
@@ -755,6 +1009,31 @@ var actionDecoders = map[string]actionDecoder{
 	ActionChatChangesetsChanged:               decodeAs[ChatChangesetsChanged],
 	ActionChatCanvasesChanged:                 decodeAs[ChatCanvasesChanged],
 	ActionCanvasStateChanged:                  decodeAs[CanvasStateChanged],
+	ActionTerminalData:                        decodeAs[TerminalData],
+	ActionTerminalInput:                       decodeAs[TerminalInput],
+	ActionTerminalResized:                     decodeAs[TerminalResized],
+	ActionTerminalClaimed:                     decodeAs[TerminalClaimed],
+	ActionTerminalTitleChanged:                decodeAs[TerminalTitleChanged],
+	ActionTerminalCwdChanged:                  decodeAs[TerminalCwdChanged],
+	ActionTerminalExited:                      decodeAs[TerminalExited],
+	ActionTerminalCleared:                     decodeAs[TerminalCleared],
+	ActionTerminalCommandDetectionAvailable:   decodeAs[TerminalCommandDetectionAvailable],
+	ActionTerminalCommandExecuted:             decodeAs[TerminalCommandExecuted],
+	ActionTerminalCommandFinished:             decodeAs[TerminalCommandFinished],
+	ActionChangesetStatusChanged:              decodeAs[ChangesetStatusChanged],
+	ActionChangesetFileSet:                    decodeAs[ChangesetFileSet],
+	ActionChangesetFileRemoved:                decodeAs[ChangesetFileRemoved],
+	ActionChangesetFilesReviewChanged:         decodeAs[ChangesetFilesReviewChanged],
+	ActionChangesetContentChanged:             decodeAs[ChangesetContentChanged],
+	ActionChangesetOperationsChanged:          decodeAs[ChangesetOperationsChanged],
+	ActionChangesetOperationStatusChanged:     decodeAs[ChangesetOperationStatusChanged],
+	ActionChangesetCleared:                    decodeAs[ChangesetCleared],
+	ActionAnnotationsSet:                      decodeAs[AnnotationsSet],
+	ActionAnnotationsUpdated:                  decodeAs[AnnotationsUpdated],
+	ActionAnnotationsRemoved:                  decodeAs[AnnotationsRemoved],
+	ActionAnnotationsEntrySet:                 decodeAs[AnnotationsEntrySet],
+	ActionAnnotationsEntryRemoved:             decodeAs[AnnotationsEntryRemoved],
+	ActionResourceWatchChanged:                decodeAs[ResourceWatchChanged],
 }
 
 // ActionIntroducedIn maps each action type to the protocol version that
@@ -832,6 +1111,31 @@ var ActionIntroducedIn = map[string]string{
 	ActionChatChangesetsChanged:               "0.9.0",
 	ActionChatCanvasesChanged:                 "0.10.0",
 	ActionCanvasStateChanged:                  "0.10.0",
+	ActionTerminalData:                        "0.1.0",
+	ActionTerminalInput:                       "0.1.0",
+	ActionTerminalResized:                     "0.1.0",
+	ActionTerminalClaimed:                     "0.1.0",
+	ActionTerminalTitleChanged:                "0.1.0",
+	ActionTerminalCwdChanged:                  "0.1.0",
+	ActionTerminalExited:                      "0.1.0",
+	ActionTerminalCleared:                     "0.1.0",
+	ActionTerminalCommandDetectionAvailable:   "0.1.0",
+	ActionTerminalCommandExecuted:             "0.1.0",
+	ActionTerminalCommandFinished:             "0.1.0",
+	ActionChangesetStatusChanged:              "0.2.0",
+	ActionChangesetFileSet:                    "0.2.0",
+	ActionChangesetFileRemoved:                "0.2.0",
+	ActionChangesetFilesReviewChanged:         "0.6.0",
+	ActionChangesetContentChanged:             "0.4.0",
+	ActionChangesetOperationsChanged:          "0.2.0",
+	ActionChangesetOperationStatusChanged:     "0.3.0",
+	ActionChangesetCleared:                    "0.2.0",
+	ActionAnnotationsSet:                      "0.4.0",
+	ActionAnnotationsUpdated:                  "0.4.0",
+	ActionAnnotationsRemoved:                  "0.4.0",
+	ActionAnnotationsEntrySet:                 "0.4.0",
+	ActionAnnotationsEntryRemoved:             "0.4.0",
+	ActionResourceWatchChanged:                "0.2.0",
 }
 
 // clientDispatchable is the 1.0 client-dispatchable set (AHP-1.0.md §12).
@@ -868,6 +1172,17 @@ var clientDispatchable = map[string]bool{
 	ActionChatIsArchivedChanged:               true,
 	ActionChatInputAnswerChanged:              true,
 	ActionChatInputCompleted:                  true,
+	ActionTerminalInput:                       true,
+	ActionTerminalResized:                     true,
+	ActionTerminalClaimed:                     true,
+	ActionTerminalTitleChanged:                true,
+	ActionTerminalCleared:                     true,
+	ActionChangesetFilesReviewChanged:         true,
+	ActionAnnotationsSet:                      true,
+	ActionAnnotationsUpdated:                  true,
+	ActionAnnotationsRemoved:                  true,
+	ActionAnnotationsEntrySet:                 true,
+	ActionAnnotationsEntryRemoved:             true,
 }
 
 // actionGrants is the grant a client needs to dispatch each action that
@@ -905,4 +1220,15 @@ var actionGrants = map[string]string{
 	ActionChatIsArchivedChanged:               "chat:mark",
 	ActionChatInputAnswerChanged:              "chat:answer",
 	ActionChatInputCompleted:                  "chat:answer",
+	ActionTerminalInput:                       "terminal:write",
+	ActionTerminalResized:                     "terminal:write",
+	ActionTerminalClaimed:                     "terminal:write",
+	ActionTerminalTitleChanged:                "terminal:write",
+	ActionTerminalCleared:                     "terminal:write",
+	ActionChangesetFilesReviewChanged:         "changeset:review",
+	ActionAnnotationsSet:                      "session:annotate",
+	ActionAnnotationsUpdated:                  "session:annotate",
+	ActionAnnotationsRemoved:                  "session:annotate",
+	ActionAnnotationsEntrySet:                 "session:annotate",
+	ActionAnnotationsEntryRemoved:             "session:annotate",
 }

@@ -124,6 +124,9 @@ type TerminalClaim struct {
 	Kind     string `json:"kind"`
 	ClientID string `json:"clientId,omitempty"`
 	Session  URI    `json:"session,omitempty"`
+	// TurnID and ToolCallID narrow a session's claim to one turn or call.
+	TurnID     string `json:"turnId,omitempty"`
+	ToolCallID string `json:"toolCallId,omitempty"`
 }
 
 // AgentInfo describes one agent backend (provider).

@@ -34,7 +34,7 @@ var groups = map[string][]string{
 	"chat:read":     {ChatTurns},
 	"chat:write":    {ChatCreate, ChatDispose, ChatSend, ChatCancel, ChatAnswer, ChatTool, ChatDraft, ChatFolders, ChatMark, ChatTruncate},
 	"session:read":  {"session:list", "session:state", ChatTurns},
-	"session:write": {"session:create", "session:dispose", "session:rename", "session:configure", "session:folders", "session:mark", ChatCreate, ChatDispose, ChatSend, ChatCancel, ChatAnswer, ChatTool, ChatDraft, ChatFolders, ChatMark, ChatTruncate},
+	"session:write": {"session:create", "session:dispose", "session:rename", "session:configure", "session:folders", "session:mark", "session:annotate", ChatCreate, ChatDispose, ChatSend, ChatCancel, ChatAnswer, ChatTool, ChatDraft, ChatFolders, ChatMark, ChatTruncate},
 }
 
 // Principal is who a connection is.

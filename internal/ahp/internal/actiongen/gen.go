@@ -26,7 +26,7 @@ type Row struct {
 }
 
 var (
-	typeRE    = regexp.MustCompile(`^[a-z]+/[a-zA-Z]+$`)
+	typeRE    = regexp.MustCompile(`^[a-z][a-zA-Z]*/[a-zA-Z]+$`)
 	structRE  = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
 	versionRE = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`)
 	grantRE   = regexp.MustCompile(`^[a-z]+:[a-z]+$`)
