@@ -28,11 +28,12 @@ import (
 	"github.com/ahpd/ahpd/internal/mailbox"
 	"github.com/ahpd/ahpd/internal/reduce"
 	"github.com/ahpd/ahpd/internal/store"
+	"github.com/ahpd/ahpd/internal/turns"
 )
 
 // SenderMetaKey is the _meta key of a message that names who sent it, as a
 // typed reference: "user:<id>" or "root:<host>" (C-TURN-04..07).
-const SenderMetaKey = "ahpd.sender"
+const SenderMetaKey = turns.SenderMetaKey
 
 // ErrClosed is returned by a chat that has been closed.
 var ErrClosed = errors.New("chat closed")
@@ -130,18 +131,15 @@ type Chat struct {
 	closeOnce sync.Once
 
 	// Everything below is owned by run; only it reads or writes them.
-	state       ahp.ChatState
+	// eng is the turn engine (internal/turns): the one copy of the chat's
+	// state, what runs and what waits. The actor is its Host (host.go).
+	eng         *turns.Engine
 	lastSummary ahp.ChatSummary
 	record      store.ChatRecord
 	points      map[string]string // turn id → backend fork/rewind point
-	commands    map[string]bool   // turn ids of ! command turns
-	senders     map[string]string // turn id → sender
 	conv        agent.Conversation
 	caps        agent.Capabilities
-	turn        *runningTurn
-	// engine is the turn engine's own state (engine.go).
-	eng engineState
-	// shell runs the chat's ! commands (command.go), nil until one runs.
+	// shell runs the chat's ! commands (host.go), nil until one runs.
 	shell *shell.Conversation
 	// wk is the worker bookkeeping (worker.go).
 	wk workerBook
@@ -154,6 +152,9 @@ type Chat struct {
 	// (silence.go).
 	heard time.Time
 }
+
+// st is the chat's state, owned by the turn engine.
+func (c *Chat) st() *ahp.ChatState { return c.eng.State() }
 
 // Open builds the chat's state from the store and starts its actor.
 func Open(ctx context.Context, cfg Config) (*Chat, error) {
@@ -173,8 +174,6 @@ func Open(ctx context.Context, cfg Config) (*Chat, error) {
 		stopping: make(chan struct{}),
 		record:   cfg.Record,
 		points:   make(map[string]string),
-		commands: make(map[string]bool),
-		senders:  make(map[string]string),
 		// No watcher holds a page yet: fetchTurns without a cursor has
 		// nothing older to load (C-CMD-12).
 		loadedFrom: -1,
@@ -193,7 +192,7 @@ func Open(ctx context.Context, cfg Config) (*Chat, error) {
 		// backend could not delete it (Cleared): its turns stay gone.
 		recs = c.readBack(ctx)
 	}
-	c.state = c.initialState()
+	st := c.initialState()
 	var crashed *store.TurnRecord
 	for i := range recs {
 		r := recs[i]
@@ -206,20 +205,22 @@ func Open(ctx context.Context, cfg Config) (*Chat, error) {
 			return nil, fmt.Errorf("open chat %s: turn %s: %w", cfg.URI, r.ID, err)
 		}
 		t.Message = withSenderMeta(t.Message, r.Sender)
-		c.state.Turns = append(c.state.Turns, t)
-		c.remember(r)
+		st.Turns = append(st.Turns, t)
 	}
 	if crashed != nil {
 		var at ahp.ActiveTurn
 		if err := json.Unmarshal(crashed.Body, &at); err != nil {
 			return nil, fmt.Errorf("open chat %s: running turn %s: %w", cfg.URI, crashed.ID, err)
 		}
-		c.state.ActiveTurn = &at
-		c.state.Status = c.state.Status.WithActivity(ahp.StatusInProgress)
-		c.remember(*crashed)
+		st.ActiveTurn = &at
+		st.Status = st.Status.WithActivity(ahp.StatusInProgress)
+	}
+	c.eng = turns.New(engineHost{c}, st, turns.Options{HasAgent: cfg.Agent != nil, Caps: c.caps})
+	for _, r := range recs {
+		c.remember(r)
 	}
 	c.restorePending()
-	c.lastSummary = reduce.ChatSummaryOf(&c.state)
+	c.lastSummary = reduce.ChatSummaryOf(c.st())
 	go c.run(crashed)
 	return c, nil
 }
@@ -228,12 +229,11 @@ func (c *Chat) remember(r store.TurnRecord) {
 	if r.Point != "" {
 		c.points[r.ID] = r.Point
 	}
+	info := turns.TurnInfo{Sender: r.Sender}
 	if r.Command {
-		c.commands[r.ID] = true
+		info.Route = turns.RouteLocal
 	}
-	if r.Sender != "" {
-		c.senders[r.ID] = r.Sender
-	}
+	c.eng.Remember(r.ID, info)
 }
 
 func (c *Chat) initialState() ahp.ChatState {
@@ -280,7 +280,7 @@ func (c *Chat) run(crashed *store.TurnRecord) {
 	if crashed != nil {
 		// C-TURN-10: a turn that was running when the process died ends
 		// once, with an error saying so.
-		c.endTurnRecovered(crashed)
+		c.eng.Recover()
 	}
 	var batch []func()
 	flush := time.NewTicker(runningEvery)
@@ -321,10 +321,11 @@ func (c *Chat) run(crashed *store.TurnRecord) {
 			bug.Recover(c.log, "agent event", func() { c.onAgentEvent(ev) })
 		case ev, ok := <-shellEvents:
 			if !ok {
+				c.eng.Forget(localConv{c.shell})
 				c.shell = nil
 				continue
 			}
-			bug.Recover(c.log, "command event", func() { c.onCommandEvent(ev) })
+			bug.Recover(c.log, "command event", func() { c.eng.Event(localConv{c.shell}, ev) })
 		case <-flush.C:
 			if c.runningDirty {
 				c.persistRunning()
@@ -364,7 +365,7 @@ func (c *Chat) Close(ctx context.Context, deleteConversation bool) error {
 }
 
 func (c *Chat) shutdown() {
-	if c.turn != nil {
+	if c.eng.Active() != nil {
 		c.persistRunning()
 	}
 	c.closeShell()
@@ -389,12 +390,15 @@ func (c *Chat) deleteConversation(ctx context.Context) {
 	}
 }
 
-// apply runs a's reducer on the chat's state, commits what the action makes
+// apply runs a's reducer on the chat's state (through the turn engine,
+// which owns it) and tells it.
+func (c *Chat) apply(a ahp.Action, origin *ahp.ActionOrigin) { c.eng.Apply(a, origin) }
+
+// tell commits what an action, already reduced into the state, makes
 // durable, and only then publishes it: a client is never shown a turn
 // start, ending, draft or pending message a kill -9 could lose (durable.go).
-func (c *Chat) apply(a ahp.Action, origin *ahp.ActionOrigin) {
-	reduce.Chat(&c.state, a)
-	if c.state.ActiveTurn != nil {
+func (c *Chat) tell(a ahp.Action, origin *ahp.ActionOrigin) {
+	if c.st().ActiveTurn != nil {
 		// Whatever the running turn streamed is written at least every
 		// second (runningEvery); a start or an ending is committed below.
 		c.runningDirty = true
@@ -416,7 +420,7 @@ func (c *Chat) refuse(cl Client, origin *ahp.ActionOrigin, a ahp.Action, reason 
 }
 
 func (c *Chat) summaryChanged() {
-	s := reduce.ChatSummaryOf(&c.state)
+	s := reduce.ChatSummaryOf(c.st())
 	if summaryEqual(s, c.lastSummary) {
 		return
 	}
@@ -435,7 +439,7 @@ func (c *Chat) Subscribe(ctx context.Context, sub bus.Subscriber, view *ahp.Subs
 	var snap ahp.Snapshot
 	err := c.call(ctx, func() {
 		seq := c.cfg.Bus.Subscribe(sub, c.cfg.URI)
-		st := c.state
+		st := *c.st()
 		if view != nil && view.Turns != nil {
 			n := *view.Turns
 			if n < 0 {
@@ -446,8 +450,8 @@ func (c *Chat) Subscribe(ctx context.Context, sub bus.Subscriber, view *ahp.Subs
 				st.Turns = st.Turns[from:]
 				// A view of zero turns pages from the very end.
 				cur := endCursor
-				if from < len(c.state.Turns) {
-					cur = turnCursor(c.state.Turns[from].ID)
+				if from < len(c.st().Turns) {
+					cur = turnCursor(c.st().Turns[from].ID)
 				}
 				st.TurnsNextCursor = &cur
 				if c.loadedFrom < 0 || from < c.loadedFrom {
@@ -475,7 +479,7 @@ func (c *Chat) Subscribe(ctx context.Context, sub bus.Subscriber, view *ahp.Subs
 // session's catalogue).
 func (c *Chat) State(ctx context.Context) (ahp.ChatState, error) {
 	var raw []byte
-	err := c.call(ctx, func() { raw, _ = json.Marshal(c.state) })
+	err := c.call(ctx, func() { raw, _ = json.Marshal(c.st()) })
 	if err != nil {
 		return ahp.ChatState{}, err
 	}
@@ -499,10 +503,10 @@ func (c *Chat) SetTitle(title string, provisional bool) error {
 }
 
 func (c *Chat) setTitle(title string, provisional bool) {
-	if title == c.state.Title && provisional == c.record.TitleProvisional {
+	if title == c.st().Title && provisional == c.record.TitleProvisional {
 		return
 	}
-	c.state.Title = title
+	c.st().Title = title
 	c.record.Title = title
 	c.record.TitleProvisional = provisional
 	// The title is stored before the session says it (C-COMP-26).
@@ -520,10 +524,11 @@ func (c *Chat) persistRecord() {
 // the op that stores it.
 func (c *Chat) recordOp() store.Op {
 	rec := c.record
-	rec.Title = c.state.Title
-	rec.Flags = int(c.state.Status & (ahp.StatusIsRead | ahp.StatusIsArchived))
-	rec.WorkingDirectories = c.state.WorkingDirectories
-	if m, err := time.Parse(time.RFC3339Nano, c.state.ModifiedAt); err == nil {
+	st := c.st()
+	rec.Title = st.Title
+	rec.Flags = int(st.Status & (ahp.StatusIsRead | ahp.StatusIsArchived))
+	rec.WorkingDirectories = st.WorkingDirectories
+	if m, err := time.Parse(time.RFC3339Nano, st.ModifiedAt); err == nil {
 		rec.ModifiedAt = m
 	}
 	c.record = rec
@@ -538,9 +543,4 @@ func parseISO(s string) time.Time {
 	return t
 }
 
-func isoTime(t time.Time) string {
-	if t.IsZero() {
-		t = time.Unix(0, 0)
-	}
-	return t.UTC().Format("2006-01-02T15:04:05.000Z")
-}
+func isoTime(t time.Time) string { return turns.ISOTime(t) }

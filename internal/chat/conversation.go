@@ -78,8 +78,8 @@ func (c *Chat) conversationUsed() {
 // (any finished turn that was not a local ! command): chats stored before
 // RecordMeta.BackendStarted existed.
 func (c *Chat) hasBackendTurns() bool {
-	for i := range c.state.Turns {
-		if !c.commands[c.state.Turns[i].ID] {
+	for i := range c.st().Turns {
+		if !c.isLocal(c.st().Turns[i].ID) {
 			return true
 		}
 	}

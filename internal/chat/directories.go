@@ -22,7 +22,7 @@ func (c *Chat) clientDirectories(cl Client, origin *ahp.ActionOrigin, a ahp.Acti
 		return
 	}
 	c.apply(a, origin)
-	dirs := c.state.WorkingDirectories
+	dirs := c.st().WorkingDirectories
 	if len(dirs) == 0 {
 		dirs = session
 	}

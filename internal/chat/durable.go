@@ -36,6 +36,13 @@ func (c *Chat) storeBeforeTelling(a ahp.Action) {
 		if c.pendingChanged() { // a queued message became this turn
 			ops = append(ops, c.recordOp())
 		}
+	case ahp.ChatTurnResume:
+		// The resumed turn runs again: it is stored running before it is
+		// said, as a new turn is.
+		if rec, ok := c.runningRecord(); ok && rec.ID == a.TurnID {
+			ops = append(ops, putTurnOp(rec))
+			c.runningDirty = false
+		}
 	case ahp.ChatTurnComplete:
 		ops = c.endedOps(a.TurnID)
 	case ahp.ChatTurnCancelled:
@@ -50,7 +57,7 @@ func (c *Chat) storeBeforeTelling(a ahp.Action) {
 		}
 	case ahp.ChatTruncated:
 		// Turn i is stored at seq i, so the kept turns are seq 0..len-1.
-		uri, keep := c.cfg.URI, len(c.state.Turns)-1
+		uri, keep := c.cfg.URI, len(c.st().Turns)-1
 		ops = append(ops, func(ctx context.Context, s *store.Store) error { return s.TruncateTurns(ctx, uri, keep) })
 		c.pendingChanged()
 		ops = append(ops, c.recordOp())

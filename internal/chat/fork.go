@@ -92,8 +92,8 @@ func (c *Chat) ForkAt(ctx context.Context, newChat, turnID string) (ForkSource, 
 	var ferr error
 	err := c.call(ctx, func() {
 		idx := -1
-		for i := range c.state.Turns {
-			if c.state.Turns[i].ID == turnID {
+		for i := range c.st().Turns {
+			if c.st().Turns[i].ID == turnID {
 				idx = i
 				break
 			}
@@ -103,7 +103,7 @@ func (c *Chat) ForkAt(ctx context.Context, newChat, turnID string) (ForkSource, 
 			return
 		}
 		for i := 0; i <= idx; i++ {
-			t := c.state.Turns[i]
+			t := c.st().Turns[i]
 			body, err := json.Marshal(t)
 			if err != nil {
 				ferr = fmt.Errorf("copy turn %s: %w", t.ID, err)
@@ -111,14 +111,14 @@ func (c *Chat) ForkAt(ctx context.Context, newChat, turnID string) (ForkSource, 
 			}
 			started := parseISO(t.StartedAt)
 			fs.Turns = append(fs.Turns, store.TurnRecord{
-				Chat: newChat, ID: t.ID, Seq: i, State: string(t.State), Sender: c.senders[t.ID],
-				Point: c.points[t.ID], Command: c.commands[t.ID], StartedAt: started, Body: body,
+				Chat: newChat, ID: t.ID, Seq: i, State: string(t.State), Sender: c.eng.Turn(t.ID).Sender,
+				Point: c.points[t.ID], Command: c.isLocal(t.ID), StartedAt: started, Body: body,
 			})
 		}
 		fs.ConversationID = c.record.ConversationID
 		for i := idx; i >= 0; i-- {
-			id := c.state.Turns[i].ID
-			if c.commands[id] {
+			id := c.st().Turns[i].ID
+			if c.isLocal(id) {
 				continue
 			}
 			fs.Point = c.points[id]
@@ -137,8 +137,8 @@ func (c *Chat) SideChatContext(ctx context.Context, turnID string, selection *ah
 	var text string
 	var ferr error
 	err := c.call(ctx, func() {
-		for i := range c.state.Turns {
-			t := &c.state.Turns[i]
+		for i := range c.st().Turns {
+			t := &c.st().Turns[i]
 			if t.ID != turnID {
 				continue
 			}

@@ -26,8 +26,7 @@ func (c *Chat) idleTimer() *time.Timer {
 // running or waiting, a backend turn not yet ended, a steering message the
 // backend holds, a worker still running, or somebody watching.
 func (c *Chat) busy() bool {
-	e := c.engine()
-	if c.turn != nil || c.state.ActiveTurn != nil || len(e.open) > 0 || e.handed.id != "" || len(e.behind) > 0 || e.unsent != nil {
+	if c.eng.Busy() {
 		return true
 	}
 	for _, w := range c.wk.spawned {

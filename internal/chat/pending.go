@@ -4,6 +4,7 @@ import (
 	"maps"
 
 	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/turns"
 )
 
 // persistPending commits the chat's steering and queued messages, and the
@@ -14,61 +15,47 @@ func (c *Chat) persistPending() {
 	}
 }
 
-// pendingChanged brings the record's copy of what waits up to date and
-// reports whether it changed.
+// pendingChanged brings the record's copy of what waits, derived from the
+// turn engine, up to date and reports whether it changed.
 func (c *Chat) pendingChanged() bool {
 	meta := ParseRecordMeta(c.record.Meta)
-	steering := c.state.SteeringMessage
-	senders := c.pendingSenders()
-	behind := c.behindStarts()
-	if samePending(meta.Steering, steering) && samePendingList(meta.Queued, c.state.QueuedMessages) && maps.Equal(meta.PendingSenders, senders) && sameBehind(meta.Behind, behind) {
+	st := c.st()
+	senders, waiting := c.eng.Waiting()
+	behind := make([]BehindStart, 0, len(waiting))
+	for _, b := range waiting {
+		behind = append(behind, BehindStart{Action: b.Action, Origin: b.Origin, Sender: b.Sender})
+	}
+	if len(behind) == 0 {
+		behind = nil
+	}
+	if samePending(meta.Steering, st.SteeringMessage) && samePendingList(meta.Queued, st.QueuedMessages) && maps.Equal(meta.PendingSenders, senders) && sameBehind(meta.Behind, behind) {
 		return false
 	}
-	meta.Steering = steering
-	meta.Queued = append([]ahp.PendingMessage(nil), c.state.QueuedMessages...)
+	meta.Steering = st.SteeringMessage
+	meta.Queued = append([]ahp.PendingMessage(nil), st.QueuedMessages...)
 	meta.PendingSenders = senders
 	meta.Behind = behind
 	c.record.Meta = meta.Raw()
 	return true
 }
 
-// pendingSenders are the known senders of the messages that wait now.
-func (c *Chat) pendingSenders() map[string]string {
-	e := c.engine()
-	var out map[string]string
-	keep := func(id string) {
-		if s, ok := e.senders[id]; ok {
-			if out == nil {
-				out = make(map[string]string)
-			}
-			out[id] = s
-		}
-	}
-	if c.state.SteeringMessage != nil {
-		keep(c.state.SteeringMessage.ID)
-	}
-	for _, q := range c.state.QueuedMessages {
-		keep(q.ID)
-	}
-	return out
-}
-
 // restorePending puts the kept pending messages back into the state; they
 // wait until a client acts or a turn completes, as after a stop.
 func (c *Chat) restorePending() {
 	meta := ParseRecordMeta(c.record.Meta)
-	c.state.SteeringMessage = meta.Steering
+	st := c.st()
+	st.SteeringMessage = meta.Steering
 	if len(meta.Queued) > 0 {
-		c.state.QueuedMessages = meta.Queued
+		st.QueuedMessages = meta.Queued
 	}
-	if len(meta.PendingSenders) > 0 {
-		c.engine().senders = maps.Clone(meta.PendingSenders)
-	}
+	behind := make([]turns.Behind, 0, len(meta.Behind))
 	for _, b := range meta.Behind {
 		// Said once the turn in front of them ends; the connection that
 		// sent them is gone, so only who sent them is kept.
-		c.engine().behind = append(c.engine().behind, heldStart{cl: Client{ID: originID(b.Origin), Sender: b.Sender}, origin: b.Origin, a: b.Action})
+		behind = append(behind, turns.Behind{Action: b.Action, Origin: b.Origin, Sender: b.Sender,
+			Client: Client{ID: originID(b.Origin), Sender: b.Sender}})
 	}
+	c.eng.Restore(meta.PendingSenders, behind)
 }
 
 func samePending(a, b *ahp.PendingMessage) bool {
@@ -96,18 +83,7 @@ func withSenderMeta(m ahp.Message, sender string) ahp.Message {
 	if s, _ := m.Meta[SenderMetaKey].(string); s == sender {
 		return m
 	}
-	return withSender(m, sender)
-}
-
-func (c *Chat) behindStarts() []BehindStart {
-	var out []BehindStart
-	for _, h := range c.engine().behind {
-		if h.stop != nil {
-			continue // already stopped: said and ended when its turn comes
-		}
-		out = append(out, BehindStart{Action: h.a, Origin: h.origin, Sender: h.cl.Sender})
-	}
-	return out
+	return turns.WithSender(m, sender)
 }
 
 func sameBehind(a, b []BehindStart) bool {

@@ -13,6 +13,7 @@ import (
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/reduce"
 	"github.com/ahpd/ahpd/internal/store"
+	"github.com/ahpd/ahpd/internal/turns"
 )
 
 // readBack rebuilds the turns of a chat the store holds none of from its
@@ -175,36 +176,43 @@ func replayToolCall(apply func(ahp.Action), turnID string, p agent.TranscriptPar
 			res.Content = []ahp.ToolResultContent{ahp.TextContent(tc.Output)}
 		}
 		if tc.Error != "" {
-			res.Error = errorJSON(tc.Error)
+			res.Error = turns.ErrorJSON(tc.Error)
 		}
 		apply(ahp.ChatToolCallComplete{TurnID: turnID, ToolCallID: tc.ID, Result: res})
 	}
 	// A call that never finished is cancelled (skipped) when its turn ends.
 }
 
-// notePoint keeps the point a backend names at the end of a turn the host
-// had already ended: a client's stop ends the turn at once, and Claude's
-// CLI names where the stopped turn ended only when its result comes. A
-// fork or rewind at the stopped turn then resumes there (C-COMP-08, 09),
-// as one at a turn read back from the transcript does (C-COMP-07).
-func (c *Chat) notePoint(ev agent.Event) {
-	if ev.End == nil || ev.End.Point == "" || c.points[ev.TurnID] == ev.End.Point {
+// notePoint keeps the point a backend names at the end of turn id. Said
+// before the turn's ending, it is stored with the ending. Said for a turn
+// the host had already ended, it rewrites the stored turn: a client's stop
+// ends the turn at once, and Claude's CLI names where the stopped turn
+// ended only when its result comes. A fork or rewind at the stopped turn
+// then resumes there (C-COMP-08, 09), as one at a turn read back from the
+// transcript does (C-COMP-07).
+func (c *Chat) notePoint(id, point string) {
+	if point == "" || c.points[id] == point {
 		return
 	}
-	i := c.turnIndex(ev.TurnID)
+	i := c.turnIndex(id)
+	if a := c.st().ActiveTurn; i < 0 && a != nil && a.ID == id {
+		c.points[id] = point
+		return
+	}
 	if i < 0 {
 		return
 	}
-	c.points[ev.TurnID] = ev.End.Point
-	t := c.state.Turns[i]
+	c.points[id] = point
+	t := c.st().Turns[i]
 	body, err := json.Marshal(t)
 	if err != nil {
 		c.log.Error("marshal ended turn", "err", err)
 		return
 	}
+	info := c.eng.Turn(t.ID)
 	rec := store.TurnRecord{
-		Chat: c.cfg.URI, ID: t.ID, Seq: i, State: string(t.State), Sender: c.senders[t.ID],
-		Point: ev.End.Point, Command: c.commands[t.ID], StartedAt: parseISO(t.StartedAt), Body: body,
+		Chat: c.cfg.URI, ID: t.ID, Seq: i, State: string(t.State), Sender: info.Sender,
+		Point: point, Command: info.Route == turns.RouteLocal, StartedAt: parseISO(t.StartedAt), Body: body,
 	}
 	c.cfg.Store.Enqueue(func(ctx context.Context, s *store.Store) error { return s.PutTurn(ctx, rec) })
 }

@@ -36,22 +36,21 @@ func (c *Chat) heardFromAgent() { c.heard = c.cfg.Now() }
 // silence.
 func (c *Chat) checkSilence() {
 	limit := c.agentSilence()
-	t := c.turn
-	if limit == 0 || t == nil || !t.sent || t.conv != c.conv || c.conv == nil || c.waitingOnClient() {
+	t := c.eng.Active()
+	if limit == 0 || t == nil || !t.Sent || t.Conv != c.conv || c.conv == nil || c.waitingOnClient() {
 		return
 	}
 	quiet := c.cfg.Now().Sub(c.heard)
 	if quiet < limit {
 		return
 	}
-	c.log.Warn("agent silent; ending the turn and replacing its process", "turn", t.id, "silent", quiet.Round(time.Second))
+	c.log.Warn("agent silent; ending the turn and replacing its process", "turn", t.ID, "silent", quiet.Round(time.Second))
 	conv := c.conv
 	c.conv = nil
-	c.resetBackendBookkeeping()
 	// Killed off the actor's goroutine: a process that stopped answering
 	// may take its kill grace, and nobody waits on this actor for that.
 	go killConversation(conv)
-	c.endTurn(agent.End{
+	c.eng.ConversationGone(conv, agent.End{
 		Outcome:   agent.OutcomeError,
 		ErrorType: "agentSilent",
 		Message:   fmt.Sprintf("The agent said nothing for %s (agentSilenceSeconds); its process was replaced.", limit.Round(time.Second)),
@@ -61,7 +60,7 @@ func (c *Chat) checkSilence() {
 // waitingOnClient reports whether the running turn waits for a client: a
 // tool call to confirm or an input request to answer.
 func (c *Chat) waitingOnClient() bool {
-	at := c.state.ActiveTurn
+	at := c.st().ActiveTurn
 	if at == nil {
 		return false
 	}

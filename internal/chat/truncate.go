@@ -34,27 +34,29 @@ func (c *Chat) clientTruncate(cl Client, origin *ahp.ActionOrigin, a ahp.ChatTru
 	// (C-COMP-24); what the backend is cut to is decided on the turns
 	// as they were.
 	anchor := c.rewindAnchor(keep)
+	var dropped []string
+	for _, t := range c.st().Turns[keep+1:] {
+		dropped = append(dropped, t.ID)
+	}
 	c.apply(a, origin)
 	for id := range c.points {
 		if c.turnIndex(id) < 0 {
 			delete(c.points, id)
 		}
 	}
-	for id := range c.commands {
-		if c.turnIndex(id) < 0 {
-			delete(c.commands, id)
-		}
+	for _, id := range dropped {
+		c.eng.Drop(id)
 	}
 	// apply committed the cut before saying it (durable.go).
-	if c.loadedFrom > len(c.state.Turns) {
-		c.loadedFrom = len(c.state.Turns)
+	if c.loadedFrom > len(c.st().Turns) {
+		c.loadedFrom = len(c.st().Turns)
 	}
 	c.rewindBackend(anchor)
 }
 
 func (c *Chat) turnIndex(id string) int {
-	for i := range c.state.Turns {
-		if c.state.Turns[i].ID == id {
+	for i := range c.st().Turns {
+		if c.st().Turns[i].ID == id {
 			return i
 		}
 	}
@@ -73,8 +75,8 @@ type anchor struct {
 
 func (c *Chat) rewindAnchor(keep int) anchor {
 	for i := keep; i >= 0; i-- {
-		id := c.state.Turns[i].ID
-		if c.commands[id] {
+		id := c.st().Turns[i].ID
+		if c.isLocal(id) {
 			continue
 		}
 		return anchor{found: true, point: c.points[id]}
@@ -144,15 +146,6 @@ func (c *Chat) closeConversation() {
 	if err := c.conv.Close(); err != nil {
 		c.log.Warn("close agent conversation", "err", err)
 	}
+	c.eng.Forget(c.conv)
 	c.conv = nil
-	c.resetBackendBookkeeping()
-}
-
-// resetBackendBookkeeping forgets what the engine tracked of a backend
-// conversation that was closed while no turn ran.
-func (c *Chat) resetBackendBookkeeping() {
-	e := c.engine()
-	e.handed = handedSteering{}
-	e.open = nil
-	e.unsent = nil
 }

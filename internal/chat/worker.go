@@ -253,18 +253,10 @@ func (c *Chat) endWorkersOf(turnID string, outcome agent.Outcome) {
 // workerBegin opens a worker chat's turn with the prompt the parent agent
 // wrote (C-SUB-08). Runs on the worker chat's actor.
 func (c *Chat) workerBegin(prompt string) {
-	if c.turn != nil {
-		return
+	msg := ahp.Message{Text: prompt, Origin: ahp.MessageOrigin{Kind: ahp.MessageFromAgent}}
+	if id := c.eng.Begin(workerConv{c}, agent.Capabilities{}, msg); id != "" {
+		c.wk.turnID = id
 	}
-	a := ahp.ChatTurnStarted{
-		TurnID:    uuid.NewString(),
-		StartedAt: isoTime(c.cfg.Now()),
-		Message:   ahp.Message{Text: prompt, Origin: ahp.MessageOrigin{Kind: ahp.MessageFromAgent}},
-	}
-	t := c.say(a, nil, "")
-	t.sent = true
-	t.conv = workerConv{c}
-	c.wk.turnID = t.id
 }
 
 // workerConv is the conversation a worker chat's turn is handed to: the
@@ -293,28 +285,29 @@ func (c *Chat) BeginWorker(prompt string) error { return c.do(func() { c.workerB
 // workerEvent applies one event of the worker's conversation to the worker
 // chat's running turn. Runs on the worker chat's actor.
 func (c *Chat) workerEvent(ev agent.Event) {
-	t := c.turn
-	if t == nil || t.id != c.wk.turnID {
+	if c.wk.turnID == "" {
 		c.log.Debug("dropped event of an ended worker turn", "kind", ev.Kind)
 		return
 	}
 	switch ev.Kind {
 	case agent.EventTurnEnd, agent.EventSteeringConsumed, agent.EventSteeringReturned, agent.EventTurnStarted, agent.EventExited:
+		// The worker's own end comes as workerEnd; the rest is its
+		// backend's business.
 		return
 	}
-	ev.TurnID = t.id
-	c.applyTurnEvent(t, ev)
+	ev.TurnID = c.wk.turnID
+	c.eng.Event(workerConv{c}, ev)
 }
 
 // workerEnd ends the worker chat's running turn. Runs on its actor.
 func (c *Chat) workerEnd(end agent.End) {
-	t := c.turn
-	if t == nil || t.id != c.wk.turnID {
+	id := c.wk.turnID
+	if id == "" {
 		return
 	}
 	end.Resumable = false
 	c.wk.turnID = ""
-	c.endTurn(end)
+	c.eng.Event(workerConv{c}, agent.Event{Kind: agent.EventTurnEnd, TurnID: id, End: &end})
 }
 
 // workerStopped hands a stop said in a worker chat to the backend that
@@ -338,8 +331,8 @@ func (c *Chat) stopWorker(id string) {
 		}
 		return
 	}
-	if t := c.turn; t != nil && t.id == w.turnID {
-		c.clientStop(Client{}, nil, ahp.ChatTurnCancelled{TurnID: t.id})
+	if t := c.eng.Active(); t != nil && t.ID == w.turnID {
+		c.eng.Stop(nil, ahp.ChatTurnCancelled{TurnID: t.ID})
 	}
 }
 

@@ -1,4 +1,4 @@
-package chat
+package turns
 
 import (
 	"encoding/json"
@@ -8,77 +8,74 @@ import (
 	"github.com/ahpd/ahpd/internal/ahp"
 )
 
-// onAgentEvent turns one backend event into chat actions. An event for a
-// turn that has ended is dropped: an ended turn takes no more results
-// (C-TURN-15, 16).
-func (c *Chat) onAgentEvent(ev agent.Event) {
-	if c.routeWorkerEvent(ev) {
-		return
-	}
+// Event takes one event of conversation conv and turns it into chat
+// actions. An event for a turn that has ended is dropped: an ended turn
+// takes no more results (C-TURN-15, 16).
+func (e *Engine) Event(conv agent.Conversation, ev agent.Event) {
 	switch ev.Kind {
 	case agent.EventExited:
 		err := ev.Err
 		if err == nil {
 			err = fmt.Errorf("agent process exited")
 		}
-		c.log.Warn("agent conversation exited", "err", err)
-		c.conversationGone(err)
+		e.ConversationGone(conv, agent.End{Outcome: agent.OutcomeError, ErrorType: "agentExited", Message: err.Error()})
 		return
 	case agent.EventSteeringConsumed:
-		c.steeringConsumed(ev.SteeringID)
+		e.steeringConsumed(ev.SteeringID)
 		return
 	case agent.EventSteeringReturned:
-		c.steeringReturned(ev.TurnID, ev.SteeringID)
+		e.steeringReturned(ev.TurnID, ev.SteeringID)
 		return
 	case agent.EventTurnStarted:
-		c.backendTurnStarted(ev)
+		e.backendTurnStarted(conv, ev)
 		return
 	}
-	t := c.turn
-	if t == nil || !t.on(c.conv) || ev.TurnID != t.id {
+	t := e.active
+	if t == nil || !t.on(conv) || ev.TurnID != t.ID {
 		if ev.Kind == agent.EventTurnEnd {
 			// The backend is done with a turn the host had ended (a stop):
 			// the point it names is kept, and the turn waiting for it goes
 			// out now.
-			c.notePoint(ev)
-			c.backendEnded(ev.TurnID)
+			if ev.End != nil && ev.End.Point != "" {
+				e.host.Point(ev.TurnID, ev.End.Point)
+			}
+			e.backendEnded(conv, ev.TurnID)
 		}
-		c.log.Debug("dropped event of an ended turn", "turn", ev.TurnID, "kind", ev.Kind)
 		return
 	}
-	c.applyTurnEvent(t, ev)
-	if c.turn == t {
+	e.turnEvent(t, conv, ev)
+	if e.active == t {
 		// Steering is handed again on each of the turn's actions until the
 		// backend takes it (C-TURN-42).
-		c.handSteering()
+		e.handSteering()
 	}
 }
 
-// applyTurnEvent maps a backend event of the running turn onto actions.
-func (c *Chat) applyTurnEvent(t *runningTurn, ev agent.Event) {
+// turnEvent maps an event of the running turn onto actions.
+func (e *Engine) turnEvent(t *Active, conv agent.Conversation, ev agent.Event) {
 	switch ev.Kind {
 	case agent.EventText:
 		if ev.Text == "" {
 			return
 		}
 		if t.lastKind != ahp.PartMarkdown || (ev.PartID != "" && ev.PartID != t.mdPart) {
-			t.mdPart = c.partID(t, ev.PartID, "md")
+			t.mdPart = t.partID(ev.PartID, "md")
 			t.lastKind = ahp.PartMarkdown
-			c.apply(ahp.ChatResponsePart{TurnID: t.id, Part: ahp.MarkdownPart(t.mdPart, ev.Text)}, nil)
+			e.Apply(ahp.ChatResponsePart{TurnID: t.ID, Part: ahp.MarkdownPart(t.mdPart, ev.Text)}, nil)
 			return
 		}
-		c.apply(ahp.ChatDelta{TurnID: t.id, PartID: t.mdPart, Content: ev.Text}, nil)
+		e.Apply(ahp.ChatDelta{TurnID: t.ID, PartID: t.mdPart, Content: ev.Text}, nil)
 	case agent.EventReasoning:
 		if ev.Text == "" {
 			return
 		}
 		if t.lastKind != ahp.PartReasoning || (ev.PartID != "" && ev.PartID != t.rsPart) {
-			t.rsPart = c.partID(t, ev.PartID, "rs")
+			t.rsPart = t.partID(ev.PartID, "rs")
 			t.lastKind = ahp.PartReasoning
-			c.apply(ahp.ChatResponsePart{TurnID: t.id, Part: ahp.ReasoningPart(t.rsPart, ev.Text)}, nil)
+			e.Apply(ahp.ChatResponsePart{TurnID: t.ID, Part: ahp.ReasoningPart(t.rsPart, ev.Text)}, nil)
 			return
 		}
-		c.apply(ahp.ChatReasoning{TurnID: t.id, PartID: t.rsPart, Content: ev.Text}, nil)
+		e.Apply(ahp.ChatReasoning{TurnID: t.ID, PartID: t.rsPart, Content: ev.Text}, nil)
 	case agent.EventToolStart:
 		tc := ev.ToolCall
 		if tc == nil || tc.ID == "" || t.tools[tc.ID] {
@@ -90,22 +87,22 @@ func (c *Chat) applyTurnEvent(t *runningTurn, ev agent.Event) {
 		if name == "" {
 			name = tc.Name
 		}
-		c.apply(ahp.ChatToolCallStart{TurnID: t.id, ToolCallID: tc.ID, ToolName: tc.Name, DisplayName: name}, nil)
+		e.Apply(ahp.ChatToolCallStart{TurnID: t.ID, ToolCallID: tc.ID, ToolName: tc.Name, DisplayName: name}, nil)
 	case agent.EventToolInput:
 		tc := ev.ToolCall
 		if tc == nil || !t.tools[tc.ID] {
 			return
 		}
-		c.apply(ahp.ChatToolCallDelta{TurnID: t.id, ToolCallID: tc.ID, Content: ev.Text}, nil)
+		e.Apply(ahp.ChatToolCallDelta{TurnID: t.ID, ToolCallID: tc.ID, Content: ev.Text}, nil)
 	case agent.EventToolReady:
 		tc := ev.ToolCall
 		if tc == nil {
 			return
 		}
 		if !t.tools[tc.ID] {
-			c.applyTurnEvent(t, agent.Event{Kind: agent.EventToolStart, TurnID: t.id, ToolCall: tc})
+			e.turnEvent(t, conv, agent.Event{Kind: agent.EventToolStart, TurnID: t.ID, ToolCall: tc})
 		}
-		a := ahp.ChatToolCallReady{TurnID: t.id, ToolCallID: tc.ID}
+		a := ahp.ChatToolCallReady{TurnID: t.ID, ToolCallID: tc.ID}
 		inv := tc.Invocation
 		if inv == "" {
 			inv = tc.Name
@@ -117,7 +114,7 @@ func (c *Chat) applyTurnEvent(t *runningTurn, ev agent.Event) {
 		if !tc.NeedsConfirmation {
 			a.Confirmed = ahp.ConfirmedNotNeeded
 		}
-		c.apply(a, nil)
+		e.Apply(a, nil)
 	case agent.EventToolDone:
 		tc := ev.ToolCall
 		if tc == nil || !t.tools[tc.ID] {
@@ -131,11 +128,11 @@ func (c *Chat) applyTurnEvent(t *runningTurn, ev agent.Event) {
 			res.Content = []ahp.ToolResultContent{ahp.TextContent(tc.Output)}
 		}
 		// C-SUB-17: a spawning call's result names its worker chat.
-		res.Content = append(res.Content, c.spawnedContent(tc.ID)...)
+		res.Content = append(res.Content, e.host.SpawnedContent(tc.ID)...)
 		if tc.Error != "" {
-			res.Error = errorJSON(tc.Error)
+			res.Error = ErrorJSON(tc.Error)
 		}
-		c.apply(ahp.ChatToolCallComplete{TurnID: t.id, ToolCallID: tc.ID, Result: res}, nil)
+		e.Apply(ahp.ChatToolCallComplete{TurnID: t.ID, ToolCallID: tc.ID, Result: res}, nil)
 	case agent.EventUsage:
 		if ev.Usage == nil {
 			return
@@ -145,37 +142,36 @@ func (c *Chat) applyTurnEvent(t *runningTurn, ev agent.Event) {
 			n := int64(ev.Usage.CacheRead)
 			u.CacheReadTokens = &n
 		}
-		c.apply(ahp.ChatUsage{TurnID: t.id, Usage: u}, nil)
+		e.Apply(ahp.ChatUsage{TurnID: t.ID, Usage: u}, nil)
 	case agent.EventNotice:
 		t.lastKind = ahp.PartSystemNotification
-		c.apply(ahp.ChatResponsePart{TurnID: t.id, Part: ahp.SystemNotificationPart(ev.Text, nil)}, nil)
+		e.Apply(ahp.ChatResponsePart{TurnID: t.ID, Part: ahp.SystemNotificationPart(ev.Text, nil)}, nil)
 	case agent.EventTurnEnd:
 		end := agent.End{Outcome: agent.OutcomeComplete}
 		if ev.End != nil {
 			end = *ev.End
 		}
-		if t.conv == c.conv {
-			c.backendEnded(t.id)
-		}
-		if h := c.engine().handed; h.id != "" && h.turnID == t.id && end.Outcome == agent.OutcomeError {
+		e.backendEnded(conv, t.ID)
+		if h := e.handed; h.id != "" && h.turnID == t.ID && end.Outcome == agent.OutcomeError {
 			// A turn that fails takes the steering message it holds with it
 			// (C-TURN-67): the chat no longer shows it pending.
-			c.engine().handed = handedSteering{}
-			c.takeOutSteering(h.id)
+			e.handed = handed{}
+			e.takeOutSteering(h.id)
 		}
-		c.endTurn(end)
+		e.endTurn(end)
 	}
 }
 
-func (c *Chat) partID(t *runningTurn, want, prefix string) string {
+func (t *Active) partID(want, prefix string) string {
 	if want != "" {
 		return want
 	}
 	t.nextPart++
-	return fmt.Sprintf("%s-%s-%d", t.id, prefix, t.nextPart)
+	return fmt.Sprintf("%s-%s-%d", t.ID, prefix, t.nextPart)
 }
 
-func errorJSON(msg string) []byte {
+// ErrorJSON is a tool result's error object carrying msg.
+func ErrorJSON(msg string) []byte {
 	b, _ := json.Marshal(map[string]string{"message": msg})
 	return b
 }

@@ -1,4 +1,4 @@
-package chat
+package turns
 
 import (
 	"testing"
@@ -6,24 +6,25 @@ import (
 	"github.com/ahpd/ahpd/internal/ahp"
 )
 
-// TestIsCommand: a message starting with the terminalCommandPrefix and
-// saying something after it is a ! command; a lone "!" goes to the agent.
-func TestIsCommand(t *testing.T) {
+// TestRouteOf: C-TURN-31, C-TURN-48: a message starting with the
+// terminalCommandPrefix and saying something after it is a ! command for
+// the host's shell; a lone "!" goes to the agent.
+func TestRouteOf(t *testing.T) {
 	for _, tt := range []struct {
 		text string
-		want bool
+		want Route
 	}{
-		{"!echo hi", true},
-		{"!false", true},
-		{"! ls", true},
-		{"!", false},
-		{"!   ", false},
-		{"echo !hi", false},
-		{" !echo", false},
-		{"", false},
+		{"!echo hi", RouteLocal},
+		{"!false", RouteLocal},
+		{"! ls", RouteLocal},
+		{"!", RouteAgent},
+		{"!   ", RouteAgent},
+		{"echo !hi", RouteAgent},
+		{" !echo", RouteAgent},
+		{"", RouteAgent},
 	} {
-		if got := isCommand(tt.text); got != tt.want {
-			t.Errorf("isCommand(%q) = %v, want %v", tt.text, got, tt.want)
+		if got := RouteOf(tt.text); got != tt.want {
+			t.Errorf("RouteOf(%q) = %v, want %v", tt.text, got, tt.want)
 		}
 	}
 }
@@ -32,14 +33,14 @@ func TestIsCommand(t *testing.T) {
 // rest of which is kept; the message given is not changed.
 func TestWithSender(t *testing.T) {
 	m := ahp.Message{Text: "hi", Meta: map[string]any{"other": 1, SenderMetaKey: "root:forged"}}
-	got := withSender(m, "user:alice")
+	got := WithSender(m, "user:alice")
 	if got.Meta[SenderMetaKey] != "user:alice" || got.Meta["other"] != 1 {
 		t.Fatalf("meta = %+v", got.Meta)
 	}
 	if m.Meta[SenderMetaKey] != "root:forged" {
 		t.Fatal("the message given was changed")
 	}
-	if got := withSender(ahp.Message{Text: "x"}, ""); got.Meta != nil {
+	if got := WithSender(ahp.Message{Text: "x"}, ""); got.Meta != nil {
 		t.Fatalf("no sender, meta %+v", got.Meta)
 	}
 }
@@ -48,16 +49,16 @@ func TestWithSender(t *testing.T) {
 func TestSameMessage(t *testing.T) {
 	a := ahp.Message{Text: "go", Origin: ahp.MessageOrigin{Kind: "user"}}
 	b := a
-	if !sameMessage(a, b) {
+	if !SameMessage(a, b) {
 		t.Fatal("equal messages differ")
 	}
 	b.Text = "stop"
-	if sameMessage(a, b) {
+	if SameMessage(a, b) {
 		t.Fatal("different texts are the same message")
 	}
 	c := a
 	c.Meta = map[string]any{"k": "v"}
-	if sameMessage(a, c) {
+	if SameMessage(a, c) {
 		t.Fatal("different _meta are the same message")
 	}
 }

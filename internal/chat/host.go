@@ -1,0 +1,106 @@
+package chat
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/agent/shell"
+	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/attach"
+	"github.com/ahpd/ahpd/internal/turns"
+	"github.com/google/uuid"
+)
+
+// engineHost is the turn engine's Host: it carries out what the engine
+// decides against the bus, the store and the backends. Its methods run on
+// the chat actor's goroutine, inside an engine call.
+type engineHost struct{ c *Chat }
+
+var _ turns.Host = engineHost{}
+
+// Tell stores what a makes durable, then publishes it (durable.go).
+func (h engineHost) Tell(a ahp.Action, origin *ahp.ActionOrigin) { h.c.tell(a, origin) }
+
+func (h engineHost) Refuse(from turns.From, origin *ahp.ActionOrigin, a ahp.Action, reason string) {
+	cl, _ := from.Client.(Client)
+	h.c.refuse(cl, origin, a, reason)
+}
+
+func (h engineHost) Prepare(m ahp.Message, extra any) (ahp.Message, []agent.Attachment, error) {
+	resolved, _ := extra.([]attach.Resolved)
+	return h.c.prepareMessage(m, resolved)
+}
+
+// Open returns the chat's agent conversation, or its ! command shell.
+func (h engineHost) Open(r turns.Route) (agent.Conversation, agent.Capabilities, error) {
+	c := h.c
+	if r == turns.RouteLocal {
+		if c.shell == nil {
+			dir := ""
+			if len(c.cfg.Directories) > 0 {
+				dir = c.cfg.Directories[0]
+			}
+			c.shell = shell.New(c.cfg.CommandShell, dir)
+		}
+		return localConv{c.shell}, shell.Caps, nil
+	}
+	if err := c.ensureConversation(); err != nil {
+		return nil, agent.Capabilities{}, err
+	}
+	return c.conv, c.caps, nil
+}
+
+// HostContext is what the host has to say on the chat's first prompt
+// (C-TURN-109): consumed once it is handed out.
+func (h engineHost) HostContext() string {
+	c := h.c
+	meta := ParseRecordMeta(c.record.Meta)
+	if meta.FirstPromptContext == "" {
+		return ""
+	}
+	text := meta.FirstPromptContext
+	meta.FirstPromptContext = ""
+	c.record.Meta = meta.Raw()
+	c.persistRecord()
+	return text
+}
+
+func (h engineHost) Admitted(s turns.Start) {
+	h.c.autoTitle(s.Text, s.First, s.Route == turns.RouteLocal)
+}
+
+func (h engineHost) Sent(_ string, r turns.Route) {
+	if r == turns.RouteAgent {
+		h.c.conversationUsed() // conversation.go
+	}
+	h.c.heardFromAgent() // the silence counts from the prompt (silence.go)
+}
+
+func (h engineHost) Point(id, point string) { h.c.notePoint(id, point) }
+
+func (h engineHost) Ended(id string, outcome agent.Outcome) { h.c.endWorkersOf(id, outcome) }
+
+func (h engineHost) WaitingChanged() { h.c.persistPending() }
+
+func (h engineHost) SpawnedContent(toolCallID string) []ahp.ToolResultContent {
+	return h.c.spawnedContent(toolCallID)
+}
+
+func (h engineHost) Warn(msg string, args ...any) { h.c.log.Warn(msg, args...) }
+
+func (h engineHost) Now() time.Time { return h.c.cfg.Now() }
+
+func (h engineHost) NewID() string { return uuid.NewString() }
+
+// localConv is the chat's shell as the conversation a ! command turn is
+// handed to: a command that cannot start ends its turn as commandFailed.
+type localConv struct{ *shell.Conversation }
+
+func (l localConv) Send(ctx context.Context, t agent.Turn) error {
+	if err := l.Conversation.Send(ctx, t); err != nil {
+		return &turns.Failure{Type: "commandFailed", Message: fmt.Sprintf("run %q: %v", t.Text, err)}
+	}
+	return nil
+}
