@@ -32,9 +32,9 @@ func (c *Chat) prepareMessage(m ahp.Message, resolved []attach.Resolved) (ahp.Me
 	out := append([]ahp.MessageAttachment(nil), m.Attachments...)
 	forms := make([]agent.Attachment, 0, len(out))
 	var pinErr error
-	w := attach.Writer{Root: c.cfg.AttachmentsDir}
+	w := attach.Writer{Root: c.cfg.Env.Attachments.Dir}
 	for i, a := range m.Attachments {
-		switch attach.Plan(a, attach.PlanOptions{FetchLimit: c.cfg.AttachmentFetchLimit}) {
+		switch attach.Plan(a, attach.PlanOptions{FetchLimit: c.cfg.Env.Attachments.FetchLimit}) {
 		case attach.Write:
 			data, err := attach.Decode(a)
 			if err != nil {
@@ -80,8 +80,8 @@ func (c *Chat) prepareMessage(m ahp.Message, resolved []attach.Resolved) (ahp.Me
 // read under its own permissions.
 func (c *Chat) readableRoots() []string {
 	roots := slices.Clone(c.cfg.Directories)
-	if c.cfg.AttachmentsDir != "" {
-		roots = append(roots, filepath.Join(c.cfg.AttachmentsDir, attach.FileName(c.sessionFolder())))
+	if c.cfg.Env.Attachments.Dir != "" {
+		roots = append(roots, filepath.Join(c.cfg.Env.Attachments.Dir, attach.FileName(c.sessionFolder())))
 	}
 	return roots
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/ahpd/ahpd/internal/attach"
 	"github.com/ahpd/ahpd/internal/bug"
 	"github.com/ahpd/ahpd/internal/bus"
+	"github.com/ahpd/ahpd/internal/env"
 	"github.com/ahpd/ahpd/internal/mailbox"
 	"github.com/ahpd/ahpd/internal/reduce"
 	"github.com/ahpd/ahpd/internal/store"
@@ -73,32 +74,12 @@ type Config struct {
 	Owner    string
 	Agent    agent.Agent
 	Settings json.RawMessage
-	Bus      *bus.Bus
-	Store    *store.Store
-	Logger   *slog.Logger
-	Now      func() time.Time
+	// Env is what every actor of the daemon shares: bus, store, logger,
+	// clock, limits and attachment settings.
+	Env *env.Env
 	// OnSummary receives the chat's summary whenever it changes. It is
 	// called from the actor's goroutine and must not block.
 	OnSummary func(ahp.ChatSummary)
-	// TurnsView is the page size of fetchTurns and of a view without a count.
-	TurnsView int
-	// AttachmentsDir is <data dir>/attachments: the bytes a message carries
-	// are written under its session's folder there (C-ATT-09). Empty: they
-	// stay as sent (C-ATT-19).
-	AttachmentsDir string
-	// AttachmentFetchLimit is attachmentFetchLimitBytes: the largest
-	// resource only the sending client holds that the host asks it for (0:
-	// any size; attach.PlanOptions.FetchLimit).
-	AttachmentFetchLimit int64
-	// CommandShell runs ! commands ("/bin/sh" when empty).
-	CommandShell string
-	// AgentSilence is how long a running turn's agent may say nothing before
-	// the turn ends with an error and the process is replaced (0:
-	// DefaultAgentSilence; negative: never).
-	AgentSilence time.Duration
-	// IdleTimeout is how long the actor stays loaded with nothing to do
-	// (0: DefaultIdleTimeout; negative: never unloads).
-	IdleTimeout time.Duration
 	// OnUnload is told, from the actor's goroutine, that the actor ended
 	// because the chat was idle, with the chat's record as it left it; it
 	// must not block.
@@ -158,18 +139,9 @@ func (c *Chat) st() *ahp.ChatState { return c.eng.State() }
 
 // Open builds the chat's state from the store and starts its actor.
 func Open(ctx context.Context, cfg Config) (*Chat, error) {
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.TurnsView <= 0 {
-		cfg.TurnsView = 50
-	}
 	c := &Chat{
 		cfg:      cfg,
-		log:      cfg.Logger.With("chat", cfg.URI),
+		log:      cfg.Env.Logger.With("chat", cfg.URI),
 		inbox:    mailbox.NewInbox(4096, ErrClosed, "chat "+cfg.URI),
 		stopping: make(chan struct{}),
 		record:   cfg.Record,
@@ -181,7 +153,7 @@ func Open(ctx context.Context, cfg Config) (*Chat, error) {
 	if cfg.Agent != nil {
 		c.caps = cfg.Agent.Capabilities()
 	}
-	recs, err := cfg.Store.Turns(ctx, cfg.URI)
+	recs, err := cfg.Env.Store.Turns(ctx, cfg.URI)
 	if err != nil {
 		return nil, fmt.Errorf("open chat %s: %w", cfg.URI, err)
 	}
@@ -406,17 +378,17 @@ func (c *Chat) tell(a ahp.Action, origin *ahp.ActionOrigin) {
 	switch a.(type) {
 	case ahp.ChatDelta, ahp.ChatReasoning, ahp.ChatToolCallDelta, ahp.ChatUsage:
 		// The streaming hot path changes no summary field.
-		c.cfg.Bus.Publish(c.cfg.URI, a, origin)
+		c.cfg.Env.Bus.Publish(c.cfg.URI, a, origin)
 		return
 	}
 	c.storeBeforeTelling(a)
-	c.cfg.Bus.Publish(c.cfg.URI, a, origin)
+	c.cfg.Env.Bus.Publish(c.cfg.URI, a, origin)
 	c.summaryChanged()
 }
 
 // refuse answers a client's action with a refusal, to that client alone.
 func (c *Chat) refuse(cl Client, origin *ahp.ActionOrigin, a ahp.Action, reason string) {
-	c.cfg.Bus.Refuse(cl.Sub, c.cfg.URI, a, origin, reason)
+	c.cfg.Env.Bus.Refuse(cl.Sub, c.cfg.URI, a, origin, reason)
 }
 
 func (c *Chat) summaryChanged() {
@@ -438,7 +410,7 @@ func summaryEqual(a, b ahp.ChatSummary) bool { return reflect.DeepEqual(a, b) }
 func (c *Chat) Subscribe(ctx context.Context, sub bus.Subscriber, view *ahp.SubscribeView) (ahp.Snapshot, error) {
 	var snap ahp.Snapshot
 	err := c.call(ctx, func() {
-		seq := c.cfg.Bus.Subscribe(sub, c.cfg.URI)
+		seq := c.cfg.Env.Bus.Subscribe(sub, c.cfg.URI)
 		st := *c.st()
 		if view != nil && view.Turns != nil {
 			n := *view.Turns
@@ -517,7 +489,7 @@ func (c *Chat) setTitle(title string, provisional bool) {
 // persistRecord writes the chat's record behind the actor's back (for what
 // no client is shown; storeBeforeTelling commits the rest).
 func (c *Chat) persistRecord() {
-	c.cfg.Store.Enqueue(c.recordOp())
+	c.cfg.Env.Store.Enqueue(c.recordOp())
 }
 
 // recordOp brings the chat's record up to date with its state and returns

@@ -84,7 +84,7 @@ func (c *Chat) endedOps(id string) []store.Op {
 func (c *Chat) commit(what string, ops ...store.Op) {
 	ctx, cancel := context.WithTimeout(context.Background(), store.CommitWait)
 	defer cancel()
-	if err := c.cfg.Store.CommitAll(ctx, ops...); err != nil {
+	if err := c.cfg.Env.Store.CommitAll(ctx, ops...); err != nil {
 		c.log.Error("commit before telling clients", "what", what, "err", err)
 	}
 }

@@ -42,7 +42,7 @@ func (h engineHost) Open(r turns.Route) (agent.Conversation, agent.Capabilities,
 			if len(c.cfg.Directories) > 0 {
 				dir = c.cfg.Directories[0]
 			}
-			c.shell = shell.New(c.cfg.CommandShell, dir)
+			c.shell = shell.New("", dir)
 		}
 		return localConv{c.shell}, shell.Caps, nil
 	}
@@ -90,7 +90,7 @@ func (h engineHost) SpawnedContent(toolCallID string) []ahp.ToolResultContent {
 
 func (h engineHost) Warn(msg string, args ...any) { h.c.log.Warn(msg, args...) }
 
-func (h engineHost) Now() time.Time { return h.c.cfg.Now() }
+func (h engineHost) Now() time.Time { return h.c.cfg.Env.Now() }
 
 func (h engineHost) NewID() string { return uuid.NewString() }
 

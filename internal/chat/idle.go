@@ -12,10 +12,10 @@ const DefaultIdleTimeout = 10 * time.Minute
 
 // idleTimer is nil when the chat never unloads itself (IdleTimeout < 0).
 func (c *Chat) idleTimer() *time.Timer {
-	if c.cfg.IdleTimeout < 0 {
+	if c.cfg.Env.Limits.ChatIdle < 0 {
 		return nil
 	}
-	d := c.cfg.IdleTimeout
+	d := c.cfg.Env.Limits.ChatIdle
 	if d == 0 {
 		d = DefaultIdleTimeout
 	}
@@ -34,7 +34,7 @@ func (c *Chat) busy() bool {
 			return true
 		}
 	}
-	return c.cfg.Bus.Subscribers(c.cfg.URI) > 0
+	return c.cfg.Env.Bus.Subscribers(c.cfg.URI) > 0
 }
 
 // unloadIfIdle ends the actor when the chat is idle and nobody pushed
@@ -54,8 +54,8 @@ func (c *Chat) unloadIfIdle() bool {
 }
 
 func (c *Chat) idleTimeout() time.Duration {
-	if c.cfg.IdleTimeout > 0 {
-		return c.cfg.IdleTimeout
+	if c.cfg.Env.Limits.ChatIdle > 0 {
+		return c.cfg.Env.Limits.ChatIdle
 	}
 	return DefaultIdleTimeout
 }

@@ -61,7 +61,7 @@ func (c *Chat) fetchTurns(cursor string) error {
 			return ahp.Errorf(ahp.ErrInvalidParams, "params.cursor: cursor %q names no turn of this chat", cursor)
 		}
 	}
-	start := max(0, end-c.cfg.TurnsView)
+	start := max(0, end-c.cfg.Env.Limits.TurnsView)
 	page := append([]ahp.Turn(nil), c.st().Turns[start:end]...)
 	a := ahp.ChatTurnsLoaded{Turns: page}
 	if page == nil {
@@ -76,6 +76,6 @@ func (c *Chat) fetchTurns(cursor string) error {
 	}
 	// The reducer prepends and dedupes; the actor's own state holds every
 	// turn already, so only the watchers change.
-	c.cfg.Bus.Publish(c.cfg.URI, a, nil)
+	c.cfg.Env.Bus.Publish(c.cfg.URI, a, nil)
 	return nil
 }

@@ -54,7 +54,7 @@ func (c *Chat) readBack(ctx context.Context) []store.TurnRecord {
 		})
 	}
 	for _, r := range recs {
-		c.cfg.Store.Enqueue(func(ctx context.Context, s *store.Store) error { return s.PutTurn(ctx, r) })
+		c.cfg.Env.Store.Enqueue(func(ctx context.Context, s *store.Store) error { return s.PutTurn(ctx, r) })
 	}
 	c.log.Info("read the chat back from its transcript", "conversation", c.record.ConversationID, "turns", len(recs))
 	return recs
@@ -214,5 +214,5 @@ func (c *Chat) notePoint(id, point string) {
 		Chat: c.cfg.URI, ID: t.ID, Seq: i, State: string(t.State), Sender: info.Sender,
 		Point: point, Command: info.Route == turns.RouteLocal, StartedAt: parseISO(t.StartedAt), Body: body,
 	}
-	c.cfg.Store.Enqueue(func(ctx context.Context, s *store.Store) error { return s.PutTurn(ctx, rec) })
+	c.cfg.Env.Store.Enqueue(func(ctx context.Context, s *store.Store) error { return s.PutTurn(ctx, rec) })
 }

@@ -54,7 +54,7 @@ func (c *Chat) persistRunning() {
 	if !ok {
 		return
 	}
-	c.cfg.Store.Enqueue(putTurnOp(rec))
+	c.cfg.Env.Store.Enqueue(putTurnOp(rec))
 }
 
 func (c *Chat) runningRecord() (store.TurnRecord, bool) {

@@ -16,9 +16,9 @@ const DefaultAgentSilence = 10 * time.Minute
 // agentSilence is the configured silence limit; 0 when it is off.
 func (c *Chat) agentSilence() time.Duration {
 	switch {
-	case c.cfg.AgentSilence > 0:
-		return c.cfg.AgentSilence
-	case c.cfg.AgentSilence < 0:
+	case c.cfg.Env.Limits.AgentSilence > 0:
+		return c.cfg.Env.Limits.AgentSilence
+	case c.cfg.Env.Limits.AgentSilence < 0:
 		return 0
 	}
 	return DefaultAgentSilence
@@ -26,7 +26,7 @@ func (c *Chat) agentSilence() time.Duration {
 
 // heardFromAgent notes that the agent said something, or was just handed a
 // prompt: the silence is counted from here.
-func (c *Chat) heardFromAgent() { c.heard = c.cfg.Now() }
+func (c *Chat) heardFromAgent() { c.heard = c.cfg.Env.Now() }
 
 // checkSilence runs on the actor's ticker. A turn handed to a backend that
 // has said nothing since for agentSilence ends with chat/error naming the
@@ -40,7 +40,7 @@ func (c *Chat) checkSilence() {
 	if limit == 0 || t == nil || !t.Sent || t.Conv != c.conv || c.conv == nil || c.waitingOnClient() {
 		return
 	}
-	quiet := c.cfg.Now().Sub(c.heard)
+	quiet := c.cfg.Env.Now().Sub(c.heard)
 	if quiet < limit {
 		return
 	}

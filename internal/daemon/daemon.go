@@ -21,6 +21,8 @@ import (
 	"github.com/ahpd/ahpd/internal/agent/claude"
 	"github.com/ahpd/ahpd/internal/agent/script"
 	"github.com/ahpd/ahpd/internal/auth"
+	"github.com/ahpd/ahpd/internal/bus"
+	"github.com/ahpd/ahpd/internal/env"
 	"github.com/ahpd/ahpd/internal/host"
 	"github.com/ahpd/ahpd/internal/rpc"
 	"github.com/ahpd/ahpd/internal/store"
@@ -129,23 +131,32 @@ func Start(ctx context.Context, cfg Config, o Options) (*Daemon, error) {
 			defaultProvider = provs[0]
 		}
 	}
+	// One environment, built here, is shared by the host, every session
+	// and every chat.
+	e := env.New(env.Env{
+		Bus:    bus.NewBus(cfg.ReplayLog),
+		Store:  st,
+		Logger: log,
+		Limits: env.Limits{
+			TurnsView:    cfg.TurnsView,
+			ChatIdle:     time.Duration(cfg.ChatIdleSeconds) * time.Second,
+			AgentSilence: time.Duration(cfg.AgentSilenceSeconds) * time.Second,
+		},
+		Attachments: env.Attachments{
+			Dir:        filepath.Join(cfg.DataDir, "attachments"),
+			FetchLimit: cfg.AttachmentFetchLimitBytes,
+		},
+	})
 	h, err := host.New(ctx, host.Options{
-		Store:                st,
-		Agents:               reg,
-		DefaultProvider:      defaultProvider,
-		AgentSettings:        cfg.Agents,
-		Paths:                cfg.Paths,
-		Logger:               log,
-		ReplayLog:            cfg.ReplayLog,
-		TurnsView:            cfg.TurnsView,
-		ClosedChats:          cfg.ClosedChats,
-		ChatIdle:             time.Duration(cfg.ChatIdleSeconds) * time.Second,
-		AgentSilence:         time.Duration(cfg.AgentSilenceSeconds) * time.Second,
-		Principals:           principals,
-		AttachmentsDir:       filepath.Join(cfg.DataDir, "attachments"),
-		AttachmentFetchLimit: cfg.AttachmentFetchLimitBytes,
-		RootToken:            cfg.ConnectionToken,
-		ServerVersion:        Version,
+		Env:             e,
+		Agents:          reg,
+		DefaultProvider: defaultProvider,
+		AgentSettings:   cfg.Agents,
+		Paths:           cfg.Paths,
+		ClosedChats:     cfg.ClosedChats,
+		Principals:      principals,
+		RootToken:       cfg.ConnectionToken,
+		ServerVersion:   Version,
 	})
 	if err != nil {
 		st.Close()

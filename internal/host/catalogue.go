@@ -30,7 +30,7 @@ func (h *Host) sessionOrCatalogue(ctx context.Context, uri string) (*session.Ses
 	if s, ok := h.session(uri); ok {
 		return s, true
 	}
-	if _, found, err := h.opts.Store.Session(ctx, uri); err != nil || found {
+	if _, found, err := h.opts.Env.Store.Session(ctx, uri); err != nil || found {
 		// A stored session is live from start-up; one found now is being
 		// disposed.
 		return nil, false
@@ -82,7 +82,7 @@ func (h *Host) registerFromCatalogue(ctx context.Context, uri, provider string, 
 		URI: uri, Provider: provider, Title: title, CreatedAt: info.Created, ModifiedAt: info.Modified,
 		WorkingDirectories: []string{ahp.FileURI(dir)},
 	}
-	if err := h.opts.Store.PutSession(ctx, rec); err != nil {
+	if err := h.opts.Env.Store.PutSession(ctx, rec); err != nil {
 		return nil, err
 	}
 	s, err := h.openSession(ctx, rec)

@@ -12,12 +12,12 @@ import (
 	"log/slog"
 	"os"
 	"sync"
-	"time"
 
 	"github.com/ahpd/ahpd/internal/agent"
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/auth"
 	"github.com/ahpd/ahpd/internal/bus"
+	"github.com/ahpd/ahpd/internal/env"
 	"github.com/ahpd/ahpd/internal/reduce"
 	"github.com/ahpd/ahpd/internal/rpc"
 	"github.com/ahpd/ahpd/internal/session"
@@ -26,7 +26,9 @@ import (
 
 // Options configure a host.
 type Options struct {
-	Store  *store.Store
+	// Env is what every actor of the daemon shares: the bus, the store,
+	// the logger, the clock and the limits (internal/env).
+	Env    *env.Env
 	Agents *agent.Registry
 	// DefaultProvider is used by createSession when the client names none.
 	DefaultProvider string
@@ -34,33 +36,14 @@ type Options struct {
 	AgentSettings map[string]json.RawMessage
 	// Paths are the served directories (local paths); the first is the
 	// default directory.
-	Paths  []string
-	Logger *slog.Logger
-	Now    func() time.Time
-	// ReplayLog is how many envelopes reconnect can replay.
-	ReplayLog int
-	// TurnsView is the fetchTurns page size.
-	TurnsView int
+	Paths []string
 	// ClosedChats: "hidden" | "delete".
 	ClosedChats string
-	// ChatIdle is how long an idle chat actor stays loaded (0: the chat
-	// package's default; negative: never unloads).
-	ChatIdle time.Duration
-	// AgentSilence is how long a running turn's agent may say nothing (0:
-	// chat.DefaultAgentSilence; negative: never).
-	AgentSilence time.Duration
 	// Principals maps connection tokens to who they are and what they may
 	// do. A connection with no token, or with RootToken, is the deployment
 	// itself and holds every grant.
 	Principals map[string]auth.Principal
 	RootToken  string
-	// AttachmentsDir is <data dir>/attachments, where the bytes messages
-	// carry are written (C-ATT-09).
-	AttachmentsDir string
-	// AttachmentFetchLimit is attachmentFetchLimitBytes: a resource only a
-	// client holds is asked for up to this size; 0 asks for any
-	// (C-ATT-14..16).
-	AttachmentFetchLimit int64
 	// HostName names the deployment in root:<host> senders.
 	HostName      string
 	ServerVersion string
@@ -102,15 +85,6 @@ type Host struct {
 // New builds a host, restoring every stored session. A turn left running
 // by a process that died is ended with an error (C-TURN-10).
 func New(ctx context.Context, opts Options) (*Host, error) {
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.TurnsView <= 0 {
-		opts.TurnsView = 50
-	}
 	if opts.HostName == "" {
 		opts.HostName, _ = os.Hostname()
 		if opts.HostName == "" {
@@ -119,17 +93,17 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	}
 	h := &Host{
 		opts:      opts,
-		log:       opts.Logger,
-		bus:       bus.NewBus(opts.ReplayLog),
+		log:       opts.Env.Logger,
+		bus:       opts.Env.Bus,
 		sessions:  make(map[string]*session.Session),
 		summaries: make(map[string]ahp.SessionSummary),
 		chatIndex: make(map[string]string),
-		lanes:     newLanes(opts.Logger),
+		lanes:     newLanes(opts.Env.Logger),
 		conns:     make(map[*rpc.Conn]*client),
 		closing:   make(chan struct{}),
 	}
 	h.root = ahp.RootState{Agents: h.agentInfos(ctx)}
-	recs, err := opts.Store.Sessions(ctx)
+	recs, err := opts.Env.Store.Sessions(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("restore sessions: %w", err)
 	}
@@ -181,21 +155,13 @@ func (h *Host) openSession(ctx context.Context, r store.SessionRecord) (*session
 	a, _ := h.opts.Agents.Get(r.Provider)
 	uri := r.URI
 	s, err := session.Open(ctx, session.Config{
-		Served:               h.served,
-		Record:               r,
-		Agent:                a,
-		Settings:             h.opts.AgentSettings[r.Provider],
-		Bus:                  h.bus,
-		Store:                h.opts.Store,
-		Logger:               h.log,
-		Now:                  h.opts.Now,
-		TurnsView:            h.opts.TurnsView,
-		ClosedChats:          h.opts.ClosedChats,
-		ChatIdle:             h.opts.ChatIdle,
-		AgentSilence:         h.opts.AgentSilence,
-		AttachmentsDir:       h.opts.AttachmentsDir,
-		AttachmentFetchLimit: h.opts.AttachmentFetchLimit,
-		OnSummary:            func(sum ahp.SessionSummary) { h.sessionSummaryChanged(uri, sum) },
+		Served:      h.served,
+		Record:      r,
+		Agent:       a,
+		Settings:    h.opts.AgentSettings[r.Provider],
+		Env:         h.opts.Env,
+		ClosedChats: h.opts.ClosedChats,
+		OnSummary:   func(sum ahp.SessionSummary) { h.sessionSummaryChanged(uri, sum) },
 		OnChatIndex: func(chat string, added bool) {
 			h.sessionsMu.Lock()
 			defer h.sessionsMu.Unlock()
@@ -230,7 +196,7 @@ func (h *Host) openSession(ctx context.Context, r store.SessionRecord) (*session
 // recoverRunningTurns opens every chat that has a turn left running, whose
 // actor then ends it with chat/error.
 func (h *Host) recoverRunningTurns(ctx context.Context) error {
-	running, err := h.opts.Store.RunningTurns(ctx)
+	running, err := h.opts.Env.Store.RunningTurns(ctx)
 	if err != nil {
 		return fmt.Errorf("find interrupted turns: %w", err)
 	}

@@ -79,18 +79,18 @@ func (h *Host) createSession(ctx context.Context, cl *client, params json.RawMes
 	if exists {
 		return nil, fmt.Errorf("%w: %s", ahp.ErrSessionAlreadyExists, p.Channel)
 	}
-	if _, found, err := h.opts.Store.Session(ctx, p.Channel); err != nil {
+	if _, found, err := h.opts.Env.Store.Session(ctx, p.Channel); err != nil {
 		return nil, err
 	} else if found {
 		return nil, fmt.Errorf("%w: %s", ahp.ErrSessionAlreadyExists, p.Channel)
 	}
-	now := h.opts.Now()
+	now := h.opts.Env.Now()
 	id, _ := ahp.SessionID(p.Channel)
 	rec := store.SessionRecord{
 		URI: p.Channel, Provider: provider, Title: chat.DefaultTitle,
 		CreatedAt: now, ModifiedAt: now, WorkingDirectories: dirs, Owner: cl.principal.Sender,
 	}
-	if err := h.opts.Store.PutSession(ctx, rec); err != nil {
+	if err := h.opts.Env.Store.PutSession(ctx, rec); err != nil {
 		return nil, fmt.Errorf("create session %s: %w", p.Channel, err)
 	}
 	s, err := h.openSession(ctx, rec)
@@ -179,7 +179,7 @@ func (h *Host) resolveChat(ctx context.Context, uri string) (*session.Session, *
 			// The session records no default chat: the derived URI is its
 			// chat, minted now.
 			id, _ := ahp.SessionID(parsed.Session)
-			now := h.opts.Now()
+			now := h.opts.Env.Now()
 			rec := store.ChatRecord{URI: uri, Title: chat.DefaultTitle, ConversationID: conversationIDFor(id), CreatedAt: now, ModifiedAt: now}
 			if err := sess.AddChat(ctx, rec); err != nil {
 				return nil, nil, err
@@ -226,10 +226,10 @@ func (h *Host) disposeSession(ctx context.Context, cl *client, params json.RawMe
 	if err := s.Close(ctx); err != nil {
 		h.log.Warn("close disposed session", "session", p.Channel, "err", err)
 	}
-	if err := h.opts.Store.Flush(ctx); err != nil {
+	if err := h.opts.Env.Store.Flush(ctx); err != nil {
 		return nil, err
 	}
-	if err := h.opts.Store.DeleteSession(ctx, p.Channel); err != nil {
+	if err := h.opts.Env.Store.DeleteSession(ctx, p.Channel); err != nil {
 		return nil, fmt.Errorf("dispose session %s: %w", p.Channel, err)
 	}
 	h.bus.DropChannel(p.Channel)

@@ -30,7 +30,7 @@ func (s *Session) addChat(ctx context.Context, rec store.ChatRecord) error {
 	rec.Session = s.uri
 	rec.Position = len(s.state.Chats)
 	if rec.CreatedAt.IsZero() {
-		rec.CreatedAt = s.cfg.Now()
+		rec.CreatedAt = s.cfg.Env.Now()
 	}
 	if rec.ModifiedAt.IsZero() {
 		rec.ModifiedAt = rec.CreatedAt
@@ -39,7 +39,7 @@ func (s *Session) addChat(ctx context.Context, rec store.ChatRecord) error {
 		rec.Title = chat.DefaultTitle
 	}
 	// The chat is durable before anybody hears of it.
-	if err := s.cfg.Store.PutChat(ctx, rec); err != nil {
+	if err := s.cfg.Env.Store.PutChat(ctx, rec); err != nil {
 		return fmt.Errorf("add chat %s: %w", rec.URI, err)
 	}
 	s.chats[rec.URI] = &chatEntry{record: rec}
@@ -90,7 +90,7 @@ func (s *Session) DisposeChat(ctx context.Context, uri string) (removed bool, er
 		}
 	}
 	mode := s.cfg.ClosedChats
-	if err := s.cfg.Store.CloseChat(ctx, uri, mode); err != nil {
+	if err := s.cfg.Env.Store.CloseChat(ctx, uri, mode); err != nil {
 		return true, fmt.Errorf("dispose chat %s: %w", uri, err)
 	}
 	err = s.call(ctx, func() {
@@ -98,7 +98,7 @@ func (s *Session) DisposeChat(ctx context.Context, uri string) (removed bool, er
 			s.cfg.OnChatIndex(uri, false)
 		}
 		s.apply(ahp.SessionChatRemoved{Chat: uri}, nil)
-		s.cfg.Bus.DropChannel(uri)
+		s.cfg.Env.Bus.DropChannel(uri)
 		s.renumber()
 	})
 	return true, err
@@ -113,7 +113,7 @@ func (s *Session) renumber() {
 		}
 		e.record.Position = i
 		rec := e.record
-		s.cfg.Store.Enqueue(func(ctx context.Context, st *store.Store) error { return st.PutChat(ctx, rec) })
+		s.cfg.Env.Store.Enqueue(func(ctx context.Context, st *store.Store) error { return st.PutChat(ctx, rec) })
 	}
 }
 
@@ -163,14 +163,14 @@ func (s *Session) CreateChat(ctx context.Context, p ahp.CreateChatParams, cl cha
 		if err != nil {
 			return err
 		}
-		start := ahp.ChatTurnStarted{TurnID: uuid.NewString(), StartedAt: iso(s.cfg.Now()), Message: *p.InitialMessage}
+		start := ahp.ChatTurnStarted{TurnID: uuid.NewString(), StartedAt: iso(s.cfg.Env.Now()), Message: *p.InitialMessage}
 		return c.Dispatch(cl, 0, start)
 	}
 	return nil
 }
 
 func (s *Session) createChat(ctx context.Context, p ahp.CreateChatParams) error {
-	now := s.cfg.Now()
+	now := s.cfg.Env.Now()
 	rec := store.ChatRecord{
 		URI:            p.Chat,
 		Title:          chat.DefaultTitle,
@@ -233,11 +233,11 @@ func (s *Session) createChat(ctx context.Context, p ahp.CreateChatParams) error 
 	}
 	// The copied turns are stored with the chat, before anybody hears of it.
 	rec.Session = s.uri
-	if err := s.cfg.Store.PutChat(ctx, withPosition(rec, len(s.state.Chats))); err != nil {
+	if err := s.cfg.Env.Store.PutChat(ctx, withPosition(rec, len(s.state.Chats))); err != nil {
 		return fmt.Errorf("create chat %s: %w", rec.URI, err)
 	}
 	for _, t := range copied {
-		if err := s.cfg.Store.PutTurn(ctx, t); err != nil {
+		if err := s.cfg.Env.Store.PutTurn(ctx, t); err != nil {
 			return fmt.Errorf("copy turn into %s: %w", rec.URI, err)
 		}
 	}

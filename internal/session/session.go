@@ -22,6 +22,7 @@ import (
 	"github.com/ahpd/ahpd/internal/bug"
 	"github.com/ahpd/ahpd/internal/bus"
 	"github.com/ahpd/ahpd/internal/chat"
+	"github.com/ahpd/ahpd/internal/env"
 	"github.com/ahpd/ahpd/internal/mailbox"
 	"github.com/ahpd/ahpd/internal/reduce"
 	"github.com/ahpd/ahpd/internal/store"
@@ -38,28 +39,16 @@ type Config struct {
 	Record   store.SessionRecord
 	Agent    agent.Agent // nil when the provider is not available here
 	Settings json.RawMessage
-	Bus      *bus.Bus
-	Store    *store.Store
-	Logger   *slog.Logger
-	Now      func() time.Time
+	// Env is what every actor of the daemon shares (bus, store, logger,
+	// clock, limits, attachment settings); handed to each chat unchanged.
+	Env *env.Env
 	// OnSummary receives the session's summary whenever it changes; called
 	// from the actor's goroutine, must not block.
 	OnSummary func(ahp.SessionSummary)
 	// OnChatIndex tells the host which chats the session holds, so it can
 	// route chat URIs (added true, removed false).
 	OnChatIndex func(chat string, added bool)
-	TurnsView   int
-	// ChatIdle is how long an open chat with nothing to do stays loaded
-	// (0: chat.DefaultIdleTimeout; negative: never unloads).
-	ChatIdle time.Duration
-	// AgentSilence is chat.Config.AgentSilence.
-	AgentSilence time.Duration
-	ClosedChats  string // "hidden" | "delete"
-	// AttachmentsDir is <data dir>/attachments, handed to every chat
-	// (chat.Config.AttachmentsDir).
-	AttachmentsDir string
-	// AttachmentFetchLimit is chat.Config.AttachmentFetchLimit.
-	AttachmentFetchLimit int64
+	ClosedChats string // "hidden" | "delete"
 }
 
 // Session is one session actor.
@@ -88,25 +77,19 @@ type chatEntry struct {
 
 // Open loads the session's chats and starts its actor.
 func Open(ctx context.Context, cfg Config) (*Session, error) {
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
 	if cfg.ClosedChats == "" {
 		cfg.ClosedChats = "hidden"
 	}
 	s := &Session{
 		cfg:      cfg,
 		uri:      cfg.Record.URI,
-		log:      cfg.Logger.With("session", cfg.Record.URI),
+		log:      cfg.Env.Logger.With("session", cfg.Record.URI),
 		inbox:    mailbox.NewInbox(4096, ErrClosed, "session "+cfg.Record.URI),
 		stopping: make(chan struct{}),
 		record:   cfg.Record,
 		chats:    make(map[string]*chatEntry),
 	}
-	recs, err := cfg.Store.Chats(ctx, s.uri, false)
+	recs, err := cfg.Env.Store.Chats(ctx, s.uri, false)
 	if err != nil {
 		return nil, fmt.Errorf("open session %s: %w", s.uri, err)
 	}
@@ -238,7 +221,7 @@ func (s *Session) apply(a ahp.Action, origin *ahp.ActionOrigin) {
 	if storedInRecord(a) {
 		s.commitRecord(a.ActionType())
 	}
-	s.cfg.Bus.Publish(s.uri, a, origin)
+	s.cfg.Env.Bus.Publish(s.uri, a, origin)
 	s.publishDirs()
 	if after := s.summary(); s.cfg.OnSummary != nil && !reflect.DeepEqual(before, after) {
 		s.cfg.OnSummary(after)
@@ -289,7 +272,7 @@ func (s *Session) Subscribe(ctx context.Context, sub bus.Subscriber) (ahp.Snapsh
 	var snap ahp.Snapshot
 	var merr error
 	err := s.call(ctx, func() {
-		seq := s.cfg.Bus.Subscribe(sub, s.uri)
+		seq := s.cfg.Env.Bus.Subscribe(sub, s.uri)
 		raw, err := json.Marshal(s.state)
 		if err != nil {
 			merr = fmt.Errorf("marshal session %s: %w", s.uri, err)
@@ -370,29 +353,21 @@ func (s *Session) tryOpenChat(ctx context.Context, uri string) (*chat.Chat, <-ch
 		return nil, nil, fmt.Errorf("open chat %s: %w", uri, err)
 	}
 	cfg := chat.Config{
-		URI:                  uri,
-		Session:              s.uri,
-		Record:               e.record,
-		Directories:          dirs,
-		Provider:             s.record.Provider,
-		Owner:                s.record.Owner,
-		Agent:                s.cfg.Agent,
-		Settings:             s.cfg.Settings,
-		Bus:                  s.cfg.Bus,
-		Store:                s.cfg.Store,
-		Logger:               s.cfg.Logger,
-		Now:                  s.cfg.Now,
-		TurnsView:            s.cfg.TurnsView,
-		AttachmentsDir:       s.cfg.AttachmentsDir,
-		AttachmentFetchLimit: s.cfg.AttachmentFetchLimit,
+		URI:         uri,
+		Session:     s.uri,
+		Record:      e.record,
+		Directories: dirs,
+		Provider:    s.record.Provider,
+		Owner:       s.record.Owner,
+		Agent:       s.cfg.Agent,
+		Settings:    s.cfg.Settings,
+		Env:         s.cfg.Env,
 		SessionDirectories: func() []string {
 			return slices.Clone(*s.dirs.Load())
 		},
 		OnSummary: func(cs ahp.ChatSummary) {
 			s.tell("summary of "+cs.Resource, func() { s.chatSummaryChanged(cs) })
 		},
-		IdleTimeout:  s.cfg.ChatIdle,
-		AgentSilence: s.cfg.AgentSilence,
 		OnUnload: func(c *chat.Chat, rec store.ChatRecord) {
 			s.tell("unload of "+uri, func() {
 				// The next open starts from the record the chat left.
@@ -455,7 +430,7 @@ func (s *Session) chatSummaryChanged(cs ahp.ChatSummary) {
 // persist writes the session record behind the actor, for what a crash may
 // lose (the modification time).
 func (s *Session) persist() {
-	s.cfg.Store.Enqueue(s.recordOp())
+	s.cfg.Env.Store.Enqueue(s.recordOp())
 }
 
 // commitRecord writes the session record and waits until it is committed.
@@ -463,7 +438,7 @@ func (s *Session) persist() {
 func (s *Session) commitRecord(what string) {
 	ctx, cancel := context.WithTimeout(context.Background(), store.CommitWait)
 	defer cancel()
-	if err := s.cfg.Store.Commit(ctx, s.recordOp()); err != nil {
+	if err := s.cfg.Env.Store.Commit(ctx, s.recordOp()); err != nil {
 		s.log.Error("commit session before telling clients", "what", what, "err", err)
 	}
 }
@@ -497,7 +472,7 @@ func (s *Session) Dispatch(cl chat.Client, clientSeq int64, a ahp.Action) error 
 }
 
 func (s *Session) onClientAction(cl chat.Client, origin *ahp.ActionOrigin, a ahp.Action) {
-	refuse := func(reason string) { s.cfg.Bus.Refuse(cl.Sub, s.uri, a, origin, reason) }
+	refuse := func(reason string) { s.cfg.Env.Bus.Refuse(cl.Sub, s.uri, a, origin, reason) }
 	if !ahp.IsClientDispatchable(a.ActionType()) {
 		refuse("Action is not client-dispatchable.")
 		return
@@ -567,7 +542,7 @@ func (s *Session) renameStoredChat(e *chatEntry, title string) {
 	rec := e.record
 	ctx, cancel := context.WithTimeout(context.Background(), store.CommitWait)
 	defer cancel()
-	if err := s.cfg.Store.Commit(ctx, func(ctx context.Context, st *store.Store) error { return st.PutChat(ctx, rec) }); err != nil {
+	if err := s.cfg.Env.Store.Commit(ctx, func(ctx context.Context, st *store.Store) error { return st.PutChat(ctx, rec) }); err != nil {
 		s.log.Error("commit chat title before telling clients", "chat", rec.URI, "err", err)
 	}
 	if i := slices.IndexFunc(s.state.Chats, func(c ahp.ChatSummary) bool { return c.Resource == rec.URI }); i >= 0 {

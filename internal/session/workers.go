@@ -71,7 +71,7 @@ func (s *Session) rootChatOf(rec store.ChatRecord) string {
 func (s *Session) openWorker(w chat.WorkerOpen) {
 	ctx := context.Background()
 	if _, known := s.chats[w.URI]; !known {
-		now := s.cfg.Now()
+		now := s.cfg.Env.Now()
 		rec := store.ChatRecord{
 			URI:            w.URI,
 			Title:          w.Title,

@@ -1,0 +1,67 @@
+// Package env is what every actor of one daemon shares, built once by
+// internal/daemon and handed down unchanged: the bus, the store, the
+// logger, the clock and the limits. The host, each session and each chat
+// read it; none of them copies its fields into a config of its own.
+package env
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/ahpd/ahpd/internal/bus"
+	"github.com/ahpd/ahpd/internal/store"
+)
+
+// Env is one daemon's shared environment.
+type Env struct {
+	Bus    *bus.Bus
+	Store  *store.Store
+	Logger *slog.Logger
+	Now    func() time.Time
+	Limits Limits
+	// Attachments are where and how the bytes messages carry are kept.
+	Attachments Attachments
+}
+
+// Limits bound what a chat keeps and how long it waits.
+type Limits struct {
+	// TurnsView is the page size of fetchTurns and of a view without a
+	// count.
+	TurnsView int
+	// ChatIdle is how long a chat actor with nothing to do stays loaded
+	// (0: the chat package's default; negative: never unloads).
+	ChatIdle time.Duration
+	// AgentSilence is how long a running turn's agent may say nothing
+	// before the turn ends and its process is replaced (0: the chat
+	// package's default; negative: never).
+	AgentSilence time.Duration
+}
+
+// Attachments are the attachment settings (CHATS.md "Attachments").
+type Attachments struct {
+	// Dir is <data dir>/attachments: the bytes a message carries are
+	// written under its session's folder there (C-ATT-09). Empty: they
+	// stay as sent (C-ATT-19).
+	Dir string
+	// FetchLimit is attachmentFetchLimitBytes: the largest resource only
+	// the sending client holds that the host asks it for (0: any size).
+	FetchLimit int64
+}
+
+// DefaultTurnsView is the page size when the config names none.
+const DefaultTurnsView = 50
+
+// New returns an environment with defaults filled in: the system clock, the
+// default logger and page size.
+func New(e Env) *Env {
+	if e.Logger == nil {
+		e.Logger = slog.Default()
+	}
+	if e.Now == nil {
+		e.Now = time.Now
+	}
+	if e.Limits.TurnsView <= 0 {
+		e.Limits.TurnsView = DefaultTurnsView
+	}
+	return &e
+}
