@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -203,5 +204,37 @@ func TestClearWithoutDelete(t *testing.T) {
 				t.Fatalf("backend history = %q, want the conversation it had", got)
 			}
 		})
+	}
+}
+
+// TestSessionAndChatDispatchKeepTheirOrder: chat actions a client sends
+// to the session (meaning its default chat, C-FIRST-11) and to the chat's
+// own URI reach the chat in the order sent (issue 9: both take the chat's
+// lane). Forty messages queued alternately by the two names wait in that
+// order.
+func TestSessionAndChatDispatchKeepTheirOrder(t *testing.T) {
+	e := newEnv(t)
+	a := e.client("a")
+	sess, def := e.createSession(a, "ahp-session:/0bde0000-0000-4000-8000-000000000001")
+	a.Subscribe(def)
+	a.Dispatch(def, turnStarted("t1", "[hold] keep the queue waiting"))
+	var want []string
+	var last int64
+	for i := range 40 {
+		id := fmt.Sprintf("q%02d", i)
+		channel := def
+		if i%2 == 0 {
+			channel = sess
+		}
+		last = setPending(a, channel, ahp.PendingQueued, id, "message "+id)
+		want = append(want, id)
+	}
+	a.AwaitEcho(last)
+	var got []string
+	for _, q := range chatOf(t, a, def).QueuedMessages {
+		got = append(got, q.ID)
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("queued in the order\n %v\nsent\n %v", got, want)
 	}
 }

@@ -289,8 +289,10 @@ func (h *Host) dispatchAction(cl *client, params json.RawMessage) {
 		}
 		if strings.HasPrefix(a.ActionType(), "chat/") {
 			// C-FIRST-11: a chat action on a session names no chat: it
-			// goes to the chat the session's defaultChat names.
-			h.route(cl, p.Channel, a, origin, func() {
+			// goes to the chat the session's defaultChat names. It takes
+			// that chat's lane, so it keeps its order among the actions
+			// sent to the chat by its own URI.
+			h.route(cl, h.defaultChatLane(p.Channel), a, origin, func() {
 				ctx, cancel := context.WithTimeout(ctx, routeWait)
 				defer cancel()
 				h.dispatchToDefaultChat(ctx, cl, s, p, a, origin)
@@ -301,6 +303,18 @@ func (h *Host) dispatchAction(cl *client, params json.RawMessage) {
 			h.bus.Refuse(cl, p.Channel, a, origin, err.Error())
 		}
 	}
+}
+
+// defaultChatLane is the lane of the chat the session last said is its
+// default (its summary's defaultChat), or the session's own when it named
+// none yet. The session still decides where the action goes.
+func (h *Host) defaultChatLane(session string) string {
+	h.sessionsMu.Lock()
+	defer h.sessionsMu.Unlock()
+	if def := h.summaries[session].DefaultChat; def != "" {
+		return def
+	}
+	return session
 }
 
 // routeWait bounds how long a routed action waits for its chat to load (an
