@@ -45,7 +45,7 @@ func (c *Chat) fetchTurns(cursor string) error {
 	if cursor != "" {
 		id, ok := parseCursor(cursor)
 		if !ok {
-			return ahp.Errorf(ahp.ErrInvalidParams, "params.cursor: unrecognized cursor %q", cursor)
+			return ahp.Errorf(ahp.ErrInvalidParams, "params.cursor: unrecognized fetchTurns cursor %q", cursor)
 		}
 		end = -1
 		if cursor == endCursor {

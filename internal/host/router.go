@@ -99,7 +99,9 @@ func (h *Host) Request(ctx context.Context, c *rpc.Conn, method string, params j
 	case ahp.MethodInitialize:
 		return h.initialize(ctx, cl, params)
 	case ahp.MethodPing:
-		return struct{}{}, nil
+		// Liveness has no payload: the answer is null (VS Code's "ping
+		// answers before the client initializes").
+		return nil, nil
 	case ahp.MethodReconnect:
 		return h.reconnect(ctx, cl, params)
 	case ahp.MethodSubscribe:
@@ -162,9 +164,8 @@ func (h *Host) initialize(ctx context.Context, cl *client, params json.RawMessag
 	if err := requireChannel(p.Channel, true); err != nil {
 		return nil, err
 	}
-	if len(p.ProtocolVersions) == 0 {
-		return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.protocolVersions: required")
-	}
+	// An empty list offers no version this host speaks: the same answer
+	// as an unsupported one, with the versions it does.
 	version, ok := ahp.Negotiate(p.ProtocolVersions)
 	if !ok {
 		err := ahp.Errorf(ahp.ErrUnsupportedProtocolVersion, "none of %v is supported", p.ProtocolVersions)

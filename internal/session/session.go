@@ -510,6 +510,12 @@ func (s *Session) onClientAction(cl chat.Client, origin *ahp.ActionOrigin, a ahp
 		}
 		s.apply(a, origin)
 	case ahp.SessionWorkingDirectoryRemoved:
+		if !slices.Contains(s.state.WorkingDirectories, a.Directory) {
+			// Answered, not dropped: the client rolls its optimistic
+			// removal back.
+			refuse(fmt.Sprintf("%s is not a working directory of this session.", a.Directory))
+			return
+		}
 		if len(s.state.WorkingDirectories) > 0 && s.state.WorkingDirectories[0] == a.Directory {
 			refuse("The session's first working directory cannot be removed; replace it instead.")
 			return
