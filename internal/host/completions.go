@@ -3,16 +3,16 @@ package host
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
-	"sort"
 	"strings"
+	"sync"
+	"time"
 	"unicode"
 	"unicode/utf16"
 
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/auth"
 	"github.com/ahpd/ahpd/internal/chat"
+	"github.com/ahpd/ahpd/internal/filefind"
 )
 
 const completionsMax = 50
@@ -91,8 +91,8 @@ func (h *Host) completions(ctx context.Context, cl *client, params json.RawMessa
 			res.Items = append(res.Items, item("/"+cmd.Name+" ", att))
 		}
 	case '@':
-		for _, f := range matchFiles(dirs, token[1:]) {
-			res.Items = append(res.Items, item("@"+f.rel, f.attachment()))
+		for _, f := range h.matchFiles(dirs, token[1:]) {
+			res.Items = append(res.Items, item("@"+f.insert, f.attachment()))
 		}
 	case '#':
 		q := token[1:]
@@ -115,14 +115,14 @@ func (h *Host) completions(ctx context.Context, cl *client, params json.RawMessa
 				res.Items = append(res.Items, item("#chat:"+ch.Title, att))
 			}
 			if q == "chat:" || !strings.HasPrefix(q, "chat:") {
-				for _, f := range matchFiles(dirs, q) {
-					res.Items = append(res.Items, item("#"+f.rel, f.attachment()))
+				for _, f := range h.matchFiles(dirs, q) {
+					res.Items = append(res.Items, item("#"+f.insert, f.attachment()))
 				}
 			}
 			break
 		}
-		for _, f := range matchFiles(dirs, q) {
-			res.Items = append(res.Items, item("#"+f.rel, f.attachment()))
+		for _, f := range h.matchFiles(dirs, q) {
+			res.Items = append(res.Items, item("#"+f.insert, f.attachment()))
 		}
 	}
 	if len(res.Items) > completionsMax {
@@ -131,50 +131,90 @@ func (h *Host) completions(ctx context.Context, cl *client, params json.RawMessa
 	return res, nil
 }
 
+// fileMatch is one file or folder a completion offers.
 type fileMatch struct {
-	rel, abs string
-	dir      bool
+	insert, label, abs string
+	dir                bool
 }
 
 func (f fileMatch) attachment() ahp.MessageAttachment {
-	att := ahp.MessageAttachment{Type: ahp.AttachmentResource, Label: filepath.Base(f.abs), URI: ahp.FileURI(f.abs)}
+	att := ahp.MessageAttachment{Type: ahp.AttachmentResource, Label: f.label, URI: ahp.FileURI(f.abs), DisplayKind: "document"}
 	if f.dir {
 		att.DisplayKind = "directory"
 	}
 	return att
 }
 
-// matchFiles lists entries of the directories whose relative path starts
-// with prefix: the entries of the folder the prefix names so far.
-func matchFiles(dirs []string, prefix string) []fileMatch {
-	var out []fileMatch
+// File index bounds: how many entries one directory's walk lists, how
+// long a listing is reused (a completion is asked for on every key), and
+// how many directories' listings are kept.
+const (
+	fileIndexLimit = 20000
+	fileIndexTTL   = 10 * time.Second
+	fileIndexKeep  = 64
+)
+
+// fileIndex keeps the recent listings of working directories. Its own
+// mutex guards it: completions of many connections read it.
+type fileIndex struct {
+	mu   sync.Mutex
+	dirs map[string]indexed
+}
+
+type indexed struct {
+	at      time.Time
+	entries []filefind.Entry
+}
+
+// list is root's listing, walked again when older than fileIndexTTL.
+func (x *fileIndex) list(root string, now time.Time) []filefind.Entry {
+	x.mu.Lock()
+	got, ok := x.dirs[root]
+	x.mu.Unlock()
+	if ok && now.Sub(got.at) < fileIndexTTL {
+		return got.entries
+	}
+	entries := filefind.Walk(root, fileIndexLimit)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.dirs == nil {
+		x.dirs = make(map[string]indexed)
+	}
+	if len(x.dirs) >= fileIndexKeep {
+		for k, v := range x.dirs {
+			if now.Sub(v.at) >= fileIndexTTL || len(x.dirs) >= fileIndexKeep {
+				delete(x.dirs, k)
+			}
+		}
+	}
+	x.dirs[root] = indexed{at: now, entries: entries}
+	return entries
+}
+
+// matchFiles finds what query names in the directories (filefind.Match):
+// a file is inserted by its name, or by its path when another match shares
+// the name; a folder by its path and a slash.
+func (h *Host) matchFiles(dirs []string, query string) []fileMatch {
+	var all []filefind.Entry
 	for _, d := range dirs {
 		root, err := ahp.LocalPath(d)
 		if err != nil {
 			continue
 		}
-		folder, part := filepath.Split(filepath.FromSlash(prefix))
-		base := filepath.Join(root, folder)
-		if rel, err := filepath.Rel(root, base); err != nil || strings.HasPrefix(rel, "..") {
-			continue
-		}
-		entries, err := os.ReadDir(base)
-		if err != nil {
-			continue
-		}
-		for _, e := range entries {
-			if !strings.HasPrefix(e.Name(), part) || (strings.HasPrefix(e.Name(), ".") && !strings.HasPrefix(part, ".")) {
-				continue
-			}
-			abs := filepath.Join(base, e.Name())
-			rel, _ := filepath.Rel(root, abs)
-			rel = filepath.ToSlash(rel)
-			if e.IsDir() {
-				rel += "/"
-			}
-			out = append(out, fileMatch{rel: rel, abs: abs, dir: e.IsDir()})
-		}
+		all = append(all, h.files.list(root, h.opts.Env.Now())...)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].rel < out[j].rel })
+	found := filefind.Match(all, query, completionsMax)
+	labels := filefind.Labels(found)
+	out := make([]fileMatch, 0, len(found))
+	for i, e := range found {
+		insert := e.Base()
+		switch {
+		case e.Dir:
+			insert = e.Rel + "/"
+		case labels[i] != e.Base() || strings.Contains(query, "/"):
+			insert = e.Rel
+		}
+		out = append(out, fileMatch{insert: insert, label: labels[i], abs: e.Abs(), dir: e.Dir})
+	}
 	return out
 }

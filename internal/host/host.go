@@ -57,6 +57,10 @@ type Host struct {
 
 	// rootMu guards root: root actions are applied and published under it,
 	// so the root snapshot and the envelopes after it agree.
+	// files keeps recent listings of working directories for @ and #
+	// completions (completions.go).
+	files fileIndex
+
 	rootMu sync.Mutex
 	root   ahp.RootState
 

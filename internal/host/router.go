@@ -182,7 +182,7 @@ func (h *Host) initialize(ctx context.Context, cl *client, params json.RawMessag
 		ProtocolVersion:             version,
 		ServerSeq:                   seq,
 		ServerInfo:                  &ahp.Implementation{Name: "ahpd", Version: h.opts.ServerVersion},
-		CompletionTriggerCharacters: []string{"/", "@", "#"},
+		CompletionTriggerCharacters: []string{"@", "#", "/"}, // the order VS Code's host says them
 		TerminalCommandPrefix:       "!",
 	}
 	if len(h.opts.Paths) > 0 {
