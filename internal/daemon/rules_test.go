@@ -238,3 +238,44 @@ func TestSessionAndChatDispatchKeepTheirOrder(t *testing.T) {
 		t.Fatalf("queued in the order\n %v\nsent\n %v", got, want)
 	}
 }
+
+// TestForeignChannelActionsRefused: the terminal, changeset and annotations
+// actions a client may dispatch (actions.table) are refused on a chat or a
+// session channel, and reach no watcher there: those channels' reducers
+// would otherwise pass them on unchanged. A session action is refused on a
+// chat channel, a chat action on the root.
+func TestForeignChannelActionsRefused(t *testing.T) {
+	e := newEnv(t)
+	a := e.client("a")
+	sess, chat := e.createSession(a, "ahp-session:/f0e1c000-0000-4000-8000-000000000001")
+	watcher := e.client("w")
+	watcher.Subscribe(sess)
+	watcher.Subscribe(chat)
+	for _, tc := range []struct {
+		channel string
+		action  map[string]any
+	}{
+		{chat, map[string]any{"type": "terminal/input", "data": "rm -rf /\r"}},
+		{sess, map[string]any{"type": "terminal/cleared"}},
+		{chat, map[string]any{"type": "annotations/set", "annotation": map[string]any{"id": "x", "resolved": false, "entries": []any{}}}},
+		{sess, map[string]any{"type": "annotations/removed", "annotationId": "x"}},
+		{sess, map[string]any{"type": "changeset/filesReviewChanged", "files": []string{"file:///x"}, "reviewed": true}},
+		{chat, map[string]any{"type": "session/titleChanged", "title": "through the chat"}},
+		{ahp.RootURI, map[string]any{"type": "chat/draftChanged", "draft": userMessage("x")}},
+	} {
+		env := a.AwaitEcho(a.Dispatch(tc.channel, tc.action))
+		if !strings.Contains(env.RejectionReason, "is not an action of channel") {
+			t.Errorf("%s on %s: %s, want a refusal", tc.action["type"], tc.channel, env.Raw)
+		}
+	}
+	// The watcher hears none of them: a ping after them all comes back
+	// with no envelope of those types in front of it.
+	watcher.MustCall("ping", nil)
+	for _, env := range watcher.Envelopes() {
+		for _, p := range []string{"terminal/", "annotations/", "changeset/"} {
+			if strings.Contains(string(env.Action), `"type":"`+p) {
+				t.Errorf("a watcher heard %s", env.Raw)
+			}
+		}
+	}
+}

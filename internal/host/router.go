@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -246,6 +247,10 @@ func (h *Host) dispatchAction(cl *client, params json.RawMessage) {
 		h.bus.Refuse(cl, p.Channel, a, origin, "dispatchAction before initialize")
 		return
 	}
+	if reason := channelRefuses(p.Channel, a.ActionType()); reason != "" {
+		h.bus.Refuse(cl, p.Channel, a, origin, reason)
+		return
+	}
 	ctx := context.Background()
 	switch {
 	case ahp.IsRootURI(p.Channel):
@@ -304,6 +309,28 @@ func (h *Host) dispatchAction(cl *client, params json.RawMessage) {
 			h.bus.Refuse(cl, p.Channel, a, origin, err.Error())
 		}
 	}
+}
+
+// channelRefuses says why a channel does not take an action of this type
+// ("" when it does): an action is its subject's, so a terminal, changeset
+// or annotations action never reaches a chat or a session, whose reducers
+// would pass it on to every watcher unchanged. A session takes its own
+// actions and chat actions meant for its default chat (C-FIRST-11).
+func channelRefuses(channel, actionType string) string {
+	subject, _, _ := strings.Cut(actionType, "/")
+	var takes []string
+	switch {
+	case ahp.IsRootURI(channel):
+		takes = []string{"root"}
+	case ahp.IsChatURI(channel):
+		takes = []string{"chat"}
+	default:
+		takes = []string{"session", "chat"}
+	}
+	if slices.Contains(takes, subject) {
+		return ""
+	}
+	return fmt.Sprintf("%s is not an action of channel %s.", actionType, channel)
 }
 
 // defaultChatLane is the lane of the chat the session last said is its
