@@ -146,39 +146,14 @@ func replayTurn(st *ahp.ChatState, id string, tt agent.TranscriptTurn) {
 // ending as the engine says them.
 func replayToolCall(apply func(ahp.Action), turnID string, p agent.TranscriptPart) {
 	tc := p.Tool
-	display := tc.DisplayName
-	if display == "" {
-		display = tc.Name
-	}
-	apply(ahp.ChatToolCallStart{TurnID: turnID, ToolCallID: tc.ID, ToolName: tc.Name, DisplayName: display})
-	ready := ahp.ChatToolCallReady{TurnID: turnID, ToolCallID: tc.ID}
-	inv := tc.Invocation
-	if inv == "" {
-		inv = tc.Name
-	}
-	ready.InvocationMessage = ahp.Plain(inv)
-	if tc.Input != "" {
-		ready.ToolInput = ahp.ToolInputString(tc.Input)
-	}
-	if !p.Denied {
-		ready.Confirmed = ahp.ConfirmedNotNeeded
-	}
-	apply(ready)
+	apply(turns.ToolStart(turnID, tc))
+	// A denied call was one that asked for confirmation.
+	apply(turns.ToolReady(turnID, tc, p.Denied))
 	switch {
 	case p.Denied:
 		apply(ahp.ChatToolCallConfirmed{TurnID: turnID, ToolCallID: tc.ID, Approved: false})
 	case p.Done:
-		res := ahp.ToolCallResult{Success: tc.Success}
-		if tc.PastTense != "" {
-			res.PastTenseMessage = ahp.Plain(tc.PastTense)
-		}
-		if tc.Output != "" {
-			res.Content = []ahp.ToolResultContent{ahp.TextContent(tc.Output)}
-		}
-		if tc.Error != "" {
-			res.Error = turns.ErrorJSON(tc.Error)
-		}
-		apply(ahp.ChatToolCallComplete{TurnID: turnID, ToolCallID: tc.ID, Result: res})
+		apply(ahp.ChatToolCallComplete{TurnID: turnID, ToolCallID: tc.ID, Result: turns.ToolResult(tc)})
 	}
 	// A call that never finished is cancelled (skipped) when its turn ends.
 }

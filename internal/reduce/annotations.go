@@ -11,13 +11,7 @@ import (
 func Annotations(s *ahp.AnnotationsState, a ahp.Action) {
 	switch a := a.(type) {
 	case ahp.AnnotationsSet:
-		list := slices0(s.Annotations)
-		if i := annotationIndex(list, a.Annotation.ID); i >= 0 {
-			list[i] = a.Annotation
-		} else {
-			list = append(list, a.Annotation)
-		}
-		s.Annotations = list
+		s.Annotations = upsert(s.Annotations, a.Annotation, func(an ahp.Annotation) bool { return an.ID == a.Annotation.ID })
 	case ahp.AnnotationsUpdated:
 		updateAnnotation(s, a.AnnotationID, func(an *ahp.Annotation) {
 			if a.Resolved != nil {
@@ -35,22 +29,16 @@ func Annotations(s *ahp.AnnotationsState, a ahp.Action) {
 		})
 	case ahp.AnnotationsRemoved:
 		if i := annotationIndex(s.Annotations, a.AnnotationID); i >= 0 {
-			s.Annotations = slices.Delete(slices0(s.Annotations), i, i+1)
+			s.Annotations = without(s.Annotations, i)
 		}
 	case ahp.AnnotationsEntrySet:
 		updateAnnotation(s, a.AnnotationID, func(an *ahp.Annotation) {
-			entries := slices0(an.Entries)
-			if i := slices.IndexFunc(entries, func(e ahp.AnnotationEntry) bool { return e.ID == a.Entry.ID }); i >= 0 {
-				entries[i] = a.Entry
-			} else {
-				entries = append(entries, a.Entry)
-			}
-			an.Entries = entries
+			an.Entries = upsert(an.Entries, a.Entry, func(e ahp.AnnotationEntry) bool { return e.ID == a.Entry.ID })
 		})
 	case ahp.AnnotationsEntryRemoved:
 		updateAnnotation(s, a.AnnotationID, func(an *ahp.Annotation) {
 			if i := slices.IndexFunc(an.Entries, func(e ahp.AnnotationEntry) bool { return e.ID == a.EntryID }); i >= 0 {
-				an.Entries = slices.Delete(slices0(an.Entries), i, i+1)
+				an.Entries = without(an.Entries, i)
 			}
 		})
 	}
@@ -62,7 +50,7 @@ func updateAnnotation(s *ahp.AnnotationsState, id string, fn func(*ahp.Annotatio
 	if i < 0 {
 		return
 	}
-	list := slices0(s.Annotations)
+	list := fresh(s.Annotations)
 	fn(&list[i])
 	s.Annotations = list
 }

@@ -17,16 +17,10 @@ func Changeset(s *ahp.ChangesetState, a ahp.Action) {
 			s.Error = a.Error
 		}
 	case ahp.ChangesetFileSet:
-		files := slices0(s.Files)
-		if i := fileIndex(files, a.File.ID); i >= 0 {
-			files[i] = a.File
-		} else {
-			files = append(files, a.File)
-		}
-		s.Files = files
+		s.Files = upsert(s.Files, a.File, func(f ahp.ChangesetFile) bool { return f.ID == a.File.ID })
 	case ahp.ChangesetFileRemoved:
 		if i := fileIndex(s.Files, a.FileID); i >= 0 {
-			s.Files = slices.Delete(slices0(s.Files), i, i+1)
+			s.Files = without(s.Files, i)
 		}
 	case ahp.ChangesetFilesReviewChanged:
 		var files []ahp.ChangesetFile
@@ -35,7 +29,7 @@ func Changeset(s *ahp.ChangesetState, a ahp.Action) {
 				continue
 			}
 			if files == nil {
-				files = slices0(s.Files)
+				files = fresh(s.Files)
 			}
 			reviewed := a.Reviewed
 			files[i].Reviewed = &reviewed
@@ -62,7 +56,7 @@ func Changeset(s *ahp.ChangesetState, a ahp.Action) {
 		if i < 0 {
 			return
 		}
-		ops := slices0(s.Operations)
+		ops := fresh(s.Operations)
 		ops[i].Status, ops[i].Error = a.Status, nil
 		if a.Status == ahp.ChangesetError {
 			ops[i].Error = a.Error

@@ -848,6 +848,25 @@ func without[T any](s []T, i int) []T {
 	return append(out, s[i+1:]...)
 }
 
+// fresh copies a slice so an update never writes through memory the
+// reducer did not allocate (doc.go, sharing rule).
+func fresh[T any](in []T) []T {
+	out := make([]T, len(in), len(in)+1)
+	copy(out, in)
+	return out
+}
+
+// upsert returns a fresh copy of list with v in place of the element same
+// picks, or v appended when none is.
+func upsert[T any](list []T, v T, same func(T) bool) []T {
+	out := fresh(list)
+	if i := slices.IndexFunc(out, same); i >= 0 {
+		out[i] = v
+		return out
+	}
+	return append(out, v)
+}
+
 func nilIfEmpty[T any](s []T) []T {
 	if len(s) == 0 {
 		return nil

@@ -8,7 +8,7 @@ import "github.com/ahpd/ahpd/internal/ahp"
 func Terminal(s *ahp.TerminalState, a ahp.Action) {
 	switch a := a.(type) {
 	case ahp.TerminalData:
-		content := slices0(s.Content)
+		content := fresh(s.Content)
 		n := len(content)
 		switch {
 		case n > 0 && content[n-1].Type == ahp.TerminalPartCommand && !content[n-1].IsComplete:
@@ -38,14 +38,14 @@ func Terminal(s *ahp.TerminalState, a ahp.Action) {
 		yes := true
 		s.SupportsCommandDetection = &yes
 	case ahp.TerminalCommandExecuted:
-		content := slices0(s.Content)
+		content := fresh(s.Content)
 		s.Content = append(content, ahp.TerminalContentPart{
 			Type: ahp.TerminalPartCommand, CommandID: a.CommandID, CommandLine: a.CommandLine, Timestamp: a.Timestamp,
 		})
 		yes := true
 		s.SupportsCommandDetection = &yes
 	case ahp.TerminalCommandFinished:
-		content := slices0(s.Content)
+		content := fresh(s.Content)
 		for i := range content {
 			if p := &content[i]; p.Type == ahp.TerminalPartCommand && p.CommandID == a.CommandID {
 				p.IsComplete, p.ExitCode, p.DurationMs = true, a.ExitCode, a.DurationMs
@@ -53,12 +53,4 @@ func Terminal(s *ahp.TerminalState, a ahp.Action) {
 		}
 		s.Content = content
 	}
-}
-
-// slices0 copies a slice so an update never writes through memory the
-// reducer did not allocate (doc.go, sharing rule).
-func slices0[T any](in []T) []T {
-	out := make([]T, len(in), len(in)+1)
-	copy(out, in)
-	return out
 }

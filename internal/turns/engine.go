@@ -859,10 +859,6 @@ func (e *Engine) kick() {
 	e.startNext()
 }
 
-// Kick starts what waits if nothing holds it (after the host changed the
-// chat: a truncation, a load).
-func (e *Engine) Kick() { e.startNext() }
-
 // startNext starts what waits when nothing runs. First a turn a client sent
 // behind the one that just ended (C-TURN-104); then, unless a hold is on
 // (see Engine), a steering message ahead of every queued one (C-TURN-45,

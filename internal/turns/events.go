@@ -55,27 +55,9 @@ func (e *Engine) Event(conv agent.Conversation, ev agent.Event) {
 func (e *Engine) turnEvent(t *Active, conv agent.Conversation, ev agent.Event) {
 	switch ev.Kind {
 	case agent.EventText:
-		if ev.Text == "" {
-			return
-		}
-		if t.lastKind != ahp.PartMarkdown || (ev.PartID != "" && ev.PartID != t.mdPart) {
-			t.mdPart = t.partID(ev.PartID, "md")
-			t.lastKind = ahp.PartMarkdown
-			e.Apply(ahp.ChatResponsePart{TurnID: t.ID, Part: ahp.MarkdownPart(t.mdPart, ev.Text)}, nil)
-			return
-		}
-		e.Apply(ahp.ChatDelta{TurnID: t.ID, PartID: t.mdPart, Content: ev.Text}, nil)
+		e.stream(t, ev, ahp.PartMarkdown, &t.mdPart)
 	case agent.EventReasoning:
-		if ev.Text == "" {
-			return
-		}
-		if t.lastKind != ahp.PartReasoning || (ev.PartID != "" && ev.PartID != t.rsPart) {
-			t.rsPart = t.partID(ev.PartID, "rs")
-			t.lastKind = ahp.PartReasoning
-			e.Apply(ahp.ChatResponsePart{TurnID: t.ID, Part: ahp.ReasoningPart(t.rsPart, ev.Text)}, nil)
-			return
-		}
-		e.Apply(ahp.ChatReasoning{TurnID: t.ID, PartID: t.rsPart, Content: ev.Text}, nil)
+		e.stream(t, ev, ahp.PartReasoning, &t.rsPart)
 	case agent.EventToolStart:
 		tc := ev.ToolCall
 		if tc == nil || tc.ID == "" || t.tools[tc.ID] {
@@ -83,11 +65,7 @@ func (e *Engine) turnEvent(t *Active, conv agent.Conversation, ev agent.Event) {
 		}
 		t.tools[tc.ID] = true
 		t.lastKind = ahp.PartToolCall
-		name := tc.DisplayName
-		if name == "" {
-			name = tc.Name
-		}
-		e.Apply(ahp.ChatToolCallStart{TurnID: t.ID, ToolCallID: tc.ID, ToolName: tc.Name, DisplayName: name}, nil)
+		e.Apply(ToolStart(t.ID, tc), nil)
 	case agent.EventToolInput:
 		tc := ev.ToolCall
 		if tc == nil || !t.tools[tc.ID] {
@@ -102,36 +80,15 @@ func (e *Engine) turnEvent(t *Active, conv agent.Conversation, ev agent.Event) {
 		if !t.tools[tc.ID] {
 			e.turnEvent(t, conv, agent.Event{Kind: agent.EventToolStart, TurnID: t.ID, ToolCall: tc})
 		}
-		a := ahp.ChatToolCallReady{TurnID: t.ID, ToolCallID: tc.ID}
-		inv := tc.Invocation
-		if inv == "" {
-			inv = tc.Name
-		}
-		a.InvocationMessage = ahp.Plain(inv)
-		if tc.Input != "" {
-			a.ToolInput = ahp.ToolInputString(tc.Input)
-		}
-		if !tc.NeedsConfirmation {
-			a.Confirmed = ahp.ConfirmedNotNeeded
-		}
-		e.Apply(a, nil)
+		e.Apply(ToolReady(t.ID, tc, tc.NeedsConfirmation), nil)
 	case agent.EventToolDone:
 		tc := ev.ToolCall
 		if tc == nil || !t.tools[tc.ID] {
 			return
 		}
-		res := ahp.ToolCallResult{Success: tc.Success}
-		if tc.PastTense != "" {
-			res.PastTenseMessage = ahp.Plain(tc.PastTense)
-		}
-		if tc.Output != "" {
-			res.Content = []ahp.ToolResultContent{ahp.TextContent(tc.Output)}
-		}
+		res := ToolResult(tc)
 		// C-SUB-17: a spawning call's result names its worker chat.
 		res.Content = append(res.Content, e.host.SpawnedContent(tc.ID)...)
-		if tc.Error != "" {
-			res.Error = ErrorJSON(tc.Error)
-		}
 		e.Apply(ahp.ChatToolCallComplete{TurnID: t.ID, ToolCallID: tc.ID, Result: res}, nil)
 	case agent.EventUsage:
 		if ev.Usage == nil {
@@ -162,6 +119,74 @@ func (e *Engine) turnEvent(t *Active, conv agent.Conversation, ev agent.Event) {
 	}
 }
 
+// stream says text or reasoning: it continues the open part of its kind
+// (chat/delta, chat/reasoning) while nothing else came between and the
+// backend names no other part; otherwise it opens a part.
+func (e *Engine) stream(t *Active, ev agent.Event, kind string, open *string) {
+	if ev.Text == "" {
+		return
+	}
+	if t.lastKind == kind && (ev.PartID == "" || ev.PartID == *open) {
+		if kind == ahp.PartMarkdown {
+			e.Apply(ahp.ChatDelta{TurnID: t.ID, PartID: *open, Content: ev.Text}, nil)
+		} else {
+			e.Apply(ahp.ChatReasoning{TurnID: t.ID, PartID: *open, Content: ev.Text}, nil)
+		}
+		return
+	}
+	t.lastKind = kind
+	if kind == ahp.PartMarkdown {
+		*open = t.partID(ev.PartID, "md")
+		e.Apply(ahp.ChatResponsePart{TurnID: t.ID, Part: ahp.MarkdownPart(*open, ev.Text)}, nil)
+	} else {
+		*open = t.partID(ev.PartID, "rs")
+		e.Apply(ahp.ChatResponsePart{TurnID: t.ID, Part: ahp.ReasoningPart(*open, ev.Text)}, nil)
+	}
+}
+
+// ToolStart is chat/toolCallStart for call tc of turn turnID: named by its
+// display name, else its tool's.
+func ToolStart(turnID string, tc *agent.ToolCall) ahp.ChatToolCallStart {
+	name := tc.DisplayName
+	if name == "" {
+		name = tc.Name
+	}
+	return ahp.ChatToolCallStart{TurnID: turnID, ToolCallID: tc.ID, ToolName: tc.Name, DisplayName: name}
+}
+
+// ToolReady is chat/toolCallReady for call tc, with its full input; a call
+// that needs no confirmation says so.
+func ToolReady(turnID string, tc *agent.ToolCall, needsConfirmation bool) ahp.ChatToolCallReady {
+	a := ahp.ChatToolCallReady{TurnID: turnID, ToolCallID: tc.ID}
+	inv := tc.Invocation
+	if inv == "" {
+		inv = tc.Name
+	}
+	a.InvocationMessage = ahp.Plain(inv)
+	if tc.Input != "" {
+		a.ToolInput = ahp.ToolInputString(tc.Input)
+	}
+	if !needsConfirmation {
+		a.Confirmed = ahp.ConfirmedNotNeeded
+	}
+	return a
+}
+
+// ToolResult is the result of finished call tc: its output and error.
+func ToolResult(tc *agent.ToolCall) ahp.ToolCallResult {
+	res := ahp.ToolCallResult{Success: tc.Success}
+	if tc.PastTense != "" {
+		res.PastTenseMessage = ahp.Plain(tc.PastTense)
+	}
+	if tc.Output != "" {
+		res.Content = []ahp.ToolResultContent{ahp.TextContent(tc.Output)}
+	}
+	if tc.Error != "" {
+		res.Error = errorJSON(tc.Error)
+	}
+	return res
+}
+
 func (t *Active) partID(want, prefix string) string {
 	if want != "" {
 		return want
@@ -170,8 +195,8 @@ func (t *Active) partID(want, prefix string) string {
 	return fmt.Sprintf("%s-%s-%d", t.ID, prefix, t.nextPart)
 }
 
-// ErrorJSON is a tool result's error object carrying msg.
-func ErrorJSON(msg string) []byte {
+// errorJSON is a tool result's error object carrying msg.
+func errorJSON(msg string) []byte {
 	b, _ := json.Marshal(map[string]string{"message": msg})
 	return b
 }
