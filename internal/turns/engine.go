@@ -48,6 +48,14 @@ const (
 	ReasonNoConfirmation = "No tool call of the running turn waits for that confirmation."
 )
 
+// MaxWaiting bounds what may wait in one chat: the queued messages, and
+// the turns sent behind the running one, each. Past it a client's message
+// is refused, never dropped.
+const MaxWaiting = 1024
+
+// ReasonTooMuchWaits refuses a message past MaxWaiting.
+const ReasonTooMuchWaits = "Too many messages wait in this chat; take one back or let the running turn end first."
+
 // SenderMetaKey is the _meta key of a message that names who sent it, as a
 // typed reference: "user:<id>" or "root:<host>" (C-TURN-04..07).
 const SenderMetaKey = "ahpd.sender"
@@ -385,6 +393,10 @@ func (e *Engine) clientTurnStarted(from From, origin *ahp.ActionOrigin, a ahp.Ch
 		return
 	}
 	if e.Running() || e.isBehind(a.TurnID) {
+		if len(e.behind) >= MaxWaiting {
+			e.refuse(from, origin, a, ReasonTooMuchWaits)
+			return
+		}
 		e.behind = append(e.behind, held{from: from, origin: origin, a: a})
 		e.host.WaitingChanged() // turns sent behind survive a restart
 		return
@@ -746,6 +758,11 @@ func (e *Engine) clientPendingSet(from From, origin *ahp.ActionOrigin, a ahp.Cha
 	}
 	switch a.Kind {
 	case ahp.PendingQueued:
+		known := slices.ContainsFunc(e.st.QueuedMessages, func(m ahp.PendingMessage) bool { return m.ID == a.ID })
+		if !known && len(e.st.QueuedMessages) >= MaxWaiting {
+			e.refuse(from, origin, a, ReasonTooMuchWaits)
+			return
+		}
 		e.notePending(a.ID, from)
 		e.Apply(a, origin)
 		e.kick() // C-TURN-34

@@ -1,6 +1,7 @@
 package turns
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/ahpd/ahpd/internal/ahp"
@@ -60,5 +61,35 @@ func TestSameMessage(t *testing.T) {
 	c.Meta = map[string]any{"k": "v"}
 	if SameMessage(a, c) {
 		t.Fatal("different _meta are the same message")
+	}
+}
+
+// TestWaitingIsBounded: a client cannot make a chat hold more than
+// MaxWaiting queued messages or turns sent behind the running one; the one
+// past it is refused and nothing already waiting is lost.
+func TestWaitingIsBounded(t *testing.T) {
+	h := newHarness(t, capsFull, ahp.ChatState{})
+	start("t0", "running")(h)
+	for i := range MaxWaiting {
+		queue(fmt.Sprintf("q%d", i), "m")(h)
+		start(fmt.Sprintf("b%d", i), "m")(h)
+	}
+	mark(h)
+	queue("one-too-many", "m")(h)
+	start("b-too-many", "m")(h)
+	queue("q0", "changed, not new")(h)
+	want := []string{
+		"refuse pendingMessageSet queued one-too-many by c1: " + ReasonTooMuchWaits,
+		"refuse turnStarted b-too-many by c1: " + ReasonTooMuchWaits,
+		"tell pendingMessageSet queued q0",
+	}
+	if !subsequence(h.log, want) {
+		t.Fatalf("log %v", h.log)
+	}
+	if n := len(h.e.State().QueuedMessages); n != MaxWaiting {
+		t.Fatalf("%d queued", n)
+	}
+	if _, behind := h.e.Waiting(); len(behind) != MaxWaiting {
+		t.Fatalf("%d behind", len(behind))
 	}
 }
