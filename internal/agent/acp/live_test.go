@@ -3,6 +3,7 @@ package acp
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +24,7 @@ func claudeACP(t *testing.T) (*Agent, string) {
 	fake := fakemodel.Start(t)
 	a, err := New(Options{Name: "claude-acp", Command: bin, StateDir: t.TempDir(), Env: []string{
 		"HOME=" + t.TempDir(),
-		"CLAUDE_CONFIG_DIR=" + t.TempDir(),
+		"CLAUDE_CONFIG_DIR=" + askingConfigDir(t),
 		"ANTHROPIC_BASE_URL=" + fake.URL,
 		"ANTHROPIC_API_KEY=dummy",
 		"IS_SANDBOX=1",
@@ -36,6 +37,20 @@ func claudeACP(t *testing.T) (*Agent, string) {
 		t.Fatal(err)
 	}
 	return a, t.TempDir()
+}
+
+// askingConfigDir is a CLAUDE_CONFIG_DIR whose settings start sessions in
+// the "default" permission mode. Without it claude-agent-acp starts in
+// "auto", whose classifier (a model call the fake cannot answer) blocks a
+// Bash call instead of sending session/request_permission.
+func askingConfigDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	settings := `{"permissions":{"defaultMode":"default"}}`
+	if err := os.WriteFile(filepath.Join(dir, "settings.json"), []byte(settings), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // collect reads events until turn id ends.
@@ -110,9 +125,7 @@ func TestClaudeACPLive(t *testing.T) {
 			}
 		})
 		if !asked {
-			// Seen with claude-agent-acp 0.101.0 against the fake: the
-			// adapter ran the Bash call without session/request_permission.
-			t.Skip("the adapter asked no permission for the call; see docs/BACKENDS.md ## acp")
+			t.Fatal("the adapter asked no permission for the Bash call")
 		}
 		if end := evs[len(evs)-1].End; end.Outcome != agent.OutcomeComplete {
 			t.Fatalf("t2 ended %+v", end)
