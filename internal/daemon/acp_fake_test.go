@@ -5,19 +5,28 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/daemon"
+	"github.com/ahpd/ahpd/internal/testutil/ahptest"
 	"github.com/ahpd/ahpd/internal/testutil/fakemodel"
 )
 
-// TestACPFakeAgentWire drives the in-repo fake ACP agent (testdata/acpagent)
-// through the daemon's websocket: text streams; a permission is asked and
-// confirmed by a second client; a read outside the chat's directories is
-// refused; a stop ends the turn cancelled; after a restart the turns are
-// there and the next turn's process loaded the session.
-func TestACPFakeAgentWire(t *testing.T) {
+// acpFakeEnv is a daemon whose one provider, "fake-acp", is the in-repo
+// fake ACP agent (testdata/acpagent) configured through agents.acp, with
+// extra arguments. restart starts the daemon again with agents built anew
+// from the config, as a real restart does.
+type acpFakeEnv struct {
+	*testEnv
+	cfg daemon.Config
+}
+
+func newACPFakeEnv(t *testing.T, args ...string) *acpFakeEnv {
+	t.Helper()
 	root, err := fakemodel.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -26,7 +35,7 @@ func TestACPFakeAgentWire(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-C", root, "-o", bin, "./testdata/acpagent").CombinedOutput(); err != nil {
 		t.Fatalf("build the fake acp agent: %v\n%s", err, out)
 	}
-	entry, _ := json.Marshal([]map[string]any{{"name": "fake-acp", "command": bin, "args": []string{"-state", t.TempDir()}}})
+	entry, _ := json.Marshal([]map[string]any{{"name": "fake-acp", "command": bin, "args": args}})
 	cfg := daemon.Defaults()
 	cfg.DataDir = t.TempDir()
 	cfg.Agents = map[string]json.RawMessage{"acp": entry}
@@ -37,6 +46,29 @@ func TestACPFakeAgentWire(t *testing.T) {
 	e := newEnvWith(t, reg, func(c *daemon.Config) {
 		c.DataDir, c.Agents = cfg.DataDir, cfg.Agents
 	})
+	return &acpFakeEnv{testEnv: e, cfg: cfg}
+}
+
+func (e *acpFakeEnv) restartFresh() {
+	e.t.Helper()
+	e.stop()
+	reg, err := daemon.BuiltinAgents(e.cfg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.agents = reg
+	e.start()
+}
+
+// TestACPFakeAgentWire drives the in-repo fake ACP agent (testdata/acpagent)
+// through the daemon's websocket: text streams; a permission is asked and
+// confirmed by a second client; a read outside the chat's directories is
+// refused and nothing is read; a stop ends the turn cancelled within a
+// second; after a restart (agents built anew) the turns are there, the next
+// turn's process loaded the session with session/load, and the agents list
+// shows the models and modes the agent offered.
+func TestACPFakeAgentWire(t *testing.T) {
+	e := newACPFakeEnv(t, "-state", t.TempDir())
 	a := e.client("a")
 	const sess = "ahp-session:/acc0de00-0000-4000-8000-0000000000fa"
 	a.MustCall("createSession", map[string]any{"channel": sess, "provider": "fake-acp"})
@@ -77,18 +109,128 @@ func TestACPFakeAgentWire(t *testing.T) {
 
 	a.Dispatch(def, turnStarted("t4", "[slow]"))
 	clAwaitAction(t, a, def, "t4", "chat/delta")
+	stopped := time.Now()
 	a.AwaitEcho(a.Dispatch(def, map[string]any{"type": "chat/turnCancelled", "turnId": "t4"}))
 	if end := awaitEnd(t, a, def, "t4"); end.Type() != "chat/turnCancelled" {
 		t.Fatalf("t4 ended with %s", end.Type())
 	}
+	if d := time.Since(stopped); d > time.Second {
+		t.Errorf("the stop took %v", d)
+	}
 
-	e.restart()
+	e.restartFresh()
 	a = e.client("a2")
 	if turns := chatOf(t, a, def).Turns; len(turns) != 4 || turns[0].Message.Text != "hello" {
 		t.Fatalf("after the restart: %d turns", len(turns))
 	}
+	// The agents list of the restarted daemon names what the agent offered.
+	var root ahp.RootState
+	raw, _ := a.Subscribe(ahp.RootURI)
+	if err := json.Unmarshal(raw, &root); err != nil {
+		t.Fatal(err)
+	}
+	var listed *ahp.AgentInfo
+	for i := range root.Agents {
+		if root.Agents[i].Provider == "fake-acp" {
+			listed = &root.Agents[i]
+		}
+	}
+	if listed == nil || len(listed.Models) != 2 || listed.Models[0].ID != "fake-small" || listed.Models[1].Name != "Fake Large" ||
+		!strings.Contains(listed.Description, "modes: ask, code") {
+		t.Fatalf("agents list after the restart: %+v", listed)
+	}
 	a.Subscribe(def)
-	if end := sendTurn(t, a, def, "t5", "after"); end.Type() != "chat/turnComplete" {
+	// The fake replays the three turns it completed (the stopped one it
+	// did not keep) only when session/load asks for them.
+	if end := sendTurn(t, a, def, "t5", "[history]"); end.Type() != "chat/turnComplete" {
 		t.Fatalf("t5 ended with %s: %s", end.Type(), end.Action)
 	}
+	if got := clMarkdown(chatOf(t, a, def).Turns[4]); got != "loaded 3 turns" {
+		t.Errorf("t5 answered %q, want the session loaded", got)
+	}
+}
+
+// promptLog reads the fake agent's -log file: "start TEXT", "end TEXT" and
+// "overlap TEXT" lines, in the order the agent saw them.
+func promptLog(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	if len(b) == 0 {
+		return nil
+	}
+	return strings.Split(strings.TrimSpace(string(b)), "\n")
+}
+
+// TestACPOneTurnAtATime drives the fake ACP agent through the daemon's
+// websocket with two clients. The agent refuses a prompt that arrives while
+// another runs, and logs each prompt's start and end.
+//   - C-TURN-103, C-TURN-104: a turn sent by the second client while the
+//     first runs reaches the agent only once the first ended, and completes.
+//   - C-TURN-105, C-TURN-106: a stop of the running turn runs none of the
+//     two turns sent behind it, and both end cancelled in both clients'
+//     states.
+func TestACPOneTurnAtATime(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "prompts.log")
+	e := newACPFakeEnv(t, "-log", log)
+	a := e.client("a")
+	const sess = "ahp-session:/acc0de00-0000-4000-8000-0000000000fb"
+	a.MustCall("createSession", map[string]any{"channel": sess, "provider": "fake-acp"})
+	def := sessionState(t, a, sess).DefaultChat
+	a.Subscribe(def)
+	b := e.client("b")
+	b.Subscribe(def)
+
+	t.Run("a turn sent while another runs runs after it", func(t *testing.T) {
+		startTurn(a, def, "t1", "first [slow]")
+		awaitTyped(t, b, def, "chat/delta", "t1")
+		startTurn(b, def, "t2", "second")
+		if end := awaitEnd(t, a, def, "t1"); end.Type() != "chat/turnComplete" {
+			t.Fatalf("t1 ended with %s: %s", end.Type(), end.Action)
+		}
+		if end := awaitEnd(t, b, def, "t2"); end.Type() != "chat/turnComplete" {
+			t.Fatalf("t2 ended with %s: %s", end.Type(), end.Action)
+		}
+		want := []string{"start first [slow]", "end first [slow]", "start second", "end second"}
+		if got := promptLog(t, log); !slices.Equal(got, want) {
+			t.Fatalf("the agent saw %v, want %v", got, want)
+		}
+		if got := clMarkdown(chatOf(t, b, def).Turns[1]); got != "fake acp: second" {
+			t.Errorf("t2 answered %q", got)
+		}
+	})
+
+	t.Run("a stop runs none of the turns sent behind", func(t *testing.T) {
+		if err := os.Remove(log); err != nil {
+			t.Fatal(err)
+		}
+		startTurn(a, def, "t3", "third [slow]")
+		awaitTyped(t, b, def, "chat/delta", "t3")
+		startTurn(b, def, "t4", "fourth")
+		draftBarrier(t, b, def, "x")
+		startTurn(a, def, "t5", "fifth")
+		draftBarrier(t, a, def, "y")
+		awaitAccepted(t, a, stopTurn(a, def, "t3"))
+		for _, c := range []*ahptest.Client{a, b} {
+			awaitTyped(t, c, def, "chat/turnCancelled", "t5")
+		}
+		for _, c := range []*ahptest.Client{a, b} {
+			st := chatOf(t, c, def)
+			for _, id := range []string{"t3", "t4", "t5"} {
+				if tr := turnOf(t, st, id); tr.State != ahp.TurnCancelled {
+					t.Errorf("client %s: %s is %s, want cancelled", c.ID, id, tr.State)
+				}
+			}
+		}
+		if end := sendTurn(t, a, def, "t6", "sixth"); end.Type() != "chat/turnComplete" {
+			t.Fatalf("t6 ended with %s: %s", end.Type(), end.Action)
+		}
+		got := promptLog(t, log)
+		if len(got) < 2 || got[0] != "start third [slow]" || slices.Contains(got, "start fourth") || slices.Contains(got, "start fifth") ||
+			got[len(got)-2] != "start sixth" {
+			t.Fatalf("the agent saw %v", got)
+		}
+	})
 }

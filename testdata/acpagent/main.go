@@ -7,10 +7,17 @@
 //	[perm]        asks permission and says which option was picked
 //	[slow]        says 40 words 100 ms apart, ending cancelled on session/cancel
 //	[maxtokens]   ends with stop reason max_tokens
+//	[history]     says whether this process loaded the session and how many turns it replayed
+//	[model]       says the session's model and mode
 //	otherwise     says "fake acp: <text>", a thought first
 //
 // With -init-delay D, initialize takes D. With -state DIR it keeps each session's prompts and answers there and
-// replays them on session/load.
+// replays them on session/load. With -log FILE it appends "start TEXT" and "end TEXT" for each prompt (what the
+// agent was sent, and in which order). A prompt that arrives while another runs in the process is refused with
+// an error the turn shows, so a client that sends two at once is seen.
+//
+// Every session offers two models (fake-small, fake-large) as a "model" config option and two modes (ask,
+// code) as its modes state.
 package main
 
 import (
@@ -32,10 +39,16 @@ type fake struct {
 	conn      *acp.AgentSideConnection
 	state     string
 	initDelay time.Duration
-	// mu guards cancels and next.
+	log       string
+	// mu guards the fields below.
 	mu      sync.Mutex
 	cancels map[acp.SessionId]context.CancelFunc
 	next    int
+	running string
+	// loaded: sessions this process loaded, and how many turns each replayed.
+	loaded map[acp.SessionId]int
+	model  map[acp.SessionId]string
+	mode   map[acp.SessionId]string
 }
 
 type entry struct{ User, Agent string }
@@ -45,8 +58,10 @@ var readRE = regexp.MustCompile(`\[read:([^\]]*)\]`)
 func main() {
 	state := flag.String("state", "", "directory keeping sessions")
 	initDelay := flag.Duration("init-delay", 0, "how long initialize takes")
+	log := flag.String("log", "", "file the prompts are logged to")
 	flag.Parse()
-	f := &fake{state: *state, initDelay: *initDelay, cancels: make(map[acp.SessionId]context.CancelFunc)}
+	f := &fake{state: *state, initDelay: *initDelay, log: *log, cancels: make(map[acp.SessionId]context.CancelFunc),
+		loaded: make(map[acp.SessionId]int), model: make(map[acp.SessionId]string), mode: make(map[acp.SessionId]string)}
 	f.conn = acp.NewAgentSideConnection(f, os.Stdout, os.Stdin)
 	<-f.conn.Done()
 }
@@ -64,17 +79,62 @@ func (f *fake) Authenticate(ctx context.Context, p acp.AuthenticateRequest) (acp
 func (f *fake) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.NewSessionResponse, error) {
 	f.mu.Lock()
 	f.next++
-	id := fmt.Sprintf("fake-%d-%d", os.Getpid(), f.next)
+	id := acp.SessionId(fmt.Sprintf("fake-%d-%d", os.Getpid(), f.next))
+	f.model[id], f.mode[id] = "fake-small", "ask"
 	f.mu.Unlock()
-	return acp.NewSessionResponse{SessionId: acp.SessionId(id)}, nil
+	return acp.NewSessionResponse{SessionId: id, ConfigOptions: f.configOptions(id), Modes: f.modes(id)}, nil
 }
 
 func (f *fake) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (acp.LoadSessionResponse, error) {
-	for _, e := range f.history(p.SessionId) {
+	h := f.history(p.SessionId)
+	for _, e := range h {
 		_ = f.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: p.SessionId, Update: acp.UpdateUserMessageText(e.User)})
 		_ = f.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: p.SessionId, Update: acp.UpdateAgentMessageText(e.Agent)})
 	}
-	return acp.LoadSessionResponse{}, nil
+	f.mu.Lock()
+	f.loaded[p.SessionId] = len(h)
+	f.model[p.SessionId], f.mode[p.SessionId] = "fake-small", "ask"
+	f.mu.Unlock()
+	return acp.LoadSessionResponse{ConfigOptions: f.configOptions(p.SessionId), Modes: f.modes(p.SessionId)}, nil
+}
+
+// configOptions is the session's model select.
+func (f *fake) configOptions(id acp.SessionId) []acp.SessionConfigOption {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cat := acp.SessionConfigOptionCategoryModel
+	opts := acp.SessionConfigSelectOptionsUngrouped{
+		{Value: "fake-small", Name: "Fake Small"},
+		{Value: "fake-large", Name: "Fake Large"},
+	}
+	return []acp.SessionConfigOption{{Select: &acp.SessionConfigOptionSelect{
+		Id: "model", Name: "Model", Category: &cat, CurrentValue: acp.SessionConfigValueId(f.model[id]),
+		Options: acp.SessionConfigSelectOptions{Ungrouped: &opts}, Type: "select",
+	}}}
+}
+
+// modes is the session's modes state.
+func (f *fake) modes(id acp.SessionId) *acp.SessionModeState {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ask, code := "Ask before acting", "Act without asking"
+	return &acp.SessionModeState{CurrentModeId: acp.SessionModeId(f.mode[id]), AvailableModes: []acp.SessionMode{
+		{Id: "ask", Name: "Ask", Description: &ask},
+		{Id: "code", Name: "Code", Description: &code},
+	}}
+}
+
+// logLine appends one line to the -log file.
+func (f *fake) logLine(s string) {
+	if f.log == "" {
+		return
+	}
+	fh, err := os.OpenFile(f.log, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return
+	}
+	defer fh.Close()
+	fmt.Fprintln(fh, strings.ReplaceAll(s, "\n", " "))
 }
 
 func (f *fake) history(id acp.SessionId) []entry {
@@ -122,6 +182,22 @@ func (f *fake) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptRespo
 		}
 	}
 	sid := p.SessionId
+	f.mu.Lock()
+	if f.running != "" {
+		busy := f.running
+		f.mu.Unlock()
+		f.logLine("overlap " + text)
+		return acp.PromptResponse{}, acp.NewInvalidRequest(fmt.Sprintf("a prompt (%q) already runs", busy))
+	}
+	f.running = text
+	f.mu.Unlock()
+	f.logLine("start " + text)
+	defer func() {
+		f.mu.Lock()
+		f.running = ""
+		f.mu.Unlock()
+		f.logLine("end " + text)
+	}()
 	end := func(answer string) (acp.PromptResponse, error) {
 		f.keep(sid, entry{User: text, Agent: answer})
 		return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
@@ -182,6 +258,22 @@ func (f *fake) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptRespo
 		return end("slow")
 	case strings.Contains(text, "[maxtokens]"):
 		return acp.PromptResponse{StopReason: acp.StopReasonMaxTokens}, nil
+	case strings.Contains(text, "[history]"):
+		f.mu.Lock()
+		n, ok := f.loaded[sid]
+		f.mu.Unlock()
+		answer := "not loaded"
+		if ok {
+			answer = fmt.Sprintf("loaded %d turns", n)
+		}
+		f.say(ctx, sid, answer)
+		return end(answer)
+	case strings.Contains(text, "[model]"):
+		f.mu.Lock()
+		answer := "model " + f.model[sid] + ", mode " + f.mode[sid]
+		f.mu.Unlock()
+		f.say(ctx, sid, answer)
+		return end(answer)
 	}
 	_ = f.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: sid, Update: acp.UpdateAgentThoughtText("thinking")})
 	f.say(ctx, sid, "fake acp: ")
@@ -190,11 +282,24 @@ func (f *fake) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptRespo
 }
 
 func (f *fake) SetSessionMode(ctx context.Context, p acp.SetSessionModeRequest) (acp.SetSessionModeResponse, error) {
+	if p.ModeId != "ask" && p.ModeId != "code" {
+		return acp.SetSessionModeResponse{}, acp.NewInvalidParams(fmt.Sprintf("no mode %q", p.ModeId))
+	}
+	f.mu.Lock()
+	f.mode[p.SessionId] = string(p.ModeId)
+	f.mu.Unlock()
 	return acp.SetSessionModeResponse{}, nil
 }
 
 func (f *fake) SetSessionConfigOption(ctx context.Context, p acp.SetSessionConfigOptionRequest) (acp.SetSessionConfigOptionResponse, error) {
-	return acp.SetSessionConfigOptionResponse{}, nil
+	v := p.ValueId
+	if v == nil || v.ConfigId != "model" || (v.Value != "fake-small" && v.Value != "fake-large") {
+		return acp.SetSessionConfigOptionResponse{}, acp.NewInvalidParams("no such config option or value")
+	}
+	f.mu.Lock()
+	f.model[v.SessionId] = string(v.Value)
+	f.mu.Unlock()
+	return acp.SetSessionConfigOptionResponse{ConfigOptions: f.configOptions(v.SessionId)}, nil
 }
 
 func (f *fake) CloseSession(ctx context.Context, p acp.CloseSessionRequest) (acp.CloseSessionResponse, error) {

@@ -70,17 +70,25 @@ type Agent struct {
 }
 
 // learned is what the agent said of itself the last time one of its
-// processes started a session: shown in the agents list.
+// processes started a session: shown in the agents list. It is kept in
+// StateDir, so a restarted daemon lists the models before a chat runs (an
+// ACP agent names them only in session/new or session/load).
 type learned struct {
-	models   []agent.Model
-	modes    []Mode
-	commands []agent.Command
-	info     string
+	Models   []agent.Model   `json:"models,omitempty"`
+	Modes    []Mode          `json:"modes,omitempty"`
+	Commands []agent.Command `json:"commands,omitempty"`
+	Info     string          `json:"info,omitempty"`
 }
+
+// learnedFile is the file in StateDir that keeps learned; not ending in
+// .json, it cannot be a conversation's session map.
+const learnedFile = "agent.learned"
 
 // Mode is one session mode an agent offers.
 type Mode struct {
-	ID, Name, Description string
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
 }
 
 // sessionRecord is what the backend keeps of one conversation.
@@ -105,7 +113,15 @@ func New(opts Options) (*Agent, error) {
 			return nil, fmt.Errorf("acp agent %q: env entry %q is not KEY=VALUE", opts.Name, kv)
 		}
 	}
-	return &Agent{opts: opts, sessions: make(map[string]sessionRecord)}, nil
+	a := &Agent{opts: opts, sessions: make(map[string]sessionRecord)}
+	if opts.StateDir != "" {
+		// What an earlier run learned; a missing or unreadable file only
+		// means the list is empty until a chat runs.
+		if b, err := os.ReadFile(filepath.Join(opts.StateDir, learnedFile)); err == nil {
+			_ = json.Unmarshal(b, &a.learned)
+		}
+	}
+	return a, nil
 }
 
 // Provider is the configured name.
@@ -128,10 +144,18 @@ func (a *Agent) Info(ctx context.Context) agent.Info {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	info.Models = append([]agent.Model(nil), a.learned.models...)
-	info.Commands = append([]agent.Command(nil), a.learned.commands...)
-	if a.learned.info != "" {
-		info.Description += " (" + a.learned.info + ")"
+	info.Models = append([]agent.Model(nil), a.learned.Models...)
+	info.Commands = append([]agent.Command(nil), a.learned.Commands...)
+	if a.learned.Info != "" {
+		info.Description += " (" + a.learned.Info + ")"
+	}
+	if len(a.learned.Modes) > 0 {
+		// AgentInfo has no field for modes; the description names them.
+		var ms []string
+		for _, m := range a.learned.Modes {
+			ms = append(ms, m.ID)
+		}
+		info.Description += "; modes: " + strings.Join(ms, ", ")
 	}
 	return info
 }
@@ -140,13 +164,35 @@ func (a *Agent) Info(ctx context.Context) agent.Info {
 func (a *Agent) Modes() []Mode {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return append([]Mode(nil), a.learned.modes...)
+	return append([]Mode(nil), a.learned.Modes...)
 }
 
+// learn updates what the agent said of itself and keeps it in StateDir.
 func (a *Agent) learn(f func(*learned)) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	f(&a.learned)
+	if a.opts.StateDir == "" {
+		return
+	}
+	b, err := json.Marshal(a.learned)
+	if err != nil {
+		return
+	}
+	// A failed write loses only the list shown before the next chat runs.
+	_ = writeFileAtomic(filepath.Join(a.opts.StateDir, learnedFile), b)
+}
+
+// writeFileAtomic writes b to path through a temporary file and a rename.
+func writeFileAtomic(path string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 // Capabilities: one turn at a time, resumable (session/load or
@@ -229,19 +275,11 @@ func (a *Agent) remember(conversationID string, r sessionRecord) error {
 		a.sessions[conversationID] = r
 		return nil
 	}
-	if err := os.MkdirAll(a.opts.StateDir, 0o700); err != nil {
-		return fmt.Errorf("keep session map: %w", err)
-	}
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
-	path := a.statePath(conversationID)
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return fmt.Errorf("keep session map: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := writeFileAtomic(a.statePath(conversationID), b); err != nil {
 		return fmt.Errorf("keep session map: %w", err)
 	}
 	return nil

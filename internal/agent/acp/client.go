@@ -64,14 +64,14 @@ func (c *conversation) keepSessionLocked(u acpsdk.SessionUpdate) {
 	case u.ConfigOptionUpdate != nil:
 		c.keepConfigLocked(u.ConfigOptionUpdate.ConfigOptions)
 		if ms := modelsOf(u.ConfigOptionUpdate.ConfigOptions, nil); len(ms) > 0 {
-			c.a.learn(func(l *learned) { l.models = ms })
+			c.a.learn(func(l *learned) { l.Models = ms })
 		}
 	case u.AvailableCommandsUpdate != nil:
 		cmds := make([]agent.Command, 0, len(u.AvailableCommandsUpdate.AvailableCommands))
 		for _, ac := range u.AvailableCommandsUpdate.AvailableCommands {
 			cmds = append(cmds, agent.Command{Name: ac.Name, Description: ac.Description})
 		}
-		c.a.learn(func(l *learned) { l.commands = cmds })
+		c.a.learn(func(l *learned) { l.Commands = cmds })
 	case u.SessionInfoUpdate != nil:
 		if t := u.SessionInfoUpdate.Title; t != nil {
 			c.title = *t

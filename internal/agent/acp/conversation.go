@@ -373,7 +373,7 @@ func (c *conversation) ensureProcess(run *turnRun) (*process, error) {
 	run.proc = p
 	if resp.AgentInfo != nil {
 		info := resp.AgentInfo.Name + " " + resp.AgentInfo.Version
-		c.a.learn(func(l *learned) { l.info = info })
+		c.a.learn(func(l *learned) { l.Info = info })
 	}
 	return p, nil
 }
@@ -497,10 +497,10 @@ func (c *conversation) sessionReady(p *process, sid string, opts []acpsdk.Sessio
 	ms, mds := modelsOf(opts, models), modesOf(opts, modes)
 	c.a.learn(func(l *learned) {
 		if len(ms) > 0 {
-			l.models = ms
+			l.Models = ms
 		}
 		if len(mds) > 0 {
-			l.modes = mds
+			l.Modes = mds
 		}
 	})
 }
