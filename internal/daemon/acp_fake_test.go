@@ -234,3 +234,72 @@ func TestACPOneTurnAtATime(t *testing.T) {
 		}
 	})
 }
+
+// TestACPStopWhilePreparing: C-TURN-107, C-TURN-108 through the daemon's
+// websocket. A turn stopped while the fake ACP agent still initializes
+// (it takes 3 s) ends cancelled within a second, its prompt never reaches
+// the agent, and the next turn runs.
+func TestACPStopWhilePreparing(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "prompts.log")
+	e := newACPFakeEnv(t, "-log", log, "-init-delay", "3s")
+	a := e.client("a")
+	const sess = "ahp-session:/acc0de00-0000-4000-8000-0000000000fc"
+	a.MustCall("createSession", map[string]any{"channel": sess, "provider": "fake-acp"})
+	def := sessionState(t, a, sess).DefaultChat
+	a.Subscribe(def)
+	awaitAccepted(t, a, startTurn(a, def, "t1", "never sent"))
+	time.Sleep(300 * time.Millisecond)
+	stopped := time.Now()
+	awaitAccepted(t, a, stopTurn(a, def, "t1"))
+	if end := awaitEnd(t, a, def, "t1"); end.Type() != "chat/turnCancelled" {
+		t.Fatalf("t1 ended with %s: %s", end.Type(), end.Action)
+	}
+	if d := time.Since(stopped); d > time.Second {
+		t.Errorf("the stop took %v", d)
+	}
+	if end := sendTurn(t, a, def, "t2", "sent"); end.Type() != "chat/turnComplete" {
+		t.Fatalf("t2 ended with %s: %s", end.Type(), end.Action)
+	}
+	if got := promptLog(t, log); !slices.Equal(got, []string{"start sent", "end sent"}) {
+		t.Fatalf("the agent saw %v", got)
+	}
+}
+
+// TestACPHostWordsFirst: C-TURN-111 through the daemon's websocket. A side
+// chat's first prompt carries what the host has to say (the source turn);
+// the fake ACP agent sees it as the prompt's first block, ahead of the
+// message, and the next prompt carries the message alone.
+func TestACPHostWordsFirst(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "prompts.log")
+	e := newACPFakeEnv(t, "-log", log)
+	a := e.client("a")
+	const sess = "ahp-session:/acc0de00-0000-4000-8000-0000000000fd"
+	a.MustCall("createSession", map[string]any{"channel": sess, "provider": "fake-acp"})
+	def := sessionState(t, a, sess).DefaultChat
+	a.Subscribe(def)
+	if end := sendTurn(t, a, def, "t1", "the question"); end.Type() != "chat/turnComplete" {
+		t.Fatalf("t1 ended with %s: %s", end.Type(), end.Action)
+	}
+	side := "ahp-chat:/acc0de00-0000-4000-8000-0000000000fe"
+	a.MustCall("createChat", map[string]any{"channel": sess, "chat": side,
+		"source": map[string]any{"kind": "sideChat", "chat": def, "turnId": "t1"}})
+	a.Subscribe(side)
+	if end := sendTurn(t, a, side, "s1", "about it [blocks]"); end.Type() != "chat/turnComplete" {
+		t.Fatalf("s1 ended with %s: %s", end.Type(), end.Action)
+	}
+	if end := sendTurn(t, a, side, "s2", "and more [blocks]"); end.Type() != "chat/turnComplete" {
+		t.Fatalf("s2 ended with %s: %s", end.Type(), end.Action)
+	}
+	var blocks []string
+	for _, l := range promptLog(t, log) {
+		if strings.HasPrefix(l, "blocks ") {
+			blocks = append(blocks, l)
+		}
+	}
+	if want := []string{"blocks host text", "blocks text"}; !slices.Equal(blocks, want) {
+		t.Fatalf("the agent saw %v, want %v", blocks, want)
+	}
+	if got := clMarkdown(chatOf(t, a, side).Turns[0]); got != "fake acp: about it [blocks]" {
+		t.Errorf("s1 answered %q (the host's words are not the message)", got)
+	}
+}

@@ -9,6 +9,7 @@
 //	[maxtokens]   ends with stop reason max_tokens
 //	[history]     says whether this process loaded the session and how many turns it replayed
 //	[model]       says the session's model and mode
+//	[blocks]      logs the prompt's blocks in order ("blocks host text resource link image") and answers as otherwise
 //	otherwise     says "fake acp: <text>", a thought first
 //
 // With -init-delay D, initialize takes D. With -state DIR it keeps each session's prompts and answers there and
@@ -192,6 +193,9 @@ func (f *fake) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptRespo
 	f.running = text
 	f.mu.Unlock()
 	f.logLine("start " + text)
+	if strings.Contains(text, "[blocks]") {
+		f.logLine("blocks " + strings.Join(blockKinds(p.Prompt), " "))
+	}
 	defer func() {
 		f.mu.Lock()
 		f.running = ""
@@ -312,4 +316,27 @@ func (f *fake) ListSessions(ctx context.Context, p acp.ListSessionsRequest) (acp
 
 func (f *fake) ResumeSession(ctx context.Context, p acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error) {
 	return acp.ResumeSessionResponse{}, nil
+}
+
+// blockKinds names a prompt's blocks: host (the host's <host-context> text),
+// text, resource, link, image or other.
+func blockKinds(bs []acp.ContentBlock) []string {
+	var out []string
+	for _, b := range bs {
+		switch {
+		case b.Text != nil && strings.HasPrefix(b.Text.Text, "<host-context>"):
+			out = append(out, "host")
+		case b.Text != nil:
+			out = append(out, "text")
+		case b.Resource != nil:
+			out = append(out, "resource")
+		case b.ResourceLink != nil:
+			out = append(out, "link")
+		case b.Image != nil:
+			out = append(out, "image")
+		default:
+			out = append(out, "other")
+		}
+	}
+	return out
 }
