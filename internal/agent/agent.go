@@ -72,10 +72,25 @@ type Info struct {
 	// Commands are the slash commands a session of this backend offers
 	// (what a / completes to); a backend may learn them once it ran.
 	Commands []Command
+	// Config are the session settings the backend takes beside its model
+	// (a permission mode, ...): what resolveSessionConfig describes, and
+	// what OpenParams.Config carries to the backend.
+	Config []ConfigProperty
 	// Unavailable, when set, says why the backend cannot run here (for
 	// example "claude CLI not found; run make agents"). An unavailable
 	// backend is still listed so a client can show the reason.
 	Unavailable string
+}
+
+// ConfigProperty is one session setting a backend takes: a string chosen
+// from Enum (labelled by EnumLabels), Default when the client names none.
+type ConfigProperty struct {
+	Key         string
+	Title       string
+	Description string
+	Enum        []string
+	EnumLabels  []string
+	Default     string
 }
 
 // OpenMode says how a conversation is opened.
@@ -122,6 +137,9 @@ type OpenParams struct {
 	// first is where the backend runs.
 	Directories []string
 	Model       string
+	// Config holds the session's values of the settings the backend
+	// declared (Info.Config), by key.
+	Config map[string]string
 	// Settings are the backend's daemon settings (binary path, extra args,
 	// environment, ...), opaque to everyone but the backend.
 	Settings json.RawMessage
@@ -288,6 +306,10 @@ const (
 	EventWorkerStarted
 	// EventWorkerEnded: the worker Spawn.ID ended (End says how).
 	EventWorkerEnded
+	// EventRenameChat: the agent renames the chat; Text is the new title.
+	// Sessions run the deferred title strategy, so an agent does it when
+	// somebody asks it to (C-COMP-30, a host tool such as rename_chat).
+	EventRenameChat
 )
 
 // Outcome is how a turn ended.

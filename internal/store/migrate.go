@@ -79,6 +79,22 @@ var migrations = []migration{
 			) STRICT`,
 		},
 	},
+	{
+		version: 2,
+		name:    "cofold conversations",
+		stmts: []string{
+			// cofold's own conversation, one row per message, by the
+			// conversation id a chat writes under (not the chat's URI: a
+			// fork copies it and a deleted chat may leave it).
+			`CREATE TABLE cofold_messages (
+				conversation TEXT NOT NULL,
+				seq          INTEGER NOT NULL CHECK (seq >= 0),
+				turn         TEXT NOT NULL,
+				body         TEXT NOT NULL,
+				PRIMARY KEY (conversation, seq)
+			) STRICT`,
+		},
+	},
 }
 
 // migrate brings the schema up to the last of migs, one transaction per

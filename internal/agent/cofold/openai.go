@@ -146,7 +146,8 @@ func (a *openaiAPI) stream(ctx context.Context, req request, s sink) (response, 
 			for _, tc := range d.ToolCalls {
 				c := calls[tc.Index]
 				if c == nil {
-					c = &Call{ID: tc.ID, Name: tc.Function.Name}
+					// Some local servers send no call id; the host needs one.
+					c = &Call{ID: orDefault(tc.ID, newCallID()), Name: tc.Function.Name}
 					calls[tc.Index] = c
 					s.toolStart(c.ID, c.Name)
 				}

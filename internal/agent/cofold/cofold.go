@@ -1,0 +1,351 @@
+// Package cofold is ahpd's own coding agent, run in process: a loop of
+// model calls and confined tools against any OpenAI-compatible (chat
+// completions) or Anthropic (Messages) endpoint the daemon config names.
+//
+// A chat's conversation is kept in ahpd's SQLite (Store, bound by the
+// daemon), one row per message, so a restart resumes it and a fork or a
+// rewind cuts it at the point a turn ended (End.Point: how many messages
+// the conversation held then).
+package cofold
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/store"
+)
+
+// Provider is cofold's provider id.
+const Provider = "cofold"
+
+// modelsTimeout bounds the GET /models of every provider together, the
+// first time the agents list is built.
+const modelsTimeout = 3 * time.Second
+
+// Store is where cofold keeps its conversations: ahpd's own SQLite
+// (internal/store implements it).
+type Store interface {
+	CofoldMessages(ctx context.Context, conversation string) ([]store.CofoldMessage, error)
+	AppendCofoldMessages(ctx context.Context, conversation string, msgs []store.CofoldMessage) error
+	CutCofoldConversation(ctx context.Context, conversation string, keep int) error
+	ForkCofoldConversation(ctx context.Context, from, to string, keep int) error
+	DeleteCofoldConversation(ctx context.Context, conversation string) error
+}
+
+// Agent is the cofold backend. Build it with New; it calls no model until
+// a turn or the agents list needs one.
+type Agent struct {
+	settings Settings
+	apis     map[string]modelAPI
+
+	// mu guards store, models and listed.
+	mu    sync.Mutex
+	store Store
+	// models are the configured models and, once listed, what each
+	// provider's GET /models said.
+	models []agent.Model
+	listed bool
+}
+
+// New builds cofold from its settings (ParseSettings).
+func New(s Settings) *Agent {
+	a := &Agent{settings: s, apis: make(map[string]modelAPI), store: newMemStore()}
+	for _, p := range s.Providers {
+		switch p.API {
+		case "anthropic":
+			a.apis[p.Name] = newAnthropic(p, s.maxRetries())
+		default:
+			a.apis[p.Name] = newOpenAI(p, s.maxRetries())
+		}
+	}
+	a.models = configuredModels(s)
+	return a
+}
+
+// UseStore makes the agent keep its conversations in st (the daemon binds
+// ahpd's store once it is open). Until then they are kept in memory.
+func (a *Agent) UseStore(st Store) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.store = st
+}
+
+func (a *Agent) currentStore() Store {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.store
+}
+
+// Provider is "cofold".
+func (a *Agent) Provider() string { return Provider }
+
+// Info lists cofold with its models: "<provider>/<model>" for each
+// configured model, and what each provider's GET /models lists (asked
+// once, bounded by modelsTimeout).
+func (a *Agent) Info(ctx context.Context) agent.Info {
+	a.listModels(ctx)
+	a.mu.Lock()
+	models := append([]agent.Model(nil), a.models...)
+	a.mu.Unlock()
+	return agent.Info{
+		Provider:    Provider,
+		DisplayName: "cofold",
+		Description: "ahpd's built-in coding agent, on any OpenAI-compatible or Anthropic endpoint",
+		Models:      models,
+	}
+}
+
+// listModels asks every provider for its models, once.
+func (a *Agent) listModels(ctx context.Context) {
+	a.mu.Lock()
+	if a.listed {
+		a.mu.Unlock()
+		return
+	}
+	a.listed = true
+	a.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, modelsTimeout)
+	defer cancel()
+	type listing struct {
+		provider string
+		ids      []string
+	}
+	got := make(chan listing, len(a.settings.Providers))
+	for _, p := range a.settings.Providers {
+		go func() {
+			ids, err := a.apis[p.Name].listModels(ctx)
+			if err != nil {
+				ids = nil
+			}
+			got <- listing{p.Name, ids}
+		}()
+	}
+	byProvider := map[string][]string{}
+	for range a.settings.Providers {
+		l := <-got
+		byProvider[l.provider] = l.ids
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	seen := map[string]bool{}
+	for _, m := range a.models {
+		seen[m.ID] = true
+	}
+	for _, p := range a.settings.Providers {
+		for _, id := range byProvider[p.Name] {
+			full := p.Name + "/" + id
+			if !seen[full] {
+				seen[full] = true
+				a.models = append(a.models, agent.Model{ID: full, Name: id + " (" + p.Name + ")"})
+			}
+		}
+	}
+}
+
+func configuredModels(s Settings) []agent.Model {
+	var out []agent.Model
+	for _, p := range s.Providers {
+		for _, m := range p.Models {
+			out = append(out, agent.Model{ID: p.Name + "/" + m.ID, Name: m.ID + " (" + p.Name + ")"})
+		}
+	}
+	return out
+}
+
+// Capabilities: cofold steers (a message the run holds is still read when
+// a client takes it back, C-TURN-93), runs one turn at a time, and forks,
+// rewinds, deletes and resumes the conversation it stores.
+func (a *Agent) Capabilities() agent.Capabilities {
+	return agent.Capabilities{
+		Steering:       true,
+		Withdraw:       true,
+		OneTurnAtATime: true,
+		Fork:           true,
+		Rewind:         true,
+		Delete:         true,
+		Resume:         true,
+	}
+}
+
+// Open opens a chat's conversation; a fork copies the source cut at its
+// point, a rewind cuts the conversation back to its point. Both are done
+// again on each open until a turn ran, which gives the same result.
+func (a *Agent) Open(ctx context.Context, p agent.OpenParams) (agent.Conversation, error) {
+	if p.ConversationID == "" {
+		return nil, errors.New("open cofold conversation: empty conversation id")
+	}
+	if len(p.Directories) == 0 {
+		return nil, fmt.Errorf("open cofold conversation %s: the chat has no directory", p.ConversationID)
+	}
+	st := a.currentStore()
+	switch p.Mode {
+	case agent.OpenFork:
+		keep, err := parsePoint(p.Point)
+		if err != nil {
+			return nil, err
+		}
+		if err := st.ForkCofoldConversation(ctx, p.Source, p.ConversationID, keep); err != nil {
+			return nil, err
+		}
+	case agent.OpenRewind:
+		keep, err := parsePoint(p.Point)
+		if err != nil {
+			return nil, err
+		}
+		if err := st.CutCofoldConversation(ctx, p.ConversationID, keep); err != nil {
+			return nil, err
+		}
+	}
+	fs, err := newConfine(p.Directories)
+	if err != nil {
+		return nil, fmt.Errorf("open cofold conversation %s: %w", p.ConversationID, err)
+	}
+	return newConversation(a, st, fs, p), nil
+}
+
+// Delete removes a stored conversation.
+func (a *Agent) Delete(ctx context.Context, conversationID string, _ []string) error {
+	return a.currentStore().DeleteCofoldConversation(ctx, conversationID)
+}
+
+// A point is how many messages the conversation held when a turn ended.
+func pointOf(n int) string { return strconv.Itoa(n) }
+
+func parsePoint(p string) (int, error) {
+	n, err := strconv.Atoi(p)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("cofold point %q is not a message count", p)
+	}
+	return n, nil
+}
+
+// target is the model a turn runs on.
+type target struct {
+	provider ProviderConfig
+	api      modelAPI
+	model    string
+	window   int
+	maxOut   int
+}
+
+// errNoProvider is a turn with no model to run on; the message says where
+// to configure one.
+var errNoProvider = errors.New(`cofold has no model provider: add one to ahpd's config file under "agents": {"cofold": {"providers": [{"name", "api": "openai"|"anthropic", "baseUrl", "apiKeyEnv", "models": [{"id"}]}], "defaultModel": "<provider>/<model>"}} and restart ahpd`)
+
+// resolve finds the model a turn names ("<provider>/<model>", or a model
+// id of some provider), else the default model, else the first model of
+// the first provider.
+func (a *Agent) resolve(want string) (target, error) {
+	s := a.settings
+	if len(s.Providers) == 0 {
+		return target{}, errNoProvider
+	}
+	pick := func(prov, model string) (target, bool) {
+		p, ok := s.provider(prov)
+		if !ok || model == "" {
+			return target{}, false
+		}
+		t := target{provider: p, api: a.apis[p.Name], model: model, window: defaultContextWindow, maxOut: defaultMaxTokens}
+		for _, m := range p.Models {
+			if m.ID == model {
+				if m.ContextWindow > 0 {
+					t.window = m.ContextWindow
+				}
+				if m.MaxTokens > 0 {
+					t.maxOut = m.MaxTokens
+				}
+			}
+		}
+		return t, true
+	}
+	if want != "" {
+		if prov, model, ok := strings.Cut(want, "/"); ok {
+			if t, ok := pick(prov, model); ok {
+				return t, nil
+			}
+		}
+		for _, p := range s.Providers {
+			for _, m := range p.Models {
+				if m.ID == want {
+					t, _ := pick(p.Name, m.ID)
+					return t, nil
+				}
+			}
+		}
+	}
+	if s.DefaultModel != "" {
+		prov, model, _ := strings.Cut(s.DefaultModel, "/")
+		if t, ok := pick(prov, model); ok {
+			return t, nil
+		}
+	}
+	for _, p := range s.Providers {
+		if len(p.Models) > 0 {
+			t, _ := pick(p.Name, p.Models[0].ID)
+			return t, nil
+		}
+	}
+	a.mu.Lock()
+	models := append([]agent.Model(nil), a.models...)
+	a.mu.Unlock()
+	for _, m := range models {
+		prov, model, _ := strings.Cut(m.ID, "/")
+		if t, ok := pick(prov, model); ok {
+			return t, nil
+		}
+	}
+	return target{}, fmt.Errorf("cofold: provider %q lists no model; name one under its \"models\" or set \"defaultModel\"", s.Providers[0].Name)
+}
+
+// memStore keeps conversations in memory, for an agent no daemon bound to
+// its store (a test's registry).
+type memStore struct {
+	// mu guards convs.
+	mu    sync.Mutex
+	convs map[string][]store.CofoldMessage
+}
+
+func newMemStore() *memStore { return &memStore{convs: map[string][]store.CofoldMessage{}} }
+
+func (m *memStore) CofoldMessages(_ context.Context, id string) ([]store.CofoldMessage, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]store.CofoldMessage(nil), m.convs[id]...), nil
+}
+
+func (m *memStore) AppendCofoldMessages(_ context.Context, id string, msgs []store.CofoldMessage) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.convs[id] = append(m.convs[id], msgs...)
+	return nil
+}
+
+func (m *memStore) CutCofoldConversation(_ context.Context, id string, keep int) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if keep < len(m.convs[id]) {
+		m.convs[id] = m.convs[id][:keep]
+	}
+	return nil
+}
+
+func (m *memStore) ForkCofoldConversation(_ context.Context, from, to string, keep int) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	src := m.convs[from]
+	m.convs[to] = append([]store.CofoldMessage(nil), src[:min(keep, len(src))]...)
+	return nil
+}
+
+func (m *memStore) DeleteCofoldConversation(_ context.Context, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.convs, id)
+	return nil
+}

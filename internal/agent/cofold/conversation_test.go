@@ -1,0 +1,155 @@
+package cofold
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/testutil/fakemodel"
+)
+
+func TestMain(m *testing.M) { fakemodel.Main(m) }
+
+// apis are the two API styles every loop test runs in.
+var apis = []string{"openai", "anthropic"}
+
+func baseURL(srv *fakemodel.Server, api string) string {
+	if api == "openai" {
+		return srv.URL + "/v1"
+	}
+	return srv.URL
+}
+
+func testAgent(t *testing.T, srv *fakemodel.Server, api, mode string) *Agent {
+	t.Helper()
+	raw, _ := json.Marshal(map[string]any{
+		"providers": []any{map[string]any{
+			"name": "fake", "api": api, "baseUrl": baseURL(srv, api),
+			"models": []any{map[string]any{"id": "fake-model"}},
+		}},
+		"permissionMode": mode,
+		"maxRetries":     0,
+	})
+	s, err := ParseSettings(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(s)
+}
+
+func openConv(t *testing.T, a *Agent, id string, mode agent.OpenMode) agent.Conversation {
+	t.Helper()
+	conv, err := a.Open(context.Background(), agent.OpenParams{Mode: mode, ConversationID: id, Directories: []string{t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conv.Close() })
+	return conv
+}
+
+// turnEvents sends a turn and collects its events up to its end.
+func turnEvents(t *testing.T, conv agent.Conversation, turn agent.Turn) []agent.Event {
+	t.Helper()
+	if err := conv.Send(context.Background(), turn); err != nil {
+		t.Fatal(err)
+	}
+	var out []agent.Event
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case ev, ok := <-conv.Events():
+			if !ok {
+				t.Fatalf("events closed before the turn ended: %+v", out)
+			}
+			out = append(out, ev)
+			if ev.Kind == agent.EventTurnEnd && ev.TurnID == turn.ID {
+				return out
+			}
+		case <-timeout:
+			t.Fatalf("turn %s did not end: %+v", turn.ID, out)
+		}
+	}
+}
+
+func joined(evs []agent.Event, kind agent.EventKind) string {
+	var b strings.Builder
+	for _, ev := range evs {
+		if ev.Kind == kind {
+			b.WriteString(ev.Text)
+		}
+	}
+	return b.String()
+}
+
+func endOf(evs []agent.Event) agent.End { return *evs[len(evs)-1].End }
+
+func TestCofoldTextReasoningAndHostContext(t *testing.T) {
+	srv := fakemodel.Start(t)
+	for _, api := range apis {
+		t.Run(api, func(t *testing.T) {
+			conv := openConv(t, testAgent(t, srv, api, ModeDefault), "c-"+api, agent.OpenNew)
+			evs := turnEvents(t, conv, agent.Turn{ID: "t1", Text: "[think] hello", HostContext: "words of the host"})
+			if end := endOf(evs); end.Outcome != agent.OutcomeComplete || end.Point != "2" {
+				t.Fatalf("end = %+v", end)
+			}
+			if got := joined(evs, agent.EventText); got != "fake reply: [think] hello" {
+				t.Errorf("text = %q", got)
+			}
+			if got := joined(evs, agent.EventReasoning); !strings.Contains(got, "Thinking about") {
+				t.Errorf("reasoning = %q", got)
+			}
+			// C-TURN-110: the host's words go in the system prompt, not the
+			// message.
+			reqs := srv.Requests(t)
+			body := string(reqs[len(reqs)-1].Body)
+			if !strings.Contains(body, "words of the host") {
+				t.Fatalf("host context not sent: %s", body)
+			}
+			msgs := reqs[len(reqs)-1].Messages()
+			last := msgs[len(msgs)-1].Texts()
+			if len(last) != 1 || last[0] != "[think] hello" {
+				t.Errorf("the message carries %q", last)
+			}
+		})
+	}
+}
+
+// Malformed tool arguments go back to the model as the call's error and
+// the turn goes on.
+func TestCofoldMalformedToolArgs(t *testing.T) {
+	srv := fakemodel.Start(t)
+	for _, api := range apis {
+		t.Run(api, func(t *testing.T) {
+			conv := openConv(t, testAgent(t, srv, api, ModeBypass), "m-"+api, agent.OpenNew)
+			evs := turnEvents(t, conv, agent.Turn{ID: "t1", Text: `[[call read_file {"path": oops]]`})
+			if end := endOf(evs); end.Outcome != agent.OutcomeComplete {
+				t.Fatalf("end = %+v", end)
+			}
+			var done *agent.ToolCall
+			for _, ev := range evs {
+				if ev.Kind == agent.EventToolDone {
+					done = ev.ToolCall
+				}
+			}
+			if done == nil || done.Success || !strings.Contains(done.Error, "malformed arguments") {
+				t.Fatalf("tool result = %+v", done)
+			}
+			if got := joined(evs, agent.EventText); got != "tool done" {
+				t.Errorf("text = %q", got)
+			}
+		})
+	}
+}
+
+func TestCofoldNoProvider(t *testing.T) {
+	a := New(Settings{})
+	conv := openConv(t, a, "none", agent.OpenNew)
+	evs := turnEvents(t, conv, agent.Turn{ID: "t1", Text: "hi"})
+	end := endOf(evs)
+	if end.Outcome != agent.OutcomeError || !strings.Contains(end.Message, `"agents": {"cofold"`) {
+		t.Fatalf("end = %+v", end)
+	}
+}
