@@ -303,3 +303,56 @@ func TestACPHostWordsFirst(t *testing.T) {
 		t.Errorf("s1 answered %q (the host's words are not the message)", got)
 	}
 }
+
+// TestACPFilesAndTerminal drives the fake ACP agent's fs/write_text_file and
+// terminal/* requests through the daemon's websocket: a write inside the
+// chat's directory lands; a write outside it is refused and nothing is
+// written; a terminal runs in the chat's first directory and its exit code
+// and output come back; a terminal asked to run outside the chat's
+// directories is refused.
+func TestACPFilesAndTerminal(t *testing.T) {
+	e := newACPFakeEnv(t)
+	a := e.client("a")
+	const sess = "ahp-session:/acc0de00-0000-4000-8000-0000000000ff"
+	a.MustCall("createSession", map[string]any{"channel": sess, "provider": "fake-acp"})
+	def := sessionState(t, a, sess).DefaultChat
+	a.Subscribe(def)
+	answer := func(id, text string) string {
+		t.Helper()
+		if end := sendTurn(t, a, def, id, text); end.Type() != "chat/turnComplete" {
+			t.Fatalf("%s ended with %s: %s", id, end.Type(), end.Action)
+		}
+		st := chatOf(t, a, def)
+		return clMarkdown(turnOf(t, st, id))
+	}
+
+	inside := filepath.Join(e.workDir, "made.txt")
+	if got := answer("w1", "[write:"+inside+"]"); got != "wrote" {
+		t.Errorf("write inside answered %q", got)
+	}
+	if b, err := os.ReadFile(inside); err != nil || string(b) != "written by the fake" {
+		t.Errorf("write inside left %q, %v", b, err)
+	}
+	outside := filepath.Join(t.TempDir(), "never.txt")
+	if got := answer("w2", "[write:"+outside+"]"); !strings.HasPrefix(got, "write refused:") {
+		t.Errorf("write outside answered %q", got)
+	}
+	if _, err := os.Stat(outside); !os.IsNotExist(err) {
+		t.Errorf("write outside left a file: %v", err)
+	}
+	dotdot := filepath.Join(e.workDir, "..", "never-either.txt")
+	if got := answer("w3", "[write:"+dotdot+"]"); !strings.HasPrefix(got, "write refused:") {
+		t.Errorf("write through .. answered %q", got)
+	}
+
+	real, err := filepath.EvalSymlinks(e.workDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := answer("x1", "[term:|pwd; exit 3]"); got != "term exit 3: "+real {
+		t.Errorf("terminal answered %q, want it run in %s", got, real)
+	}
+	if got := answer("x2", "[term:"+t.TempDir()+"|pwd]"); !strings.HasPrefix(got, "term refused:") {
+		t.Errorf("terminal outside answered %q", got)
+	}
+}

@@ -4,6 +4,9 @@
 //	[exit]        says a word, then exits 3 mid-turn
 //	[garbage]     says a word, then writes a line that is not JSON-RPC
 //	[read:PATH]   asks the client to fs/read_text_file PATH and says what came back
+//	[write:PATH]  asks the client to fs/write_text_file "written by the fake" to PATH and says how it went
+//	[term:CWD|CMD] runs sh -c CMD in a client terminal (in CWD, when not empty), waits for it, says its exit code
+//	              and output, and releases it
 //	[perm]        asks permission and says which option was picked
 //	[slow]        says 40 words 100 ms apart, ending cancelled on session/cancel
 //	[maxtokens]   ends with stop reason max_tokens
@@ -54,7 +57,11 @@ type fake struct {
 
 type entry struct{ User, Agent string }
 
-var readRE = regexp.MustCompile(`\[read:([^\]]*)\]`)
+var (
+	readRE  = regexp.MustCompile(`\[read:([^\]]*)\]`)
+	writeRE = regexp.MustCompile(`\[write:([^\]]*)\]`)
+	termRE  = regexp.MustCompile(`\[term:([^|\]]*)\|([^\]]*)\]`)
+)
 
 func main() {
 	state := flag.String("state", "", "directory keeping sessions")
@@ -226,6 +233,20 @@ func (f *fake) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptRespo
 		}
 		f.say(ctx, sid, answer)
 		return end(answer)
+	case writeRE.MatchString(text):
+		path := writeRE.FindStringSubmatch(text)[1]
+		_, err := f.conn.WriteTextFile(ctx, acp.WriteTextFileRequest{SessionId: sid, Path: path, Content: "written by the fake"})
+		answer := "wrote"
+		if err != nil {
+			answer = "write refused: " + err.Error()
+		}
+		f.say(ctx, sid, answer)
+		return end(answer)
+	case termRE.MatchString(text):
+		m := termRE.FindStringSubmatch(text)
+		answer := f.runTerminal(ctx, sid, m[1], m[2])
+		f.say(ctx, sid, answer)
+		return end(answer)
 	case strings.Contains(text, "[perm]"):
 		_ = f.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: sid, Update: acp.StartToolCall("call-1", "Run a thing",
 			acp.WithStartKind(acp.ToolKindExecute), acp.WithStartStatus(acp.ToolCallStatusPending))})
@@ -339,4 +360,32 @@ func blockKinds(bs []acp.ContentBlock) []string {
 		}
 	}
 	return out
+}
+
+// runTerminal runs sh -c cmd in a client terminal and describes the result.
+func (f *fake) runTerminal(ctx context.Context, sid acp.SessionId, cwd, cmd string) string {
+	req := acp.CreateTerminalRequest{SessionId: sid, Command: "sh", Args: []string{"-c", cmd}}
+	if cwd != "" {
+		req.Cwd = &cwd
+	}
+	t, err := f.conn.CreateTerminal(ctx, req)
+	if err != nil {
+		return "term refused: " + err.Error()
+	}
+	defer func() {
+		_, _ = f.conn.ReleaseTerminal(ctx, acp.ReleaseTerminalRequest{SessionId: sid, TerminalId: t.TerminalId})
+	}()
+	w, err := f.conn.WaitForTerminalExit(ctx, acp.WaitForTerminalExitRequest{SessionId: sid, TerminalId: t.TerminalId})
+	if err != nil {
+		return "term wait failed: " + err.Error()
+	}
+	out, err := f.conn.TerminalOutput(ctx, acp.TerminalOutputRequest{SessionId: sid, TerminalId: t.TerminalId})
+	if err != nil {
+		return "term output failed: " + err.Error()
+	}
+	code := -1
+	if w.ExitCode != nil {
+		code = *w.ExitCode
+	}
+	return fmt.Sprintf("term exit %d: %s", code, strings.TrimSpace(out.Output))
 }
