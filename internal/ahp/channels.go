@@ -269,7 +269,10 @@ func (s AnnotationsState) MarshalJSON() ([]byte, error) {
 
 // Annotation is a thread of entries anchored to a turn and a resource range.
 type Annotation struct {
-	ID       string            `json:"id"`
+	ID string `json:"id"`
+	// Origin names where the annotation was made (the session, and the
+	// chat and turn when there is one); newer than the 0.4.0 turnId.
+	Origin   *AnnotationOrigin `json:"origin,omitempty"`
 	TurnID   string            `json:"turnId,omitempty"`
 	Resource URI               `json:"resource,omitempty"`
 	Range    json.RawMessage   `json:"range,omitempty"`
@@ -294,6 +297,13 @@ type AnnotationEntry struct {
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
+// AnnotationOrigin is where an annotation was made.
+type AnnotationOrigin struct {
+	Session URI    `json:"session"`
+	Chat    URI    `json:"chat,omitempty"`
+	TurnID  string `json:"turnId,omitempty"`
+}
+
 // AnnotationsSet adds an annotation, or replaces the one of the same id.
 type AnnotationsSet struct {
 	Annotation Annotation `json:"annotation"`
@@ -301,11 +311,12 @@ type AnnotationsSet struct {
 
 // AnnotationsUpdated changes the fields it carries of one annotation.
 type AnnotationsUpdated struct {
-	AnnotationID string          `json:"annotationId"`
-	Resolved     *bool           `json:"resolved,omitempty"`
-	TurnID       *string         `json:"turnId,omitempty"`
-	Resource     *URI            `json:"resource,omitempty"`
-	Range        json.RawMessage `json:"range,omitempty"`
+	AnnotationID string            `json:"annotationId"`
+	Origin       *AnnotationOrigin `json:"origin,omitempty"`
+	Resolved     *bool             `json:"resolved,omitempty"`
+	TurnID       *string           `json:"turnId,omitempty"`
+	Resource     *URI              `json:"resource,omitempty"`
+	Range        json.RawMessage   `json:"range,omitempty"`
 }
 
 // AnnotationsRemoved drops one annotation.

@@ -21,6 +21,9 @@ const (
 	MethodCompletions    = "completions"
 	MethodAuthenticate   = "authenticate"
 	MethodPing           = "ping"
+
+	MethodResolveSessionConfig     = "resolveSessionConfig"
+	MethodSessionConfigCompletions = "sessionConfigCompletions"
 )
 
 // Implementation names a client or server implementation (informational).

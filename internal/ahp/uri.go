@@ -240,3 +240,20 @@ func SpeaksDerivedURIs(defaultChat string) bool {
 	p, err := ParseChatURI(defaultChat)
 	return err == nil && (p.Kind == ChatURIDefault || p.Kind == ChatURIDerived)
 }
+
+// annotationsSuffix nests a session's annotations channel under its URI
+// (VS Code's buildAnnotationsUri): <session>/annotations.
+const annotationsSuffix = "/annotations"
+
+// AnnotationsURI is the session's annotations channel.
+func AnnotationsURI(session string) string { return session + annotationsSuffix }
+
+// AnnotationsSession returns the session an annotations channel belongs to,
+// and whether u is one.
+func AnnotationsSession(u string) (string, bool) {
+	session, ok := strings.CutSuffix(u, annotationsSuffix)
+	if !ok || !IsSessionURI(session) {
+		return "", false
+	}
+	return session, true
+}

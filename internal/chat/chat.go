@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/agent/hostcmd"
 	"github.com/ahpd/ahpd/internal/agent/shell"
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/attach"
@@ -87,6 +88,9 @@ type Config struct {
 	// SessionDirectories returns the session's directories (URIs) as they
 	// are now; a chat works in them or a subset (C-FIRST-25).
 	SessionDirectories func() []string
+	// SessionConfig returns the session's config values as they are now
+	// (SessionState.config.values); nil takes none.
+	SessionConfig func() map[string]any
 	// Worker is set for a worker chat: the chat whose conversation runs
 	// the worker, and its spawning call (worker.go).
 	Worker *WorkerLink
@@ -122,6 +126,8 @@ type Chat struct {
 	caps        agent.Capabilities
 	// shell runs the chat's ! commands (host.go), nil until one runs.
 	shell *shell.Conversation
+	// hostCmds answers the host's own commands (/rename), nil until one runs.
+	hostCmds *hostcmd.Conversation
 	// wk is the worker bookkeeping (worker.go).
 	wk workerBook
 	// loadedFrom is the index of the oldest turn a paged watcher holds
@@ -264,12 +270,15 @@ func (c *Chat) run(crashed *store.TurnRecord) {
 		idle = idleTimer.C
 	}
 	for {
-		var events, shellEvents <-chan agent.Event
+		var events, shellEvents, hostEvents <-chan agent.Event
 		if c.conv != nil {
 			events = c.conv.Events()
 		}
 		if c.shell != nil {
 			shellEvents = c.shell.Events()
+		}
+		if c.hostCmds != nil {
+			hostEvents = c.hostCmds.Events()
 		}
 		select {
 		case <-c.stopping:
@@ -298,6 +307,13 @@ func (c *Chat) run(crashed *store.TurnRecord) {
 				continue
 			}
 			bug.Recover(c.log, "command event", func() { c.eng.Event(localConv{c.shell}, ev) })
+		case ev, ok := <-hostEvents:
+			if !ok {
+				c.eng.Forget(c.hostCmds)
+				c.hostCmds = nil
+				continue
+			}
+			bug.Recover(c.log, "host command event", func() { c.eng.Event(c.hostCmds, ev) })
 		case <-flush.C:
 			if c.runningDirty {
 				c.persistRunning()
@@ -341,6 +357,7 @@ func (c *Chat) shutdown() {
 		c.persistRunning()
 	}
 	c.closeShell()
+	c.closeHostCommands()
 	if c.conv != nil {
 		if err := c.conv.Close(); err != nil {
 			c.log.Warn("close agent conversation", "err", err)

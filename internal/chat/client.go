@@ -32,6 +32,12 @@ func (c *Chat) onClientAction(cl Client, origin *ahp.ActionOrigin, a ahp.Action)
 		return
 	}
 	switch a := a.(type) {
+	case ahp.SessionTitleChanged:
+		// A client renames this chat (C-COMP-25): stored, told to the
+		// session (session/chatUpdated), then echoed on the chat, where
+		// it changes no state (the shared reducers ignore it there).
+		c.setTitle(a.Title, false)
+		c.cfg.Env.Bus.Publish(c.cfg.URI, a, origin)
 	case ahp.ChatTruncated:
 		c.clientTruncate(cl, origin, a)
 	case ahp.ChatWorkingDirectorySet, ahp.ChatWorkingDirectoryRemoved:

@@ -9,3 +9,11 @@ func (c *Chat) closeShell() {
 		c.shell = nil
 	}
 }
+
+// closeHostCommands ends the conversation that answers host commands.
+func (c *Chat) closeHostCommands() {
+	if c.hostCmds != nil {
+		_ = c.hostCmds.Close()
+		c.hostCmds = nil
+	}
+}

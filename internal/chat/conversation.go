@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/sessionconfig"
 	"github.com/google/uuid"
 )
 
@@ -18,7 +19,8 @@ func (c *Chat) ensureConversation() error {
 	if c.cfg.Agent == nil {
 		return fmt.Errorf("agent %q is not available on this host", c.cfg.Provider)
 	}
-	if info := c.cfg.Agent.Info(context.Background()); info.Unavailable != "" {
+	info := c.cfg.Agent.Info(context.Background())
+	if info.Unavailable != "" {
 		return fmt.Errorf("agent %q is unavailable: %s", c.cfg.Provider, info.Unavailable)
 	}
 	if c.record.ConversationID == "" {
@@ -31,6 +33,13 @@ func (c *Chat) ensureConversation() error {
 		Directories:    c.cfg.Directories,
 		Settings:       c.cfg.Settings,
 		Logger:         c.log,
+	}
+	if c.cfg.SessionConfig != nil {
+		// The session's settings: its model, and what the backend declared
+		// it takes (resolveSessionConfig's schema).
+		values := c.cfg.SessionConfig()
+		p.Model = sessionconfig.Model(values)
+		p.Config = sessionconfig.Backend(info, values)
 	}
 	if (meta.BackendStarted || c.hasBackendTurns()) && c.caps.Resume {
 		p.Mode = agent.OpenResume

@@ -3,6 +3,7 @@ package chat
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -84,6 +85,9 @@ type ForkSource struct {
 	Point          string
 }
 
+// ErrNoSuchTurn: the chat holds no turn of the id asked for.
+var ErrNoSuchTurn = errors.New("no such turn")
+
 // ForkAt returns what a fork of this chat at turnID copies. A fork at a !
 // command's turn forks the backend at the turn before it (C-FROM-10) and
 // keeps the command turns it copied (C-FROM-11).
@@ -99,7 +103,7 @@ func (c *Chat) ForkAt(ctx context.Context, newChat, turnID string) (ForkSource, 
 			}
 		}
 		if idx < 0 {
-			ferr = ahp.Errorf(ahp.ErrInvalidParams, "params.source.turnId: %q is not a completed turn of %s", turnID, c.cfg.URI)
+			ferr = fmt.Errorf("%w: params.source.turnId: %q is not a completed turn of %s", ErrNoSuchTurn, turnID, c.cfg.URI)
 			return
 		}
 		for i := 0; i <= idx; i++ {

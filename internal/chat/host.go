@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/agent/hostcmd"
 	"github.com/ahpd/ahpd/internal/agent/shell"
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/attach"
@@ -36,6 +37,12 @@ func (h engineHost) Prepare(m ahp.Message, extra any) (ahp.Message, []agent.Atta
 // Open returns the chat's agent conversation, or its ! command shell.
 func (h engineHost) Open(r turns.Route) (agent.Conversation, agent.Capabilities, error) {
 	c := h.c
+	if r == turns.RouteHost {
+		if c.hostCmds == nil {
+			c.hostCmds = hostcmd.New()
+		}
+		return c.hostCmds, hostcmd.Caps, nil
+	}
 	if r == turns.RouteLocal {
 		if c.shell == nil {
 			dir := ""
@@ -68,6 +75,14 @@ func (h engineHost) HostContext() string {
 }
 
 func (h engineHost) Admitted(s turns.Start) {
+	if s.Route == turns.RouteHost {
+		// A host command is not a message to name the chat after: a
+		// /rename names it itself, an empty one leaves it as it was.
+		if cmd, _ := turns.ParseHostCommand(s.Text); cmd.Name == turns.CommandRename && cmd.Arg != "" {
+			h.c.setTitle(cmd.Arg, false)
+		}
+		return
+	}
 	h.c.autoTitle(s.Text, s.First, s.Route == turns.RouteLocal)
 }
 

@@ -85,8 +85,11 @@ func TestCreateChatSourceKind(t *testing.T) {
 	if cs := chatOf(t, a, "ahp-chat:/k2"); cs.Origin == nil || cs.Origin.Kind != "fork" || len(cs.Turns) != 1 {
 		t.Fatalf("kindless source: origin %+v, %d turns", cs.Origin, len(cs.Turns))
 	}
-	if _, err := a.Call("createChat", map[string]any{"channel": sess, "chat": "ahp-chat:/k3", "source": map[string]any{"kind": "fork", "chat": def, "turnId": "nope"}}); err == nil || err.Code != ahp.CodeInvalidParams {
-		t.Fatalf("fork at an unknown turn: %v", err)
+	// A fork at a turn the source does not hold copies nothing (VS Code's
+	// "forking an unknown turn creates a fresh empty peer chat").
+	a.MustCall("createChat", map[string]any{"channel": sess, "chat": "ahp-chat:/k3", "source": map[string]any{"kind": "fork", "chat": def, "turnId": "nope"}})
+	if cs := chatOf(t, a, "ahp-chat:/k3"); len(cs.Turns) != 0 {
+		t.Fatalf("fork at an unknown turn copied %d turns", len(cs.Turns))
 	}
 }
 

@@ -9,10 +9,13 @@ import (
 	"unicode"
 	"unicode/utf16"
 
+	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/agent/hostcmd"
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/auth"
 	"github.com/ahpd/ahpd/internal/chat"
 	"github.com/ahpd/ahpd/internal/filefind"
+	"github.com/ahpd/ahpd/internal/session"
 )
 
 const completionsMax = 50
@@ -77,11 +80,16 @@ func (h *Host) completions(ctx context.Context, cl *client, params json.RawMessa
 		if err != nil {
 			return nil, err
 		}
-		a, ok := h.opts.Agents.Get(sum.Provider)
-		if !ok {
-			return res, nil
+		var cmds []agent.Command
+		if len(state.Turns) > 0 {
+			// The host's own commands: a chat with no turn yet is named
+			// by its first message, so /rename is offered once it has one.
+			cmds = append(cmds, hostcmd.Names...)
 		}
-		for _, cmd := range a.Info(ctx).Commands {
+		if a, ok := h.opts.Agents.Get(sum.Provider); ok {
+			cmds = append(cmds, a.Info(ctx).Commands...)
+		}
+		for _, cmd := range cmds {
 			if !strings.HasPrefix(cmd.Name, token[1:]) {
 				continue
 			}
@@ -103,16 +111,12 @@ func (h *Host) completions(ctx context.Context, cl *client, params json.RawMessa
 			if !strings.HasPrefix(q, "chat:") {
 				name = ""
 			}
-			sum, err := s.Summary(ctx)
+			items, err := h.chatPointers(ctx, s, p.Channel, name)
 			if err != nil {
 				return nil, err
 			}
-			for _, ch := range sum.Chats {
-				if ch.Resource == p.Channel || !strings.Contains(strings.ToLower(ch.Title), strings.ToLower(name)) {
-					continue
-				}
-				att := ahp.MessageAttachment{Type: ahp.AttachmentChat, Label: ch.Title, Resource: ch.Resource}
-				res.Items = append(res.Items, item("#chat:"+ch.Title, att))
+			for _, ptr := range items {
+				res.Items = append(res.Items, item("#chat:"+ptr.Label+" ", ptr))
 			}
 			if q == "chat:" || !strings.HasPrefix(q, "chat:") {
 				for _, f := range h.matchFiles(dirs, q) {
@@ -129,6 +133,35 @@ func (h *Host) completions(ctx context.Context, cl *client, params json.RawMessa
 		res.Items = res.Items[:completionsMax]
 	}
 	return res, nil
+}
+
+// chatPointers are the #chat: attachments a chat's message may carry: the
+// session's other chats with a complete turn, whose title holds name
+// (case-insensitive), each pinned at its newest complete turn. The chat
+// being typed in is never offered.
+func (h *Host) chatPointers(ctx context.Context, s *session.Session, typing, name string) ([]ahp.MessageAttachment, error) {
+	sum, err := s.Summary(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []ahp.MessageAttachment
+	for _, ch := range sum.Chats {
+		// A title may span lines (a client renamed it so); a pointer is
+		// one line of text.
+		title := strings.Join(strings.Fields(ch.Title), " ")
+		if ch.Resource == typing || !strings.Contains(strings.ToLower(title), strings.ToLower(name)) {
+			continue
+		}
+		end, err := h.opts.Env.Store.LastCompleteTurn(ctx, ch.Resource)
+		if err != nil {
+			return nil, err
+		}
+		if end == "" {
+			continue
+		}
+		out = append(out, ahp.MessageAttachment{Type: ahp.AttachmentChat, Label: title, Resource: ch.Resource, EndTurn: end})
+	}
+	return out, nil
 }
 
 // fileMatch is one file or folder a completion offers.

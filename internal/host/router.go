@@ -133,6 +133,10 @@ func (h *Host) Request(ctx context.Context, c *rpc.Conn, method string, params j
 		return h.fetchTurns(ctx, cl, params)
 	case ahp.MethodCompletions:
 		return h.completions(ctx, cl, params)
+	case ahp.MethodResolveSessionConfig:
+		return h.resolveSessionConfig(ctx, cl, params)
+	case ahp.MethodSessionConfigCompletions:
+		return h.sessionConfigCompletions(ctx, cl, params)
 	}
 	return nil, fmt.Errorf("%w: %s", ahp.ErrMethodNotFound, method)
 }
@@ -206,6 +210,13 @@ func (h *Host) subscribe(ctx context.Context, cl *client, channel string, view *
 	}
 	if grant := readGrant(channel); !cl.principal.Can(grant) {
 		return ahp.Snapshot{}, ahp.WithData(ahp.Errorf(ahp.ErrPermissionDenied, "reading %s needs the grant %s", channel, grant), map[string]any{"grant": grant})
+	}
+	if sess, ok := ahp.AnnotationsSession(channel); ok {
+		s, ok := h.sessionOrCatalogue(ctx, sess)
+		if !ok {
+			return ahp.Snapshot{}, fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, channel)
+		}
+		return s.SubscribeAnnotations(ctx, cl)
 	}
 	switch {
 	case ahp.IsChatURI(channel):
@@ -288,6 +299,17 @@ func (h *Host) dispatchAction(cl *client, params json.RawMessage) {
 			}
 		})
 	default:
+		if sess, ok := ahp.AnnotationsSession(p.Channel); ok {
+			s, ok := h.session(sess)
+			if !ok {
+				h.bus.Refuse(cl, p.Channel, a, origin, fmt.Sprintf("%s: %s", ahp.ErrResourceNotFound.Message, p.Channel))
+				return
+			}
+			if err := s.DispatchAnnotations(cl.chatClient(), p.ClientSeq, a); err != nil {
+				h.bus.Refuse(cl, p.Channel, a, origin, err.Error())
+			}
+			return
+		}
 		s, ok := h.session(p.Channel)
 		if !ok {
 			h.bus.Refuse(cl, p.Channel, a, origin, fmt.Sprintf("%s: %s", ahp.ErrResourceNotFound.Message, p.Channel))
@@ -324,8 +346,13 @@ func channelRefuses(channel, actionType string) string {
 		takes = []string{"root"}
 	case ahp.IsChatURI(channel):
 		takes = []string{"chat"}
+	case isAnnotations(channel):
+		takes = []string{"annotations"}
 	default:
 		takes = []string{"session", "chat"}
+	}
+	if ahp.IsChatURI(channel) && actionType == "session/titleChanged" {
+		return "" // a client renames that one chat (C-COMP-25)
 	}
 	if slices.Contains(takes, subject) {
 		return ""
@@ -494,6 +521,8 @@ func (h *Host) channelExists(ctx context.Context, ch string) bool {
 // readGrant names the grant that reading a non-root channel needs:
 // chat:turns for a chat, session:state for a session. subscribe and
 // reconnect both ask it, so a restored subscription passes the same check.
+func isAnnotations(channel string) bool { _, ok := ahp.AnnotationsSession(channel); return ok }
+
 func readGrant(channel string) string {
 	if ahp.IsChatURI(channel) {
 		return auth.ChatTurns

@@ -73,6 +73,9 @@ func (h *Host) createSession(ctx context.Context, cl *client, params json.RawMes
 		}
 		dirs[i] = ahp.FileURI(path)
 	}
+	if ac := p.ActiveClient; ac != nil && ac.ClientID == "" {
+		return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.activeClient.clientId: required")
+	}
 	h.sessionsMu.Lock()
 	_, exists := h.sessions[p.Channel]
 	h.sessionsMu.Unlock()
@@ -90,6 +93,18 @@ func (h *Host) createSession(ctx context.Context, cl *client, params json.RawMes
 		URI: p.Channel, Provider: provider, Title: chat.DefaultTitle,
 		CreatedAt: now, ModifiedAt: now, WorkingDirectories: dirs, Owner: cl.principal.Sender,
 	}
+	// The session's config: the schema of what its backend takes, and the
+	// values the client chose over the defaults (resolveSessionConfig).
+	firstDir := ""
+	if len(dirs) > 0 {
+		firstDir, _ = ahp.LocalPath(dirs[0])
+	}
+	schema, values := h.sessionConfig(ctx, provider, firstDir, p.Config)
+	raw, err := json.Marshal(ahp.SessionConfig{Schema: schema, Values: values})
+	if err != nil {
+		return nil, fmt.Errorf("create session %s: config: %w", p.Channel, err)
+	}
+	rec.Config = raw
 	if err := h.opts.Env.Store.PutSession(ctx, rec); err != nil {
 		return nil, fmt.Errorf("create session %s: %w", p.Channel, err)
 	}
@@ -106,6 +121,12 @@ func (h *Host) createSession(ctx context.Context, cl *client, params json.RawMes
 	}
 	if err := s.AddChat(ctx, first); err != nil {
 		return nil, fmt.Errorf("create session %s: %w", p.Channel, err)
+	}
+	if ac := p.ActiveClient; ac != nil {
+		// The creating client is the session's first participant.
+		if err := s.Dispatch(cl.chatClient(), 0, ahp.SessionActiveClientSet{ActiveClient: *ac}); err != nil {
+			return nil, fmt.Errorf("create session %s: active client: %w", p.Channel, err)
+		}
 	}
 	sum, err := s.Summary(ctx)
 	if err != nil {
@@ -337,10 +358,10 @@ func (h *Host) createChat(ctx context.Context, cl *client, params json.RawMessag
 		return nil, fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, p.Channel)
 	}
 	h.sessionsMu.Lock()
-	_, taken := h.chatIndex[p.Chat]
+	owner, taken := h.chatIndex[p.Chat]
 	h.sessionsMu.Unlock()
-	if taken {
-		return nil, fmt.Errorf("%w: chat %s", ahp.ErrAlreadyExists, p.Chat)
+	if taken && owner != p.Channel {
+		return nil, fmt.Errorf("%w: chat %s belongs to another session", ahp.ErrAlreadyExists, p.Chat)
 	}
 	if err := s.CreateChat(ctx, p, cl.chatClient()); err != nil {
 		return nil, err

@@ -17,6 +17,10 @@ func Annotations(s *ahp.AnnotationsState, a ahp.Action) {
 			if a.Resolved != nil {
 				an.Resolved = *a.Resolved
 			}
+			if a.Origin != nil {
+				o := *a.Origin
+				an.Origin = &o
+			}
 			if a.TurnID != nil {
 				an.TurnID = *a.TurnID
 			}

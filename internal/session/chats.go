@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -24,9 +25,6 @@ func (s *Session) AddChat(ctx context.Context, rec store.ChatRecord) error {
 }
 
 func (s *Session) addChat(ctx context.Context, rec store.ChatRecord) error {
-	if _, dup := s.chats[rec.URI]; dup {
-		return fmt.Errorf("%w: chat %s already exists", ahp.ErrAlreadyExists, rec.URI)
-	}
 	rec.Session = s.uri
 	rec.Position = len(s.state.Chats)
 	if rec.CreatedAt.IsZero() {
@@ -170,6 +168,12 @@ func (s *Session) CreateChat(ctx context.Context, p ahp.CreateChatParams, cl cha
 }
 
 func (s *Session) createChat(ctx context.Context, p ahp.CreateChatParams) error {
+	if _, dup := s.chats[p.Chat]; dup {
+		// Creating a chat the session holds is idempotent: the client
+		// that asked again gets the chat there is (VS Code's
+		// multiChatSuite).
+		return nil
+	}
 	now := s.cfg.Env.Now()
 	rec := store.ChatRecord{
 		URI:            p.Chat,
@@ -197,12 +201,18 @@ func (s *Session) createChat(ctx context.Context, p ahp.CreateChatParams) error 
 		rec.WorkingDirectories = srcRec.WorkingDirectories
 		switch kind {
 		case ahp.SourceFork:
+			rec.Origin = originJSON(&ahp.ChatOrigin{Kind: ahp.SourceFork, Chat: p.Source.Chat, TurnID: p.Source.TurnID})
 			fs, err := src.ForkAt(ctx, p.Chat, p.Source.TurnID)
+			if errors.Is(err, chat.ErrNoSuchTurn) {
+				// A fork at a turn the source does not hold copies
+				// nothing: the chat starts empty, on a conversation of
+				// its own (VS Code's multiChatSuite).
+				break
+			}
 			if err != nil {
 				return err
 			}
 			copied = fs.Turns
-			rec.Origin = originJSON(&ahp.ChatOrigin{Kind: ahp.SourceFork, Chat: p.Source.Chat, TurnID: p.Source.TurnID})
 			rec.Meta = chat.RecordMeta{PendingOpen: &chat.PendingOpen{Source: fs.ConversationID, Point: fs.Point}}.Raw()
 			rec.Title = srcRec.Title
 		case ahp.SourceSideChat:
@@ -228,8 +238,19 @@ func (s *Session) createChat(ctx context.Context, p ahp.CreateChatParams) error 
 			rec.WorkingDirectories = dirs
 		}
 	}
-	if _, dup := s.chats[rec.URI]; dup {
-		return fmt.Errorf("%w: chat %s already exists", ahp.ErrAlreadyExists, rec.URI)
+	// A closed chat the store keeps under this URI (closedChats "hidden")
+	// is superseded: the new chat starts with nothing of it (VS Code's
+	// "recreating a disposed peer chat starts empty").
+	if old, found, err := s.cfg.Env.Store.Chat(ctx, rec.URI); err != nil {
+		return fmt.Errorf("create chat %s: %w", rec.URI, err)
+	} else if found {
+		if old.Session != s.uri || !old.Closed {
+			return fmt.Errorf("%w: chat %s", ahp.ErrAlreadyExists, rec.URI)
+		}
+		s.log.Info("a new chat replaces the closed chat of its URI", "chat", rec.URI)
+		if err := s.cfg.Env.Store.DeleteChat(ctx, rec.URI); err != nil {
+			return fmt.Errorf("create chat %s: %w", rec.URI, err)
+		}
 	}
 	// The copied turns are stored with the chat, before anybody hears of it.
 	rec.Session = s.uri
@@ -263,7 +284,7 @@ func (s *Session) subsetOfSession(dirs []string) ([]string, error) {
 		}
 		sd, ok := have[p]
 		if !ok {
-			return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.workingDirectories[%d]: %s is not a directory of session %s; a chat works in its session's directories or a subset of them", i, d, s.uri)
+			return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.workingDirectories[%d]: %s is not a working directory of session %s; a chat works in its session's working directories or a subset of them", i, d, s.uri)
 		}
 		out = append(out, sd)
 	}

@@ -5,6 +5,7 @@
 package session
 
 import (
+	"maps"
 	"context"
 	"encoding/json"
 	"errors"
@@ -63,11 +64,15 @@ type Session struct {
 	// dirs is a snapshot of the session's directories that chat actors read
 	// (atomically replaced by run whenever they change).
 	dirs atomic.Pointer[[]string]
+	// configValues is a snapshot of SessionState.config.values that chat
+	// actors read when they open a conversation (replaced by run).
+	configValues atomic.Pointer[map[string]any]
 
 	// Owned by run.
-	state  ahp.SessionState
-	record store.SessionRecord
-	chats  map[string]*chatEntry
+	state       ahp.SessionState
+	record      store.SessionRecord
+	chats       map[string]*chatEntry
+	annotations ahp.AnnotationsState // the <session>/annotations channel (annotations.go)
 }
 
 type chatEntry struct {
@@ -106,6 +111,13 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 		Chats:              []ahp.ChatSummary{},
 		DefaultChat:        cfg.Record.DefaultChat,
 	}
+	if len(cfg.Record.Config) > 0 {
+		var c ahp.SessionConfig
+		if err := json.Unmarshal(cfg.Record.Config, &c); err != nil {
+			return nil, fmt.Errorf("open session %s: config: %w", cfg.Record.URI, err)
+		}
+		s.state.Config = &c
+	}
 	for _, r := range recs {
 		s.chats[r.URI] = &chatEntry{record: r}
 		s.state.Chats = append(s.state.Chats, summaryOfRecord(r))
@@ -113,6 +125,7 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 	if s.state.DefaultChat == "" && len(s.state.Chats) > 0 {
 		s.state.DefaultChat = s.state.Chats[0].Resource
 	}
+	s.annotations.Annotations = parseRecordMeta(cfg.Record.Meta).Annotations
 	s.publishDirs()
 	go s.run()
 	return s, nil
@@ -231,6 +244,11 @@ func (s *Session) apply(a ahp.Action, origin *ahp.ActionOrigin) {
 func (s *Session) publishDirs() {
 	d := slices.Clone(s.state.WorkingDirectories)
 	s.dirs.Store(&d)
+	v := map[string]any{}
+	if s.state.Config != nil {
+		v = maps.Clone(s.state.Config.Values)
+	}
+	s.configValues.Store(&v)
 }
 
 // summary is the session's catalogue entry (listSessions, root
@@ -365,6 +383,9 @@ func (s *Session) tryOpenChat(ctx context.Context, uri string) (*chat.Chat, <-ch
 		SessionDirectories: func() []string {
 			return slices.Clone(*s.dirs.Load())
 		},
+		SessionConfig: func() map[string]any {
+			return maps.Clone(*s.configValues.Load())
+		},
 		OnSummary: func(cs ahp.ChatSummary) {
 			s.tell("summary of "+cs.Resource, func() { s.chatSummaryChanged(cs) })
 		},
@@ -449,6 +470,11 @@ func (s *Session) recordOp() store.Op {
 	rec.DefaultChat = s.state.DefaultChat
 	rec.WorkingDirectories = s.state.WorkingDirectories
 	rec.Flags = int(s.state.Status & (ahp.StatusIsRead | ahp.StatusIsArchived))
+	if s.state.Config != nil {
+		if raw, err := json.Marshal(s.state.Config); err == nil {
+			rec.Config = raw
+		}
+	}
 	s.record = rec
 	return func(ctx context.Context, st *store.Store) error { return st.PutSession(ctx, rec) }
 }
@@ -458,7 +484,7 @@ func storedInRecord(a ahp.Action) bool {
 	switch a.(type) {
 	case ahp.SessionTitleChanged, ahp.SessionIsReadChanged, ahp.SessionIsArchivedChanged,
 		ahp.SessionWorkingDirectorySet, ahp.SessionWorkingDirectoryRemoved, ahp.SessionWorkingDirectoryReplaced,
-		ahp.SessionDefaultChatChanged:
+		ahp.SessionDefaultChatChanged, ahp.SessionConfigChanged, ahp.SessionActiveClientSet, ahp.SessionActiveClientRemoved:
 		return true
 	}
 	return false
@@ -484,8 +510,9 @@ func (s *Session) onClientAction(cl chat.Client, origin *ahp.ActionOrigin, a ahp
 	switch a := a.(type) {
 	case ahp.SessionTitleChanged:
 		s.apply(a, origin)
-		// A rename of the session names its default chat too.
-		if e := s.chats[s.state.DefaultChat]; e != nil {
+		// A rename of a one-chat session names its chat too; once it has
+		// more chats, each keeps the title it has (VS Code's multiChatSuite).
+		if e := s.chats[s.state.DefaultChat]; e != nil && len(s.state.Chats) == 1 {
 			e.record.Title = a.Title
 			if e.actor != nil {
 				_ = e.actor.SetTitle(a.Title, false)

@@ -194,3 +194,18 @@ func scanTurn(sc scanner) (TurnRecord, error) {
 	r.Body = rawFrom(body)
 	return r, nil
 }
+
+// LastCompleteTurn names the chat's newest turn that ended complete ("" when
+// none did): where a #chat: pointer to the chat ends.
+func (s *Store) LastCompleteTurn(ctx context.Context, chat string) (string, error) {
+	var id string
+	err := s.queryRow(ctx, `SELECT id FROM turns WHERE chat = ? AND state = 'complete'
+		ORDER BY seq DESC LIMIT 1`, chat).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("last complete turn of %s: %w", chat, err)
+	}
+	return id, nil
+}

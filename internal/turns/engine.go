@@ -77,20 +77,30 @@ const (
 	RouteAgent Route = iota
 	// RouteLocal is the host's own shell backend: a ! command (TERMINALS.md).
 	RouteLocal
+	// RouteHost is the host's own slash commands (/rename), which the host
+	// answers itself, as VS Code's host does.
+	RouteHost
 )
 
 func (r Route) String() string {
-	if r == RouteLocal {
+	switch r {
+	case RouteLocal:
 		return "local"
+	case RouteHost:
+		return "host"
 	}
 	return "agent"
 }
 
-// RouteOf is the route of a message's text: "!" and a command is local,
-// everything else goes to the agent (C-TURN-31, 48).
+// RouteOf is the route of a message's text: "!" and a command is local, a
+// host command (ParseHostCommand) is the host's, everything else goes to the
+// agent (C-TURN-31, 48).
 func RouteOf(text string) Route {
 	if strings.HasPrefix(text, LocalPrefix) && len(strings.TrimSpace(text)) > len(LocalPrefix) {
 		return RouteLocal
+	}
+	if _, ok := ParseHostCommand(text); ok {
+		return RouteHost
 	}
 	return RouteAgent
 }

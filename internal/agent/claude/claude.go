@@ -93,6 +93,18 @@ var models = []agent.Model{
 	{ID: "haiku", Name: "Haiku"},
 }
 
+// permissionModeProperty is the CLI's --permission-mode, a session setting.
+var permissionModeProperty = agent.ConfigProperty{
+	Key: PermissionModeKey, Title: "Permission mode",
+	Description: "What Claude may do without asking: ask before edits and commands, accept edits, plan only, or bypass every check.",
+	Enum:        []string{"default", "acceptEdits", "plan", "bypassPermissions"},
+	EnumLabels:  []string{"Ask", "Accept edits", "Plan", "Bypass permissions"},
+	Default:     "default",
+}
+
+// PermissionModeKey is the session config key of the CLI's permission mode.
+const PermissionModeKey = "permissionMode"
+
 // Info describes the backend; Unavailable says why when the CLI is missing.
 func (c *Claude) Info(ctx context.Context) agent.Info {
 	info := agent.Info{
@@ -100,6 +112,7 @@ func (c *Claude) Info(ctx context.Context) agent.Info {
 		DisplayName: "Claude Code",
 		Description: "Anthropic's Claude Code CLI",
 		Models:      append([]agent.Model(nil), models...),
+		Config:      []agent.ConfigProperty{permissionModeProperty},
 	}
 	if _, err := c.opts.binary(); err != nil {
 		info.Unavailable = installHint

@@ -249,6 +249,9 @@ func (c *conversation) startLocked(l launch) error {
 	if c.wantModel != "" && c.wantModel != "default" {
 		args = append(args, "--model", c.wantModel)
 	}
+	if mode := c.params.Config[PermissionModeKey]; mode != "" && mode != "default" {
+		args = append(args, "--permission-mode", mode)
+	}
 	args = append(args, c.opts.ExtraArgs...)
 	p, err := startProcess(c.bin, args, c.cwd, c.opts.environ(), c.log, c.handleLine, c.processExited)
 	if err != nil {

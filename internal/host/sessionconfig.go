@@ -1,0 +1,103 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/sessionconfig"
+)
+
+// resolveSessionConfigParams are the params of resolveSessionConfig and
+// sessionConfigCompletions (AHP channels-root/commands).
+type resolveSessionConfigParams struct {
+	Channel          string         `json:"channel"`
+	Provider         string         `json:"provider,omitempty"`
+	WorkingDirectory string         `json:"workingDirectory,omitempty"`
+	Config           map[string]any `json:"config,omitempty"`
+	Property         string         `json:"property,omitempty"`
+	Query            string         `json:"query,omitempty"`
+}
+
+// sessionConfig is the schema and values of a session of provider working
+// in dir (a local path, "" for none), with the client's values.
+func (h *Host) sessionConfig(ctx context.Context, provider, dir string, values map[string]any) (json.RawMessage, map[string]any) {
+	a, ok := h.opts.Agents.Get(provider)
+	if !ok {
+		return json.RawMessage(`{"type":"object","properties":{}}`), values
+	}
+	schema := sessionconfig.For(a.Info(ctx), sessionconfig.Context{Repository: dir != "" && sessionconfig.Repository(ctx, dir)})
+	raw, err := json.Marshal(schema)
+	if err != nil {
+		raw = json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	return raw, sessionconfig.Resolve(schema, values)
+}
+
+// configRequest reads the params both commands share: the provider (the
+// default when none is named) and the working directory as a local path
+// inside the served paths ("" when none is named).
+func (h *Host) configRequest(cl *client, params json.RawMessage) (resolveSessionConfigParams, string, error) {
+	var p resolveSessionConfigParams
+	if err := decodeParams(params, &p); err != nil {
+		return p, "", err
+	}
+	if err := requireChannel(p.Channel, true); err != nil {
+		return p, "", err
+	}
+	if !cl.principal.Can("session:create") {
+		return p, "", ahp.Errorf(ahp.ErrPermissionDenied, "describing a new session needs the grant session:create")
+	}
+	if p.Provider == "" {
+		p.Provider = h.opts.DefaultProvider
+	}
+	if _, ok := h.opts.Agents.Get(p.Provider); !ok {
+		return p, "", fmt.Errorf("%w: %s", ahp.ErrProviderNotFound, p.Provider)
+	}
+	if p.WorkingDirectory == "" {
+		return p, "", nil
+	}
+	dir, err := ahp.LocalPath(p.WorkingDirectory)
+	if err != nil {
+		return p, "", ahp.Errorf(ahp.ErrInvalidParams, "params.workingDirectory: %v", err)
+	}
+	if !h.served(dir) {
+		return p, "", ahp.Errorf(ahp.ErrInvalidParams, "params.workingDirectory: %s is outside the daemon's served paths", p.WorkingDirectory)
+	}
+	return p, dir, nil
+}
+
+// resolveSessionConfig answers the schema of what a session of the named
+// provider takes in the named directory, and the values it would start
+// from. It prepares nothing (AHP: no clone, no checkout).
+func (h *Host) resolveSessionConfig(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
+	p, dir, err := h.configRequest(cl, params)
+	if err != nil {
+		return nil, err
+	}
+	schema, values := h.sessionConfig(ctx, p.Provider, dir, p.Config)
+	return map[string]any{"schema": schema, "values": values}, nil
+}
+
+// sessionConfigCompletions answers the allowed values of a dynamic
+// property: a repository's branches for "branch".
+func (h *Host) sessionConfigCompletions(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
+	p, dir, err := h.configRequest(cl, params)
+	if err != nil {
+		return nil, err
+	}
+	if p.Property == "" {
+		return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.property: required")
+	}
+	items := []sessionconfig.Item{}
+	if p.Property != sessionconfig.KeyBranch || dir == "" || !sessionconfig.Repository(ctx, dir) {
+		return map[string]any{"items": items}, nil
+	}
+	branches, current, def, err := sessionconfig.Branches(ctx, dir)
+	if err != nil {
+		h.log.Warn("branch completions", "dir", dir, "err", err)
+		return map[string]any{"items": items}, nil
+	}
+	return map[string]any{"items": sessionconfig.RankBranches(branches, current, def, p.Query)}, nil
+}

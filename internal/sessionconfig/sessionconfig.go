@@ -1,0 +1,171 @@
+// Package sessionconfig describes what a session of a provider can be set
+// up with: the JSON Schema resolveSessionConfig answers with, the values a
+// session starts from, and the allowed values of its dynamic properties
+// (sessionConfigCompletions). The schema comes from what each backend
+// declares (agent.Info: its models and settings) and from the working
+// directory (a git repository offers its branches).
+package sessionconfig
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/ahpd/ahpd/internal/agent"
+)
+
+// Property keys the host itself defines.
+const (
+	// KeyModel picks the backend's model.
+	KeyModel = "model"
+	// KeyIsolation says where the session works; ahpd works in the folder
+	// it was given ("folder").
+	KeyIsolation = "isolation"
+	// KeyBranch is the git branch of the working directory a session
+	// starts from; its values are dynamic (sessionConfigCompletions).
+	KeyBranch = "branch"
+)
+
+// IsolationFolder is the only isolation ahpd offers: the session works in
+// its working directory itself.
+const IsolationFolder = "folder"
+
+// Schema is a session configuration schema: a JSON Schema object whose
+// properties are strings, as AHP's SessionConfigSchema.
+type Schema struct {
+	Type       string              `json:"type"`
+	Properties map[string]Property `json:"properties"`
+	Required   []string            `json:"required,omitempty"`
+}
+
+// Property is one property of a Schema.
+type Property struct {
+	Type        string   `json:"type"`
+	Title       string   `json:"title,omitempty"`
+	Description string   `json:"description,omitempty"`
+	Enum        []string `json:"enum,omitempty"`
+	EnumLabels  []string `json:"enumLabels,omitempty"`
+	// EnumDynamic: the values come from sessionConfigCompletions.
+	EnumDynamic bool   `json:"enumDynamic,omitempty"`
+	Default     string `json:"default,omitempty"`
+}
+
+// Context is what a schema depends on beside the backend.
+type Context struct {
+	// Repository: the working directory is inside a git work tree.
+	Repository bool
+}
+
+// For returns the schema of a session of the backend info describes.
+func For(info agent.Info, ctx Context) Schema {
+	s := Schema{Type: "object", Properties: map[string]Property{
+		KeyIsolation: {Type: "string", Title: "Isolation", Description: "Where the session works: its working directory itself.",
+			Enum: []string{IsolationFolder}, EnumLabels: []string{"Folder"}, Default: IsolationFolder},
+	}}
+	if len(info.Models) > 0 {
+		p := Property{Type: "string", Title: "Model", Default: info.Models[0].ID}
+		for _, m := range info.Models {
+			label := m.Name
+			if label == "" {
+				label = m.ID
+			}
+			p.Enum = append(p.Enum, m.ID)
+			p.EnumLabels = append(p.EnumLabels, label)
+		}
+		s.Properties[KeyModel] = p
+	}
+	for _, c := range info.Config {
+		s.Properties[c.Key] = Property{Type: "string", Title: c.Title, Description: c.Description,
+			Enum: slices.Clone(c.Enum), EnumLabels: slices.Clone(c.EnumLabels), Default: c.Default}
+	}
+	if ctx.Repository {
+		s.Properties[KeyBranch] = Property{Type: "string", Title: "Branch",
+			Description: "The git branch of the working directory.", EnumDynamic: true}
+	}
+	return s
+}
+
+// Resolve returns the values a session with the given client values
+// starts from: each property's default, overlaid with what the client
+// chose. A value outside a property's enum is replaced by its default; a
+// key the schema does not name is kept as the client sent it (a client's
+// own settings travel with the session).
+func Resolve(s Schema, values map[string]any) map[string]any {
+	out := make(map[string]any, len(s.Properties)+len(values))
+	for k, v := range values {
+		out[k] = v
+	}
+	for k, p := range s.Properties {
+		v, given := out[k].(string)
+		switch {
+		case given && (len(p.Enum) == 0 || slices.Contains(p.Enum, v)):
+		case p.Default != "":
+			out[k] = p.Default
+		default:
+			delete(out, k)
+		}
+	}
+	return out
+}
+
+// Backend returns the values of the settings the backend declared, to
+// hand it when a conversation opens (agent.OpenParams.Config).
+func Backend(info agent.Info, values map[string]any) map[string]string {
+	out := map[string]string{}
+	for _, c := range info.Config {
+		if v, ok := values[c.Key].(string); ok && v != "" {
+			out[c.Key] = v
+		}
+	}
+	return out
+}
+
+// Model is the session's model, "" when it names none.
+func Model(values map[string]any) string {
+	m, _ := values[KeyModel].(string)
+	return m
+}
+
+// Item is one allowed value of a dynamic property.
+type Item struct {
+	Value       string `json:"value"`
+	Label       string `json:"label"`
+	Description string `json:"description,omitempty"`
+}
+
+// BranchLimit is how many branches a completion lists.
+const BranchLimit = 25
+
+// RankBranches orders a repository's branches for a completion: the
+// current branch first, then the default branch, then the rest by name;
+// only those whose name holds query (case-insensitive), at most
+// BranchLimit.
+func RankBranches(branches []string, current, defaultBranch, query string) []Item {
+	q := strings.ToLower(query)
+	rank := func(b string) int {
+		switch b {
+		case current:
+			return 0
+		case defaultBranch:
+			return 1
+		}
+		return 2
+	}
+	sorted := slices.Clone(branches)
+	slices.SortStableFunc(sorted, func(a, b string) int {
+		if ra, rb := rank(a), rank(b); ra != rb {
+			return ra - rb
+		}
+		return strings.Compare(a, b)
+	})
+	items := []Item{}
+	for _, b := range slices.Compact(sorted) {
+		if !strings.Contains(strings.ToLower(b), q) {
+			continue
+		}
+		items = append(items, Item{Value: b, Label: b})
+		if len(items) == BranchLimit {
+			break
+		}
+	}
+	return items
+}
