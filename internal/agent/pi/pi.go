@@ -223,8 +223,9 @@ func (p *Pi) Info(ctx context.Context) agent.Info {
 
 // Capabilities: steering into the running turn before the model's next
 // call (C-TURN-80), one turn at a time (C-TURN-103), fork and rewind at a
-// turn's last session entry, resume and delete of its session file. pi's
-// RPC cannot take a steering message back.
+// turn's last session entry, resume and delete of its session file, and
+// side chats (the host's words go into the prompt, C-TURN-111). pi's RPC
+// cannot take a steering message back.
 func (p *Pi) Capabilities() agent.Capabilities {
 	return agent.Capabilities{
 		Steering:       true,
@@ -233,6 +234,7 @@ func (p *Pi) Capabilities() agent.Capabilities {
 		Rewind:         true,
 		Delete:         true,
 		Resume:         true,
+		SideChat:       true,
 	}
 }
 
