@@ -47,7 +47,9 @@ func TestBadInput(t *testing.T) {
 		{"derived URI of a session nobody has", `{"jsonrpc":"2.0","id":13,"method":"subscribe","params":{"channel":"` + ahp.DefaultChatURI("copilot:/nobody") + `"}}`, ahp.CodeSessionNotFound, "Resource not found: "},
 		{"duplicate session", `{"jsonrpc":"2.0","id":14,"method":"createSession","params":{"channel":"` + sess + `"}}`, ahp.CodeSessionAlreadyExists, sess},
 		{"unknown provider", `{"jsonrpc":"2.0","id":15,"method":"createSession","params":{"channel":"ahp-session:/x-1","provider":"nope"}}`, ahp.CodeProviderNotFound, "nope"},
-		{"unsupported version", `{"jsonrpc":"2.0","id":16,"method":"initialize","params":{"channel":"ahp-root://","protocolVersions":["0.1.0"],"clientId":"z"}}`, ahp.CodeUnsupportedProtocolVersion, ""},
+		// An unsupported version on a fresh connection is -32005
+		// (TestVSCodeProtocolContracts); this connection has said who it is.
+		{"second initialize", `{"jsonrpc":"2.0","id":16,"method":"initialize","params":{"channel":"ahp-root://","protocolVersions":["1.0.0"],"clientId":"z"}}`, ahp.CodeInvalidRequest, "already initialized"},
 		{"binary-looking garbage", "\x00\x01garbage", ahp.CodeParseError, ""},
 	}
 	for _, c := range cases {

@@ -210,7 +210,7 @@ func TestCreateChatOutsideDirectoryRefused(t *testing.T) {
 	sess, _ := e.createSession(a, "ahp-session:/d1d1d1d1-0000-4000-8000-000000000001")
 	outside := t.TempDir()
 	_, err := a.Call("createChat", map[string]any{"channel": sess, "chat": "ahp-chat:/outside-1", "workingDirectories": []string{ahp.FileURI(outside)}})
-	if err == nil || err.Code != ahp.CodeInvalidParams || !strings.Contains(err.Message, "not a directory of session") {
+	if err == nil || err.Code != ahp.CodeInvalidParams || !strings.Contains(err.Message, "not a working directory of session") {
 		t.Fatalf("createChat outside the session: %v", err)
 	}
 	st := sessionState(t, a, sess)
@@ -425,10 +425,10 @@ func TestCompletions(t *testing.T) {
 	if items := complete("look at @ma"); !has(items, "@main.go") {
 		t.Fatalf("@ma: %+v", items)
 	}
-	if items := complete("#cha"); !has(items, "#chat:Design notes") || !has(items, "#chatter/") {
+	if items := complete("#cha"); !has(items, "#chat:Design notes ") || !has(items, "#chatter/") {
 		t.Fatalf("#cha should offer chats and files: %+v", items)
 	}
-	if items := complete("#chat:Des"); !has(items, "#chat:Design notes") || has(items, "#main.go") {
+	if items := complete("#chat:Des"); !has(items, "#chat:Design notes ") || has(items, "#main.go") {
 		t.Fatalf("#chat:Des: %+v", items)
 	}
 	if items := complete("#mai"); !has(items, "#main.go") || has(items, "#chat:Design notes") {

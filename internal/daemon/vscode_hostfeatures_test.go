@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ahpd/ahpd/internal/ahp"
@@ -22,6 +24,9 @@ func TestVSCodeHostFeatures(t *testing.T) {
 		t.Helper()
 		n++
 		dir := filepath.Join(v.dir, fmt.Sprintf("ws-%d", n))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
 		for _, f := range files {
 			p := filepath.Join(dir, filepath.FromSlash(f))
 			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -175,4 +180,147 @@ func TestVSCodeHostFeatures(t *testing.T) {
 			t.Fatalf("%+v", got)
 		}
 	})
+	t.Run("workspace file completion includes hidden files outside git metadata", func(t *testing.T) {
+		_, chat := workspace(".hidden-target.txt", ".git/hidden-target-in-git.txt")
+		if got := inserts(complete(chat, "@hidden-target", u16("@hidden-target"))); !slices.Equal(got, []string{"@.hidden-target.txt"}) {
+			t.Fatalf("%v", got)
+		}
+	})
+	t.Run("workspace file completion honors dot-ignore files", func(t *testing.T) {
+		dir, chat := workspace("ignored-target.txt")
+		writeFile(t, filepath.Join(dir, ".ignore"), "ignored-target.txt\n")
+		if got := complete(chat, "@ignored-target", u16("@ignored-target")); len(got) != 0 {
+			t.Fatalf("%+v", got)
+		}
+	})
+	t.Run("rename completion appears after a locally renamed turn", func(t *testing.T) {
+		_, chat := workspace()
+		offers := func() bool { return slices.Contains(inserts(complete(chat, "/r", 2)), "/rename ") }
+		before := offers()
+		v.c.Subscribe(chat)
+		end := sendTurn(t, v.c, chat, "turn-rename", "/rename Coverage Session")
+		if end.Type() != "chat/turnComplete" {
+			t.Fatalf("rename turn ended %s", end.Raw)
+		}
+		st := chatOf(t, v.c, chat)
+		text := clMarkdown(st.Turns[len(st.Turns)-1])
+		if before || !offers() || st.Title != "Coverage Session" || !strings.Contains(text, "Renamed: Coverage Session") {
+			t.Fatalf("before %v, after %v, title %q, answer %q", before, offers(), st.Title, text)
+		}
+	})
+	t.Run("an empty rename command completes without changing the title", func(t *testing.T) {
+		_, chat := workspace()
+		before := chatOf(t, v.c, chat).Title
+		v.c.Subscribe(chat)
+		end := sendTurn(t, v.c, chat, "turn-empty-rename", "/rename")
+		st := chatOf(t, v.c, chat)
+		if end.Type() != "chat/turnComplete" || st.Title != before || clMarkdown(st.Turns[len(st.Turns)-1]) != "" {
+			t.Fatalf("ending %s, title %q (was %q), answer %q", end.Type(), st.Title, before, clMarkdown(st.Turns[len(st.Turns)-1]))
+		}
+	})
+
+	// Branch completions read the working directory's git repository.
+	gitRepo := func(t *testing.T, dir string, cmds ...[]string) {
+		t.Helper()
+		if _, err := exec.LookPath("git"); err != nil {
+			t.Skip("git is not installed (apt-get install git)")
+		}
+		run := func(args ...string) {
+			cmd := exec.Command("git", append([]string{"-c", "user.email=t@example.invalid", "-c", "user.name=t", "-c", "init.defaultBranch=main"}, args...)...)
+			cmd.Dir = dir
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("git %v: %v\n%s", args, err, out)
+			}
+		}
+		run("init", "-q")
+		run("commit", "-q", "--allow-empty", "-m", "initial")
+		for _, c := range cmds {
+			run(c...)
+		}
+	}
+	branches := func(t *testing.T, dir *string, query string) []map[string]any {
+		t.Helper()
+		params := map[string]any{"channel": ahp.RootURI, "provider": "script", "config": map[string]any{"isolation": "worktree"}, "property": "branch", "query": query}
+		if dir != nil {
+			params["workingDirectory"] = ahp.FileURI(*dir)
+		}
+		var res struct {
+			Items []map[string]any `json:"items"`
+		}
+		if err := json.Unmarshal(v.c.MustCall("sessionConfigCompletions", params), &res); err != nil {
+			t.Fatal(err)
+		}
+		return res.Items
+	}
+	values := func(items []map[string]any) []string {
+		out := []string{}
+		for _, it := range items {
+			out = append(out, fmt.Sprint(it["value"]))
+		}
+		return out
+	}
+	t.Run("branch completions without a working directory are empty", func(t *testing.T) {
+		workspace()
+		if got := branches(t, nil, ""); len(got) != 0 {
+			t.Fatalf("%v", got)
+		}
+	})
+	t.Run("branch completions for a non-git directory are empty", func(t *testing.T) {
+		dir, _ := workspace()
+		if got := branches(t, &dir, ""); len(got) != 0 {
+			t.Fatalf("%v", got)
+		}
+	})
+	t.Run("branch completion queries are case insensitive", func(t *testing.T) {
+		dir, _ := workspace()
+		gitRepo(t, dir, []string{"branch", "Feature/MixedCase"})
+		sameJSON(t, "items", branches(t, &dir, "feature/mixed"), []map[string]any{{"value": "Feature/MixedCase", "label": "Feature/MixedCase"}})
+	})
+	t.Run("branch completions prioritize the current branch", func(t *testing.T) {
+		dir, _ := workspace()
+		gitRepo(t, dir, []string{"branch", "alpha"}, []string{"checkout", "-q", "-b", "current-target"}, []string{"branch", "omega"})
+		if got := values(branches(t, &dir, "")); len(got) == 0 || got[0] != "current-target" {
+			t.Fatalf("%v", got)
+		}
+	})
+	t.Run("branch completions prioritize the default branch after the current branch", func(t *testing.T) {
+		dir, _ := workspace()
+		remote := t.TempDir()
+		if out, err := exec.Command("git", "init", "--bare", "-q", remote).CombinedOutput(); err != nil {
+			t.Fatalf("git init --bare: %v\n%s", err, out)
+		}
+		gitRepo(t, dir, []string{"branch", "-M", "main"}, []string{"remote", "add", "origin", remote}, []string{"push", "-q", "-u", "origin", "main"},
+			[]string{"symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/main"}, []string{"checkout", "-q", "-b", "current-target"}, []string{"branch", "other"})
+		if got := values(branches(t, &dir, "")); len(got) < 2 || !slices.Equal(got[:2], []string{"current-target", "main"}) {
+			t.Fatalf("%v", got)
+		}
+	})
+	t.Run("branch completions are capped at twenty-five items", func(t *testing.T) {
+		dir, _ := workspace()
+		var cmds [][]string
+		for i := range 30 {
+			cmds = append(cmds, []string{"branch", fmt.Sprintf("branch-%02d", i)})
+		}
+		gitRepo(t, dir, cmds...)
+		if got := branches(t, &dir, ""); len(got) != 25 {
+			t.Fatalf("%d items", len(got))
+		}
+	})
+	t.Run("branch completions return an empty result when no branch matches", func(t *testing.T) {
+		dir, _ := workspace()
+		gitRepo(t, dir, []string{"branch", "feature/available"})
+		if got := branches(t, &dir, "missing-branch"); len(got) != 0 {
+			t.Fatalf("%v", got)
+		}
+	})
+	t.Run("detached HEAD branch completions still return local branches", func(t *testing.T) {
+		dir, _ := workspace()
+		gitRepo(t, dir, []string{"branch", "available-one"}, []string{"branch", "available-two"}, []string{"checkout", "-q", "--detach", "HEAD"})
+		got := values(branches(t, &dir, "available"))
+		slices.Sort(got)
+		if !slices.Equal(got, []string{"available-one", "available-two"}) {
+			t.Fatalf("%v", got)
+		}
+	})
+
 }

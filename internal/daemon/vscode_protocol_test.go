@@ -127,7 +127,7 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 	})
 	t.Run("listSessions includes provider-backed session metadata", func(t *testing.T) {
 		sess, chat := v.session()
-		v.completedTurn(sess, chat, "turn-list-session-metadata", "Listed Session")
+		v.completedTurn(sess, chat, "turn-list-session-metadata", "/rename Listed Session")
 		item := listedSession(t, v.c, sess)
 		if item.Provider != "script" || item.Title == "" || item.CreatedAt == "" || item.ModifiedAt == "" {
 			t.Fatalf("listed %+v", item)
@@ -137,13 +137,10 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 		}
 	})
 	t.Run("listSessions reflects live title and status changes", func(t *testing.T) {
-		// The suite renames with VS Code's host-side "/rename" command; this
-		// host renames through session/titleChanged (CHATS.md: "A client may
-		// rename a chat"; the deferred title strategy has no /rename).
+		// "/rename" is answered by the host itself, as VS Code's host does.
 		sess, chat := v.session()
-		v.completedTurn(sess, chat, "turn-list-session-live-state", "hello")
+		v.completedTurn(sess, chat, "turn-list-session-live-state", "/rename Catalog Title")
 		for _, a := range []map[string]any{
-			{"type": "session/titleChanged", "title": "Catalog Title"},
 			{"type": "session/isReadChanged", "isRead": true},
 			{"type": "session/isArchivedChanged", "isArchived": true},
 		} {
@@ -159,7 +156,7 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 	})
 	t.Run("disposing a session removes it from listSessions", func(t *testing.T) {
 		sess, chat := v.session()
-		v.completedTurn(sess, chat, "turn-list-session-dispose", "Disposable Session")
+		v.completedTurn(sess, chat, "turn-list-session-dispose", "/rename Disposable Session")
 		listedSession(t, v.c, sess)
 		v.c.MustCall("disposeSession", map[string]any{"channel": sess})
 		if sessionListed(t, v.c, sess) {
@@ -168,7 +165,7 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 	})
 	t.Run("fetchTurns currently emits an empty loaded-turns page", func(t *testing.T) {
 		sess, chat := v.session()
-		v.completedTurn(sess, chat, "turn-fetch", "Fetch Turns")
+		v.completedTurn(sess, chat, "turn-fetch", "/rename Fetch Turns")
 		// A subscribe that named no view holds every turn: nothing is
 		// older, so the page is empty (CHATS.md "fetchTurns", C-CMD-12).
 		res := v.c.MustCall("fetchTurns", map[string]any{"channel": chat})

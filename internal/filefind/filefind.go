@@ -107,11 +107,13 @@ func Walk(root string, limit int) []Entry {
 
 // Match returns the entries query names, best first, at most max. A query
 // with a slash matches paths (what starts with it first, then fuzzily); any
-// other matches base names fuzzily. Hidden entries match only a query that
-// names a dot. An empty query takes every root in turn, so one root cannot
+// other matches base names fuzzily. Hidden entries (outside .git, which
+// Walk never lists) match any query that names them, dot typed or not, as
+// VS Code's host offers them; only the empty query, a bare listing, leaves
+// them out. An empty query takes every root in turn, so one root cannot
 // fill the list alone.
 func Match(entries []Entry, query string, max int) []Entry {
-	showHidden := strings.HasPrefix(query, ".") || strings.Contains(query, "/.")
+	showHidden := query != ""
 	var pool []Entry
 	for _, e := range entries {
 		if showHidden || !e.hidden() {

@@ -18,7 +18,8 @@ func rels(es []Entry) []string {
 
 // TestMatch: the @ completion rules of VS Code's hostFeaturesSuite
 // (case-insensitive, fuzzy, base names in subfolders, nested paths, hidden
-// files only when typed, the cap, roots in turn).
+// files outside .git when named, never in a bare listing, the cap, roots in
+// turn).
 func TestMatch(t *testing.T) {
 	e := func(root, rel string) Entry { return Entry{Root: root, Rel: rel} }
 	entries := []Entry{
@@ -34,7 +35,7 @@ func TestMatch(t *testing.T) {
 		{"fuzzy matches a basename", "agcov", []string{"agentHostCoverage.ts"}},
 		{"finds a base name in a subfolder", "alpha-t", []string{"src/alpha-target.ts"}},
 		{"matches nested relative paths", "feature/target", []string{"feature/target.ts"}},
-		{"leaves hidden files out", "envrc", nil},
+		{"offers a hidden file its query names", "envrc", []string{".envrc"}},
 		{"offers hidden files when typed", ".env", []string{".envrc"}},
 		{"offers both duplicates", "same", []string{"one/same.ts", "two/same.ts"}},
 	} {
@@ -46,6 +47,13 @@ func TestMatch(t *testing.T) {
 			}
 		})
 	}
+	t.Run("leaves hidden files out of a bare listing", func(t *testing.T) {
+		for _, got := range rels(Match(entries, "", 50)) {
+			if strings.HasPrefix(got, ".") {
+				t.Fatalf("bare listing offers %s", got)
+			}
+		}
+	})
 	t.Run("caps an empty query and takes the roots in turn", func(t *testing.T) {
 		var many []Entry
 		for i := range 40 {

@@ -169,6 +169,11 @@ func (h *Host) initialize(ctx context.Context, cl *client, params json.RawMessag
 	if err := requireChannel(p.Channel, true); err != nil {
 		return nil, err
 	}
+	if cl.ready() {
+		// A connection says who it is once: a second handshake would
+		// change the client id its pending actions are echoed under.
+		return nil, ahp.Errorf(ahp.ErrInvalidRequest, "initialize: this connection is already initialized")
+	}
 	// An empty list offers no version this host speaks: the same answer
 	// as an unsupported one, with the versions it does.
 	version, ok := ahp.Negotiate(p.ProtocolVersions)
@@ -483,6 +488,9 @@ func (h *Host) reconnect(ctx context.Context, cl *client, params json.RawMessage
 		if envs == nil {
 			envs = []json.RawMessage{}
 		}
+		if missing == nil {
+			missing = []string{} // present when nothing is missing (AHP-1.0.md §R)
+		}
 		return replayResult{Type: ahp.ReconnectReplay, Actions: envs, Missing: missing}, nil
 	}
 	res := ahp.ReconnectResult{Type: ahp.ReconnectSnapshot, Missing: missing}
@@ -502,7 +510,7 @@ func (h *Host) reconnect(ctx context.Context, cl *client, params json.RawMessage
 type replayResult struct {
 	Type    string            `json:"type"`
 	Actions []json.RawMessage `json:"actions"`
-	Missing []string          `json:"missing,omitempty"`
+	Missing []string          `json:"missing"`
 }
 
 func (h *Host) channelExists(ctx context.Context, ch string) bool {
