@@ -356,3 +356,45 @@ func TestACPFilesAndTerminal(t *testing.T) {
 		t.Errorf("terminal outside answered %q", got)
 	}
 }
+
+// TestACPSessionConfig: once an ACP agent has said its models and modes,
+// resolveSessionConfig offers them, and a session created with a model and
+// a mode runs its turns on both (the fake answers "[model]" with them).
+func TestACPSessionConfig(t *testing.T) {
+	e := newACPFakeEnv(t, "-state", t.TempDir())
+	a := e.client("a")
+	first := "ahp-session:/acc0de00-0000-4000-8000-0000000000c1"
+	a.MustCall("createSession", map[string]any{"channel": first, "provider": "fake-acp"})
+	def := sessionState(t, a, first).DefaultChat
+	a.Subscribe(def)
+	if end := sendTurn(t, a, def, "learn", "[model]"); end.Type() != "chat/turnComplete" {
+		t.Fatalf("first turn ended %s", end.Type())
+	}
+	var res struct {
+		Schema struct {
+			Properties map[string]struct {
+				Enum []string `json:"enum"`
+			} `json:"properties"`
+		} `json:"schema"`
+		Values map[string]any `json:"values"`
+	}
+	if err := json.Unmarshal(a.MustCall("resolveSessionConfig", map[string]any{"channel": ahp.RootURI, "provider": "fake-acp"}), &res); err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Schema.Properties["mode"].Enum; strings.Join(got, ",") != "ask,code" {
+		t.Fatalf("mode enum %v", got)
+	}
+	if got := res.Schema.Properties["model"].Enum; strings.Join(got, ",") != "fake-small,fake-large" {
+		t.Fatalf("model enum %v", got)
+	}
+	second := "ahp-session:/acc0de00-0000-4000-8000-0000000000c2"
+	a.MustCall("createSession", map[string]any{"channel": second, "provider": "fake-acp", "config": map[string]any{"model": "fake-large", "mode": "code"}})
+	def2 := sessionState(t, a, second).DefaultChat
+	a.Subscribe(def2)
+	if end := sendTurn(t, a, def2, "configured", "[model]"); end.Type() != "chat/turnComplete" {
+		t.Fatalf("configured turn ended %s", end.Type())
+	}
+	if got := clMarkdown(chatOf(t, a, def2).Turns[0]); !strings.Contains(got, "model fake-large, mode code") {
+		t.Fatalf("configured session answered %q", got)
+	}
+}

@@ -150,15 +150,26 @@ func (a *Agent) Info(ctx context.Context) agent.Info {
 		info.Description += " (" + a.learned.Info + ")"
 	}
 	if len(a.learned.Modes) > 0 {
-		// AgentInfo has no field for modes; the description names them.
+		// AgentInfo has no field for modes; the description names them,
+		// and the session config offers them (resolveSessionConfig).
 		var ms []string
+		mode := agent.ConfigProperty{Key: ModeKey, Title: "Mode", Description: "The agent's session mode; unset keeps the agent's own."}
 		for _, m := range a.learned.Modes {
 			ms = append(ms, m.ID)
+			name := m.Name
+			if name == "" {
+				name = m.ID
+			}
+			mode.Enum, mode.EnumLabels = append(mode.Enum, m.ID), append(mode.EnumLabels, name)
 		}
 		info.Description += "; modes: " + strings.Join(ms, ", ")
+		info.Config = append(info.Config, mode)
 	}
 	return info
 }
+
+// ModeKey is the session config key of an ACP agent's session mode.
+const ModeKey = "mode"
 
 // Modes are the session modes the agent's last session offered.
 func (a *Agent) Modes() []Mode {

@@ -60,6 +60,11 @@ type conversation struct {
 	modelOption string
 	configOpts  []acpsdk.SessionConfigOption
 	mode        string
+	modeOption  string
+	// wantModel and wantMode are the session's settings (OpenParams):
+	// the model a turn that names none runs on, and the mode the session
+	// is switched to ("" leaves the agent's own).
+	wantModel, wantMode string
 	title       string
 	running     *turnRun
 	held        []agent.Turn
@@ -119,6 +124,9 @@ func newConversation(a *Agent, bin string, p agent.OpenParams) *conversation {
 		perms:  make(map[acpsdk.ToolCallId]*permission),
 		terms:  newTerminals(),
 		model:  p.Model,
+
+		wantModel: p.Model,
+		wantMode:  p.Config[ModeKey],
 	}
 }
 
@@ -225,6 +233,12 @@ func (c *conversation) runTurn(run *turnRun, t agent.Turn) agent.End {
 		c.log.Warn("acp agent would not take the model", "model", run.model, "err", err)
 		if p.dead() {
 			return c.faultEnd(p, "agentFault", "set the model", err)
+		}
+	}
+	if err := c.ensureMode(run, p); err != nil {
+		c.log.Warn("acp agent would not take the mode", "mode", c.wantMode, "err", err)
+		if p.dead() {
+			return c.faultEnd(p, "agentFault", "set the mode", err)
 		}
 	}
 	c.mu.Lock()
@@ -521,6 +535,7 @@ func (c *conversation) keepConfigLocked(opts []acpsdk.SessionConfigOption) {
 			c.modelOption = string(s.Id)
 			c.model = string(s.CurrentValue)
 		case acpsdk.SessionConfigOptionCategoryMode:
+			c.modeOption = string(s.Id)
 			c.mode = string(s.CurrentValue)
 		}
 	}
@@ -531,6 +546,9 @@ func (c *conversation) keepConfigLocked(opts []acpsdk.SessionConfigOption) {
 func (c *conversation) ensureModel(run *turnRun, p *process) error {
 	c.mu.Lock()
 	want, have, opt, sid := run.model, c.model, c.modelOption, c.sessionID
+	if want == "" {
+		want = c.wantModel // the session's model
+	}
 	c.mu.Unlock()
 	if want == "" || want == have {
 		return nil
@@ -707,3 +725,36 @@ var (
 	_ agent.Conversation = (*conversation)(nil)
 	_ agent.Killer       = (*conversation)(nil)
 )
+
+// ensureMode switches the session to the mode its settings name (the
+// session config's "mode"): through the mode config option, else
+// session/set_mode. Nothing named, or the mode it runs, changes nothing.
+func (c *conversation) ensureMode(run *turnRun, p *process) error {
+	c.mu.Lock()
+	want, have, opt, sid := c.wantMode, c.mode, c.modeOption, c.sessionID
+	c.mu.Unlock()
+	if want == "" || want == have {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(run.ctx, prepTimeout)
+	defer cancel()
+	if opt != "" {
+		resp, err := p.conn.SetSessionConfigOption(ctx, acpsdk.SetSessionConfigOptionRequest{ValueId: &acpsdk.SetSessionConfigOptionValueId{
+			SessionId: acpsdk.SessionId(sid), ConfigId: acpsdk.SessionConfigId(opt), Value: acpsdk.SessionConfigValueId(want),
+		}})
+		if err != nil {
+			return err
+		}
+		c.mu.Lock()
+		c.keepConfigLocked(resp.ConfigOptions)
+		c.mu.Unlock()
+		return nil
+	}
+	if _, err := p.conn.SetSessionMode(ctx, acpsdk.SetSessionModeRequest{SessionId: acpsdk.SessionId(sid), ModeId: acpsdk.SessionModeId(want)}); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.mode = want
+	c.mu.Unlock()
+	return nil
+}
