@@ -121,6 +121,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*Daemon, error) {
 		_ = lock.Unlock()
 		return nil, err
 	}
+	bindStore(reg, st)
 	principals := make(map[string]auth.Principal, len(cfg.Tokens))
 	for _, t := range cfg.Tokens {
 		principals[t.Token] = auth.Principal{Sender: t.Principal, Grants: t.Grants}
