@@ -356,6 +356,25 @@ func TestCofoldSteering(t *testing.T) {
 			t.Errorf("the model's next step was sent %q", got)
 		}
 
+		// C-TURN-91: a message handed while the model writes its last
+		// step is given back when the run settles, and runs next.
+		a.Dispatch(chat, turnStarted("t0", "[slow]"))
+		clAwaitAction(t, a, chat, "t0", "chat/delta")
+		b.AwaitEcho(b.Dispatch(chat, clPending("steering", "s0", "late words")))
+		mustEnd(t, awaitEnd(t, a, chat, "t0"), "chat/turnComplete")
+		next := a.AwaitEnvelope("the returned message's turn", func(env ahptest.Envelope) bool {
+			var queued string
+			return env.Channel == chat && env.Type() == "chat/turnStarted" && env.Field("queuedMessageId", &queued) == nil && queued == "s0"
+		})
+		mustEnd(t, awaitEnd(t, a, chat, turnID(next)), "chat/turnComplete")
+		cs := chatOf(t, a, chat)
+		if got := clMarkdown(cs.Turns[len(cs.Turns)-1]); got != "fake reply: late words" {
+			t.Errorf("the returned message's turn answered %q", got)
+		}
+		if got := clMarkdown(cs.Turns[len(cs.Turns)-2]); strings.Contains(got, "late words") {
+			t.Errorf("the settled run read the late message: %q", got)
+		}
+
 		a.Dispatch(chat, turnStarted("t2", callJSON("bash", map[string]any{"command": "sleep 1"})))
 		clAwaitAction(t, a, chat, "t2", "chat/toolCallReady")
 		b.AwaitEcho(b.Dispatch(chat, clPending("steering", "s2", "taken back words")))
@@ -364,11 +383,11 @@ func TestCofoldSteering(t *testing.T) {
 			t.Fatalf("take-back refused: %s", env.RejectionReason)
 		}
 		mustEnd(t, awaitEnd(t, a, chat, "t2"), "chat/turnComplete")
-		cs := chatOf(t, a, chat)
+		cs = chatOf(t, a, chat)
 		if cs.SteeringMessage != nil {
 			t.Errorf("the chat still shows steering %s", clJSON(t, cs.SteeringMessage))
 		}
-		if got := clMarkdown(cs.Turns[1]); got != "fake reply: taken back words" {
+		if got := clMarkdown(cs.Turns[len(cs.Turns)-1]); got != "fake reply: taken back words" {
 			t.Errorf("t2 answered %q: the run did not read the message it held", got)
 		}
 	})
@@ -406,6 +425,15 @@ func TestCofoldFaults(t *testing.T) {
 		mustEnd(t, end, "chat/error")
 		if !strings.Contains(string(end.Action), "Overloaded") || !strings.Contains(string(end.Action), "overloaded_error") {
 			t.Errorf("overloaded: %s", end.Action)
+		}
+
+		// A stream cut mid-answer: the turn fails, resumable, with what
+		// streamed before the cut still shown.
+		chat3 := ce.session(a, "ahp-session:/c0f01d00-0000-4000-8000-000000000025")
+		mustEnd(t, sendTurn(t, a, chat3, "t3", "[drop]"), "chat/error")
+		tr := chatOf(t, a, chat3).Turns[0]
+		if last := tr.ResponseParts[len(tr.ResponseParts)-1]; !last.IsResumableError() || !strings.HasPrefix(clMarkdown(tr), "fake") {
+			t.Errorf("dropped stream: %s", clJSON(t, tr.ResponseParts))
 		}
 	})
 }

@@ -145,6 +145,14 @@ func (s *server) anthropicMessages(w http.ResponseWriter, r *http.Request, req m
 		},
 	})
 	sse.event("ping", map[string]any{"type": "ping"})
+	if p.kind == replyDrop {
+		sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": blocks[0].start()})
+		for _, d := range blocks[0].deltas[:len(blocks[0].deltas)/2] {
+			sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": blocks[0].delta(d)})
+		}
+		// The stream ends mid-answer: no message_stop.
+		panic(http.ErrAbortHandler)
+	}
 	for i, b := range blocks {
 		sse.event("content_block_start", map[string]any{
 			"type": "content_block_start", "index": i, "content_block": b.start(),

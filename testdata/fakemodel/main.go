@@ -14,7 +14,8 @@
 // whose role is not "system" (see script.go): plain text, [slow], [tool],
 // [bash:CMD], [[call NAME ARGS]] (a script of tool calls, one per model
 // step, with raw JSON arguments), [task:PROMPT] (a call of the CLI's subagent tool, Task or
-// Agent, whose subagent answers PROMPT), [error], [overloaded], [think];
+// Agent, whose subagent answers PROMPT), [error], [overloaded], [think],
+// [drop] (half the text reply, then the connection is cut);
 // and "tool done" once a tool
 // result comes back. The answers are deterministic.
 //

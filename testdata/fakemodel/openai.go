@@ -98,6 +98,13 @@ func (s *server) openaiChat(w http.ResponseWriter, r *http.Request, req map[stri
 	}
 
 	chunk(map[string]any{"role": "assistant", "content": ""}, nil)
+	if p.kind == replyDrop {
+		for _, d := range text[:len(text)/2] {
+			chunk(map[string]any{"content": d}, nil)
+		}
+		// The stream ends mid-answer: no finish, no [DONE].
+		panic(http.ErrAbortHandler)
+	}
 	for _, d := range reasoning {
 		chunk(map[string]any{"reasoning_content": d}, nil)
 	}

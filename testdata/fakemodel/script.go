@@ -19,6 +19,7 @@ const (
 	replyToolDone                    // "tool done", after a tool result
 	replyTask                        // a call of the CLI's subagent tool (Task or Agent) with prompt
 	replyCall                        // the next call of a [[call NAME ARGS]] script
+	replyDrop                        // a few text deltas, then the connection is cut
 )
 
 // slowDeltas and slowDelay shape a [slow] reply: about six seconds.
@@ -97,6 +98,8 @@ func decide(msgs []message) plan {
 		p.kind = replyError
 	case strings.Contains(text, "[overloaded]"):
 		p.kind = replyOverloaded
+	case strings.Contains(text, "[drop]"):
+		p.kind = replyDrop
 	case taskRE.MatchString(text):
 		p.kind = replyTask
 		p.command = taskRE.FindStringSubmatch(text)[1]

@@ -409,3 +409,24 @@ func TestRefusesNonLoopback(t *testing.T) {
 		}
 	}
 }
+
+// TestDroppedStream: [drop] answers 200, streams part of the reply and cuts
+// the connection before the stream's end, in both API styles.
+func TestDroppedStream(t *testing.T) {
+	s := Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, path := range []string{"/v1/messages", "/v1/chat/completions"} {
+		resp := post(t, ctx, s, path, map[string]any{"model": "m", "stream": true, "messages": []any{userMsg("cut [drop]")}})
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: status %d", path, resp.StatusCode)
+		}
+		body, err := io.ReadAll(resp.Body)
+		if err == nil {
+			t.Errorf("%s: the stream ended cleanly: %s", path, body)
+		}
+		if !strings.Contains(string(body), "fake") || strings.Contains(string(body), "message_stop") || strings.Contains(string(body), "[DONE]") {
+			t.Errorf("%s: body %s", path, body)
+		}
+	}
+}
