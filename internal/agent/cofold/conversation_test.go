@@ -3,6 +3,8 @@ package cofold
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -151,5 +153,39 @@ func TestCofoldNoProvider(t *testing.T) {
 	end := endOf(evs)
 	if end.Outcome != agent.OutcomeError || !strings.Contains(end.Message, `"agents": {"cofold"`) {
 		t.Fatalf("end = %+v", end)
+	}
+}
+
+// TestCofoldPlanMode: plan mode offers the model only what reads, and a
+// write it asks for all the same is refused, not run.
+func TestCofoldPlanMode(t *testing.T) {
+	for _, s := range offeredTools(ModePlan) {
+		if c := toolClass(s.Name); c != "read" {
+			t.Errorf("plan mode offers %s (%s)", s.Name, c)
+		}
+	}
+	srv := fakemodel.Start(t)
+	a := testAgent(t, srv, "openai", ModePlan)
+	dir := t.TempDir()
+	conv, err := a.Open(context.Background(), agent.OpenParams{ConversationID: "plan", Directories: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conv.Close()
+	evs := turnEvents(t, conv, agent.Turn{ID: "t1", Text: `[[call write_file {"path":"x.txt","content":"x"}]]`})
+	var done *agent.ToolCall
+	for _, ev := range evs {
+		if ev.Kind == agent.EventToolDone {
+			done = ev.ToolCall
+		}
+		if ev.Kind == agent.EventToolReady && ev.ToolCall.NeedsConfirmation {
+			t.Error("plan mode asked instead of refusing")
+		}
+	}
+	if done == nil || done.Success || !strings.Contains(done.Error, "plan mode") {
+		t.Fatalf("write in plan mode: %+v", done)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x.txt")); err == nil {
+		t.Error("plan mode wrote the file")
 	}
 }
