@@ -263,7 +263,9 @@ func TestForeignChannelActionsRefused(t *testing.T) {
 		{chat, map[string]any{"type": "annotations/set", "annotation": map[string]any{"id": "x", "resolved": false, "entries": []any{}}}},
 		{sess, map[string]any{"type": "annotations/removed", "annotationId": "x"}},
 		{sess, map[string]any{"type": "changeset/filesReviewChanged", "files": []string{"file:///x"}, "reviewed": true}},
-		{chat, map[string]any{"type": "session/titleChanged", "title": "through the chat"}},
+		// session/titleChanged on a chat renames that chat (C-COMP-25); the
+		// session's other actions are the session's.
+		{chat, map[string]any{"type": "session/isArchivedChanged", "isArchived": true}},
 		{ahp.RootURI, map[string]any{"type": "chat/draftChanged", "draft": userMessage("x")}},
 	} {
 		env := a.AwaitEcho(a.Dispatch(tc.channel, tc.action))

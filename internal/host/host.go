@@ -217,7 +217,12 @@ func (h *Host) recoverRunningTurns(ctx context.Context) error {
 func (h *Host) sessionSummaryChanged(uri string, sum ahp.SessionSummary) {
 	h.sessionsMu.Lock()
 	old, ok := h.summaries[uri]
-	h.summaries[uri] = sum
+	if ok {
+		// Only a session the catalogue holds is updated: a summary a
+		// session's actor sent while it was being disposed must not list
+		// it again.
+		h.summaries[uri] = sum
+	}
 	h.sessionsMu.Unlock()
 	if !ok {
 		return
