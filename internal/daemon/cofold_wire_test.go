@@ -579,3 +579,51 @@ func TestCofoldNoProvider(t *testing.T) {
 		t.Errorf("error %s", end.Action)
 	}
 }
+
+// TestCofoldOneTurnAtATime: cofold runs one turn at a time (C-TURN-103); a
+// turn sent while another runs goes to the model once the one in front of
+// it ended (C-TURN-104); a stop runs none of the turns sent behind it
+// (C-TURN-105), which every client sees ended (C-TURN-106).
+func TestCofoldOneTurnAtATime(t *testing.T) {
+	cofoldEach(t, func(t *testing.T, fake *fakemodel.Server, api string) {
+		ce := newCofoldEnv(t, fake, api, map[string]any{"permissionMode": "bypassPermissions"}, nil)
+		a := ce.client("a")
+		chat := ce.session(a, "ahp-session:/c0f01d00-0000-4000-8000-00000000000a")
+		b := ce.client("b")
+		b.Subscribe(chat)
+
+		a.Dispatch(chat, turnStarted("t1", callJSON("bash", map[string]any{"command": "sleep 1"})))
+		clAwaitAction(t, a, chat, "t1", "chat/toolCallReady")
+		a.Dispatch(chat, turnStarted("t2", "behind "+api))
+		mustEnd(t, awaitEnd(t, a, chat, "t1"), "chat/turnComplete")
+		mustEnd(t, awaitEnd(t, a, chat, "t2"), "chat/turnComplete")
+		reqs := ce.fake.Requests(t)
+		lastOfT1, firstOfT2 := -1, -1
+		for i, r := range reqs {
+			msgs := r.Messages()
+			if len(msgs) == 0 {
+				continue
+			}
+			said := strings.Join(msgs[len(msgs)-1].Texts(), " ")
+			if strings.Contains(said, "behind "+api) && firstOfT2 < 0 {
+				firstOfT2 = i
+			}
+			if strings.Contains(string(r.Body), "sleep 1") && firstOfT2 < 0 {
+				lastOfT1 = i
+			}
+		}
+		if firstOfT2 < 0 || firstOfT2 < lastOfT1 {
+			t.Errorf("t2 went to the model at request %d, t1's last was %d", firstOfT2, lastOfT1)
+		}
+
+		a.Dispatch(chat, turnStarted("t3", callJSON("bash", map[string]any{"command": "sleep 5"})))
+		clAwaitAction(t, a, chat, "t3", "chat/toolCallReady")
+		a.Dispatch(chat, turnStarted("t4", "never run "+api))
+		a.AwaitEcho(a.Dispatch(chat, map[string]any{"type": "chat/turnCancelled", "turnId": "t3"}))
+		mustEnd(t, awaitEnd(t, a, chat, "t3"), "chat/turnCancelled")
+		mustEnd(t, awaitEnd(t, b, chat, "t4"), "chat/turnCancelled")
+		if n := ce.modelCalls("never run " + api); n != 0 {
+			t.Errorf("the turn sent behind the stopped one reached the model %d times", n)
+		}
+	})
+}
