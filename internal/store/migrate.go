@@ -95,6 +95,27 @@ var migrations = []migration{
 			) STRICT`,
 		},
 	},
+	{
+		version: 3,
+		name:    "bots",
+		stmts: []string{
+			// A deleted bot stays as a tombstone (deleted = 1) so its slug
+			// is never reused (bots.go).
+			`CREATE TABLE bots (
+				slug         TEXT PRIMARY KEY,
+				name         TEXT NOT NULL,
+				instructions TEXT NOT NULL,
+				agent        TEXT NOT NULL,
+				model        TEXT NOT NULL,
+				folder       TEXT NOT NULL,
+				owner        TEXT NOT NULL,
+				session      TEXT NOT NULL,
+				linked       INTEGER NOT NULL,
+				created_at   INTEGER NOT NULL,
+				deleted      INTEGER NOT NULL
+			) STRICT`,
+		},
+	},
 }
 
 // migrate brings the schema up to the last of migs, one transaction per
