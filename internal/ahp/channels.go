@@ -339,8 +339,16 @@ type AnnotationsEntryRemoved struct {
 
 // ResourceWatchState is a resource watch channel's state: what it watches.
 type ResourceWatchState struct {
-	Root      URI  `json:"root"`
-	Recursive bool `json:"recursive"`
+	Root      URI       `json:"root"`
+	Recursive bool      `json:"recursive"`
+	Excludes  *GlobList `json:"excludes,omitempty"`
+	Includes  *GlobList `json:"includes,omitempty"`
+}
+
+// GlobList is a list of glob patterns relative to a watch's root, wrapped
+// in {items} as the protocol has it.
+type GlobList struct {
+	Items []string `json:"items"`
 }
 
 // ResourceWatchChanged reports changes under the watched root; the state

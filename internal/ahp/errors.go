@@ -44,6 +44,7 @@ const (
 	CodeNotFound                   = -32008
 	CodePermissionDenied           = -32009
 	CodeAlreadyExists              = -32010
+	CodeConflict                   = -32011
 )
 
 // Sentinels. ErrResourceNotFound is -32001, the code AHP names
@@ -63,6 +64,7 @@ var (
 	ErrNotFound                   = &Error{CodeNotFound, "Not found"}
 	ErrPermissionDenied           = &Error{CodePermissionDenied, "Permission denied"}
 	ErrAlreadyExists              = &Error{CodeAlreadyExists, "Already exists"}
+	ErrConflict                   = &Error{CodeConflict, "Conflict"}
 )
 
 // dataError attaches the JSON-RPC error's data member to an error.

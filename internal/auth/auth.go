@@ -27,6 +27,15 @@ const (
 	SessionState = "session:state"
 )
 
+// Resource and terminal grants: the host's files under the served paths
+// (the resource* commands and resource watches) and its terminals.
+const (
+	ResourceRead  = "resource:read"
+	ResourceWrite = "resource:write"
+	TerminalRead  = "terminal:read"
+	TerminalWrite = "terminal:write"
+)
+
 // groups maps a group grant to the grants it covers. A session's group
 // covers the chat operations the same way (C-GRANT-05): "session:write"
 // holds every chat write, "session:read" chat reading.

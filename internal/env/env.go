@@ -10,6 +10,7 @@ import (
 
 	"github.com/ahpd/ahpd/internal/bus"
 	"github.com/ahpd/ahpd/internal/store"
+	"github.com/ahpd/ahpd/internal/terminal"
 )
 
 // Env is one daemon's shared environment.
@@ -21,6 +22,9 @@ type Env struct {
 	Limits Limits
 	// Attachments are where and how the bytes messages carry are kept.
 	Attachments Attachments
+	// Terminals are the host's terminals: those clients open and those
+	// ! commands run in (internal/terminal). Nil: New makes one.
+	Terminals *terminal.Registry
 }
 
 // Limits bound what a chat keeps and how long it waits.
@@ -59,6 +63,9 @@ func New(e Env) *Env {
 	}
 	if e.Now == nil {
 		e.Now = time.Now
+	}
+	if e.Terminals == nil && e.Bus != nil {
+		e.Terminals = terminal.NewRegistry(e.Bus, e.Logger)
 	}
 	if e.Limits.TurnsView <= 0 {
 		e.Limits.TurnsView = DefaultTurnsView

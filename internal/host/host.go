@@ -83,6 +83,9 @@ type Host struct {
 	lanes  *lanes
 	actors actors
 
+	// res is the resource commands' files and watches (resources.go).
+	res resourceState
+
 	closing chan struct{}
 }
 
@@ -107,6 +110,7 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		closing:   make(chan struct{}),
 	}
 	h.root = ahp.RootState{Agents: h.agentInfos(ctx)}
+	h.initResources()
 	recs, err := opts.Env.Store.Sessions(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("restore sessions: %w", err)
@@ -300,6 +304,7 @@ func (h *Host) Close(ctx context.Context) error {
 	default:
 		close(h.closing)
 	}
+	h.closeResources() // resources.go: watches and terminals
 	h.sessionsMu.Lock()
 	all := make([]*session.Session, 0, len(h.sessions))
 	for _, s := range h.sessions {

@@ -41,6 +41,7 @@ func (h *Host) Disconnected(c *rpc.Conn, reason rpc.CloseReason) {
 	h.connsMu.Unlock()
 	if cl != nil {
 		h.bus.DropSubscriber(cl)
+		h.watchesLeft(cl) // resources.go: a watch dies with its connection
 	}
 }
 
@@ -138,6 +139,12 @@ func (h *Host) Request(ctx context.Context, c *rpc.Conn, method string, params j
 	case ahp.MethodSessionConfigCompletions:
 		return h.sessionConfigCompletions(ctx, cl, params)
 	}
+	if res, ok, err := h.resourceRequest(ctx, cl, method, params); ok { // resources.go
+		return res, err
+	}
+	if res, ok, err := h.terminalRequest(ctx, cl, method, params); ok { // terminals.go
+		return res, err
+	}
 	return nil, fmt.Errorf("%w: %s", ahp.ErrMethodNotFound, method)
 }
 
@@ -154,6 +161,9 @@ func (h *Host) Notification(c *rpc.Conn, method string, params json.RawMessage) 
 			return
 		}
 		h.bus.Unsubscribe(cl, p.Channel)
+		if isResourceWatch(p.Channel) {
+			h.watchesLeft(nil) // its last subscriber may have gone
+		}
 	default:
 		h.log.Debug("unknown notification", "conn", c.ID(), "method", method)
 	}
@@ -213,6 +223,9 @@ func (h *Host) subscribe(ctx context.Context, cl *client, channel string, view *
 	if ahp.IsRootURI(channel) {
 		return h.rootSnapshot(cl)
 	}
+	if snap, ok, err := h.subscribeOwnChannel(cl, channel); ok { // a terminal or a resource watch
+		return snap, err
+	}
 	if grant := readGrant(channel); !cl.principal.Can(grant) {
 		return ahp.Snapshot{}, ahp.WithData(ahp.Errorf(ahp.ErrPermissionDenied, "reading %s needs the grant %s", channel, grant), map[string]any{"grant": grant})
 	}
@@ -261,6 +274,9 @@ func (h *Host) dispatchAction(cl *client, params json.RawMessage) {
 	}
 	if !cl.ready() {
 		h.bus.Refuse(cl, p.Channel, a, origin, "dispatchAction before initialize")
+		return
+	}
+	if h.dispatchOwnChannel(cl, p.Channel, a, origin) { // a terminal or a resource watch
 		return
 	}
 	if reason := channelRefuses(p.Channel, a.ActionType()); reason != "" {
@@ -474,7 +490,7 @@ func (h *Host) reconnect(ctx context.Context, cl *client, params json.RawMessage
 		// A replay restores subscriptions without subscribe's checks, so
 		// each passes the same grant here; one the client may not read is
 		// answered missing, never replayed.
-		if !ahp.IsRootURI(ch) && !cl.principal.Can(readGrant(ch)) {
+		if !ahp.IsRootURI(ch) && !h.mayRead(cl, ch) {
 			missing = append(missing, ch)
 			continue
 		}
@@ -514,6 +530,9 @@ type replayResult struct {
 }
 
 func (h *Host) channelExists(ctx context.Context, ch string) bool {
+	if exists, ok := h.ownChannelExists(ch); ok { // a terminal or a resource watch
+		return exists
+	}
 	switch {
 	case ahp.IsRootURI(ch):
 		return true

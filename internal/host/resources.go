@@ -1,0 +1,412 @@
+package host
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"mime"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/auth"
+	"github.com/ahpd/ahpd/internal/resources"
+	"github.com/ahpd/ahpd/internal/watch"
+	"github.com/google/uuid"
+)
+
+// The resource* commands and resource watches: the host's files under the
+// served paths, for a client that browses them (a VS Code window picking a
+// folder, opening a file an agent edited, watching a folder). Every command
+// checks its grant (resource:read, resource:write) and confines every path
+// to the served directories (internal/resources).
+
+// Resource command methods.
+const (
+	methodResourceList        = "resourceList"
+	methodResourceRead        = "resourceRead"
+	methodResourceWrite       = "resourceWrite"
+	methodResourceDelete      = "resourceDelete"
+	methodResourceMove        = "resourceMove"
+	methodResourceCopy        = "resourceCopy"
+	methodResourceMkdir       = "resourceMkdir"
+	methodResourceResolve     = "resourceResolve"
+	methodResourceRequest     = "resourceRequest"
+	methodCreateResourceWatch = "createResourceWatch"
+)
+
+// Content encodings.
+const (
+	encodingUTF8   = "utf-8"
+	encodingBase64 = "base64"
+)
+
+// resourceWatchScheme is the scheme of the channels createResourceWatch
+// answers with.
+const resourceWatchScheme = "ahp-resource-watch"
+
+const (
+	// maxWatches bounds the resource watches open at once, and
+	// maxWatchesPerClient those one connection holds: each is kernel
+	// watches (watch.MaxFolders at most).
+	maxWatches          = 1024
+	maxWatchesPerClient = 64
+)
+
+// resourceState is the host's part of the resource commands.
+type resourceState struct {
+	files *resources.FS
+	// mu guards watches.
+	mu      sync.Mutex
+	watches map[string]*resourceWatch
+}
+
+// resourceWatch is one open watch channel.
+type resourceWatch struct {
+	channel string
+	owner   *client
+	state   ahp.ResourceWatchState
+	w       *watch.Watch
+	// subscribed: someone subscribed once; the watch ends when the last
+	// subscriber goes.
+	subscribed bool
+}
+
+func (h *Host) initResources() {
+	h.res.files = resources.New(h.opts.Paths)
+	h.res.watches = make(map[string]*resourceWatch)
+	if t := h.opts.Env.Terminals; t != nil {
+		t.OnChange(h.terminalsChanged)
+	}
+}
+
+func (h *Host) closeResources() {
+	h.res.mu.Lock()
+	all := h.res.watches
+	h.res.watches = map[string]*resourceWatch{}
+	h.res.mu.Unlock()
+	for _, w := range all {
+		w.w.Close()
+	}
+	if t := h.opts.Env.Terminals; t != nil {
+		t.Close()
+	}
+}
+
+// resourceRequest answers one of the resource commands; handled is false
+// for any other method.
+func (h *Host) resourceRequest(ctx context.Context, cl *client, method string, params json.RawMessage) (res any, handled bool, err error) {
+	switch method {
+	case methodResourceList, methodResourceRead, methodResourceWrite, methodResourceDelete, methodResourceMove,
+		methodResourceCopy, methodResourceMkdir, methodResourceResolve, methodResourceRequest, methodCreateResourceWatch:
+	default:
+		return nil, false, nil
+	}
+	res, err = h.resourceCommand(cl, method, params)
+	return res, true, err
+}
+
+// resourceParams is every resource command's params.
+type resourceParams struct {
+	Channel        string        `json:"channel"`
+	URI            string        `json:"uri"`
+	Source         string        `json:"source"`
+	Destination    string        `json:"destination"`
+	Data           *string       `json:"data"`
+	Encoding       string        `json:"encoding"`
+	Mode           string        `json:"mode"`
+	Position       *int64        `json:"position"`
+	CreateOnly     bool          `json:"createOnly"`
+	IfMatch        *string       `json:"ifMatch"`
+	FailIfExists   bool          `json:"failIfExists"`
+	Recursive      bool          `json:"recursive"`
+	FollowSymlinks *bool         `json:"followSymlinks"`
+	Read           bool          `json:"read"`
+	Write          bool          `json:"write"`
+	Excludes       *ahp.GlobList `json:"excludes"`
+	Includes       *ahp.GlobList `json:"includes"`
+}
+
+// resourceGrants is what each command needs.
+var resourceGrants = map[string][]string{
+	methodResourceList:        {auth.ResourceRead},
+	methodResourceRead:        {auth.ResourceRead},
+	methodResourceResolve:     {auth.ResourceRead},
+	methodCreateResourceWatch: {auth.ResourceRead},
+	methodResourceWrite:       {auth.ResourceWrite},
+	methodResourceDelete:      {auth.ResourceWrite},
+	methodResourceMove:        {auth.ResourceWrite},
+	methodResourceMkdir:       {auth.ResourceWrite},
+	methodResourceCopy:        {auth.ResourceRead, auth.ResourceWrite},
+}
+
+func (h *Host) resourceCommand(cl *client, method string, params json.RawMessage) (any, error) {
+	var p resourceParams
+	if err := decodeParams(params, &p); err != nil {
+		return nil, err
+	}
+	if err := requireChannel(p.Channel, true); err != nil {
+		return nil, err
+	}
+	grants := resourceGrants[method]
+	if method == methodResourceRequest {
+		grants = nil
+		if p.Read || !p.Write {
+			grants = append(grants, auth.ResourceRead) // neither flag reads as read
+		}
+		if p.Write {
+			grants = append(grants, auth.ResourceWrite)
+		}
+	}
+	for _, g := range grants {
+		if !cl.principal.Can(g) {
+			return nil, ahp.WithData(ahp.Errorf(ahp.ErrPermissionDenied, "%s needs the grant %s", method, g), map[string]any{"grant": g})
+		}
+	}
+	fs := h.res.files
+	switch method {
+	case methodResourceMove, methodResourceCopy:
+		src, err := localPath("source", p.Source)
+		if err != nil {
+			return nil, err
+		}
+		dst, err := localPath("destination", p.Destination)
+		if err != nil {
+			return nil, err
+		}
+		if method == methodResourceMove {
+			return struct{}{}, fs.Move(src, dst, p.FailIfExists)
+		}
+		return struct{}{}, fs.Copy(src, dst, p.FailIfExists)
+	}
+	path, err := localPath("uri", p.URI)
+	if err != nil {
+		return nil, err
+	}
+	switch method {
+	case methodResourceList:
+		entries, err := fs.List(path)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"entries": entries}, nil
+	case methodResourceRead:
+		data, err := fs.Read(path)
+		if err != nil {
+			return nil, err
+		}
+		return readResult(path, data, p.Encoding), nil
+	case methodResourceWrite:
+		if p.Data == nil {
+			return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.data: required")
+		}
+		data, err := decodeContent(*p.Data, p.Encoding)
+		if err != nil {
+			return nil, err
+		}
+		opts := resources.WriteOptions{Mode: p.Mode, CreateOnly: p.CreateOnly, IfMatch: p.IfMatch}
+		if p.Position != nil {
+			opts.Position = *p.Position
+		}
+		return struct{}{}, fs.Write(path, data, opts)
+	case methodResourceDelete:
+		return struct{}{}, fs.Delete(path, p.Recursive)
+	case methodResourceMkdir:
+		return struct{}{}, fs.Mkdir(path)
+	case methodResourceResolve:
+		follow := p.FollowSymlinks == nil || *p.FollowSymlinks
+		info, err := fs.Resolve(path, follow)
+		if err != nil {
+			return nil, err
+		}
+		uri := p.URI
+		if follow {
+			uri = ahp.FileURI(info.Path)
+		}
+		res := resolveResult{URI: uri, Type: info.Type, Size: info.Size, ETag: info.ETag}
+		if !info.MTime.IsZero() {
+			res.MTime = info.MTime.UTC().Format(time.RFC3339Nano)
+		}
+		if info.Type == resources.TypeFile {
+			res.ContentType = mime.TypeByExtension(filepath.Ext(path))
+		}
+		return res, nil
+	case methodResourceRequest:
+		return struct{}{}, fs.Check(path)
+	case methodCreateResourceWatch:
+		return h.createResourceWatch(cl, p, path)
+	}
+	return nil, ahp.Errorf(ahp.ErrMethodNotFound, "%s", method)
+}
+
+type resolveResult struct {
+	URI         string `json:"uri"`
+	Type        string `json:"type"`
+	Size        *int64 `json:"size,omitempty"`
+	MTime       string `json:"mtime,omitempty"`
+	ContentType string `json:"contentType,omitempty"`
+	ETag        string `json:"etag,omitempty"`
+}
+
+// localPath reads a file: URI param as a local path.
+func localPath(field, uri string) (string, error) {
+	if uri == "" {
+		return "", ahp.Errorf(ahp.ErrInvalidParams, "params.%s: required", field)
+	}
+	if !strings.HasPrefix(uri, "file:") {
+		return "", ahp.Errorf(ahp.ErrInvalidParams, "params.%s: %s is not a file: URI", field, uri)
+	}
+	p, err := ahp.LocalPath(uri)
+	if err != nil {
+		return "", ahp.Errorf(ahp.ErrInvalidParams, "params.%s: %v", field, err)
+	}
+	return p, nil
+}
+
+// readResult answers a read: in the encoding asked for when the bytes are
+// text, else base64.
+func readResult(path string, data []byte, want string) map[string]any {
+	res := map[string]any{}
+	if want != encodingBase64 && utf8.Valid(data) {
+		res["data"], res["encoding"] = string(data), encodingUTF8
+	} else {
+		res["data"], res["encoding"] = base64.StdEncoding.EncodeToString(data), encodingBase64
+	}
+	if ct := mime.TypeByExtension(filepath.Ext(path)); ct != "" {
+		res["contentType"] = ct
+	}
+	return res
+}
+
+// decodeContent reads a write's data in its encoding.
+func decodeContent(data, encoding string) ([]byte, error) {
+	switch encoding {
+	case encodingUTF8, "":
+		return []byte(data), nil
+	case encodingBase64:
+		b, err := base64.StdEncoding.DecodeString(data)
+		if err != nil {
+			return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.data: not base64: %v", err)
+		}
+		return b, nil
+	}
+	return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.encoding: %q is neither utf-8 nor base64", encoding)
+}
+
+// createResourceWatch opens a watch channel on an existing folder or file.
+func (h *Host) createResourceWatch(cl *client, p resourceParams, path string) (any, error) {
+	real, _, err := h.res.files.Locate(path)
+	if err != nil {
+		return nil, err
+	}
+	channel := resourceWatchScheme + ":/" + uuid.NewString()
+	opts := watch.Options{Recursive: p.Recursive}
+	if p.Excludes != nil {
+		opts.Excludes = p.Excludes.Items
+	}
+	if p.Includes != nil {
+		opts.Includes = p.Includes.Items
+	}
+	rw := &resourceWatch{channel: channel, owner: cl,
+		state: ahp.ResourceWatchState{Root: p.URI, Recursive: p.Recursive, Excludes: p.Excludes, Includes: p.Includes}}
+	h.res.mu.Lock()
+	mine := 0
+	for _, w := range h.res.watches {
+		if w.owner == cl {
+			mine++
+		}
+	}
+	full := len(h.res.watches) >= maxWatches || mine >= maxWatchesPerClient
+	h.res.mu.Unlock()
+	if full {
+		return nil, ahp.Errorf(ahp.ErrInvalidRequest, "createResourceWatch: too many watches open (%d per connection, %d in all)", maxWatchesPerClient, maxWatches)
+	}
+	report := func(changes []watch.Change) {
+		items := make([]ahp.ResourceChange, 0, len(changes))
+		for _, c := range changes {
+			// Say each path under the root as the client named the root.
+			shown := path
+			if rel, err := filepath.Rel(real, c.Path); err == nil && rel != "." {
+				shown = filepath.Join(path, rel)
+			}
+			items = append(items, ahp.ResourceChange{URI: ahp.FileURI(shown), Type: c.Type})
+		}
+		h.bus.Publish(channel, ahp.ResourceWatchChanged{Changes: ahp.ResourceChanges{Items: items}}, nil)
+	}
+	w, err := watch.Start(real, opts, report, func() { h.dropWatch(channel) })
+	if err != nil {
+		return nil, ahp.Errorf(ahp.ErrInvalidParams, "createResourceWatch: %v", err)
+	}
+	rw.w = w
+	h.res.mu.Lock()
+	h.res.watches[channel] = rw
+	h.res.mu.Unlock()
+	return map[string]any{"channel": channel}, nil
+}
+
+// dropWatch ends a watch and forgets its channel.
+func (h *Host) dropWatch(channel string) {
+	h.res.mu.Lock()
+	rw := h.res.watches[channel]
+	delete(h.res.watches, channel)
+	h.res.mu.Unlock()
+	if rw != nil {
+		rw.w.Close()
+		h.bus.DropChannel(channel)
+	}
+}
+
+// isResourceWatch reports whether channel is of the watch scheme.
+func isResourceWatch(channel string) bool {
+	return strings.HasPrefix(channel, resourceWatchScheme+":")
+}
+
+// subscribeWatch subscribes cl to a watch channel.
+func (h *Host) subscribeWatch(cl *client, channel string) (ahp.Snapshot, error) {
+	if !cl.principal.Can(auth.ResourceRead) {
+		return ahp.Snapshot{}, ahp.WithData(ahp.Errorf(ahp.ErrPermissionDenied, "reading %s needs the grant %s", channel, auth.ResourceRead), map[string]any{"grant": auth.ResourceRead})
+	}
+	id, ok := strings.CutPrefix(channel, resourceWatchScheme+":/")
+	if _, err := uuid.Parse(id); !ok || err != nil || strings.Contains(id, "/") {
+		return ahp.Snapshot{}, ahp.Errorf(ahp.ErrInvalidParams, "params.channel: %s is not a resource watch channel (%s:/<id>)", channel, resourceWatchScheme)
+	}
+	h.res.mu.Lock()
+	defer h.res.mu.Unlock()
+	rw := h.res.watches[channel]
+	if rw == nil {
+		return ahp.Snapshot{}, ahp.Errorf(ahp.ErrResourceNotFound, "%s", channel)
+	}
+	rw.subscribed = true
+	seq := h.bus.Subscribe(cl, channel)
+	raw, err := json.Marshal(rw.state)
+	if err != nil {
+		return ahp.Snapshot{}, err
+	}
+	return ahp.Snapshot{Resource: channel, State: json.RawMessage(raw), FromSeq: seq}, nil
+}
+
+// watchesLeft ends the watches that have lost their last subscriber, and
+// (with gone) those gone opened: a watch dies with its connection.
+func (h *Host) watchesLeft(gone *client) {
+	h.res.mu.Lock()
+	var drop []string
+	for ch, rw := range h.res.watches {
+		if (gone != nil && rw.owner == gone) || (rw.subscribed && h.bus.Subscribers(ch) == 0) {
+			drop = append(drop, ch)
+		}
+	}
+	h.res.mu.Unlock()
+	for _, ch := range drop {
+		h.dropWatch(ch)
+	}
+}
+
+// watchExists reports whether channel is an open watch.
+func (h *Host) watchExists(channel string) bool {
+	h.res.mu.Lock()
+	defer h.res.mu.Unlock()
+	return h.res.watches[channel] != nil
+}
