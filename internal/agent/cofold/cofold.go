@@ -98,7 +98,29 @@ func (a *Agent) Info(ctx context.Context) agent.Info {
 		DisplayName: "cofold",
 		Description: "ahpd's built-in coding agent, on any OpenAI-compatible or Anthropic endpoint",
 		Models:      models,
+		Config: []agent.ConfigProperty{{
+			Key:         PermissionModeKey,
+			Title:       "Permission mode",
+			Description: "What cofold asks before: default asks before writes and bash, acceptEdits only before bash, plan only reads, bypassPermissions asks nothing.",
+			Enum:        []string{ModeDefault, ModeAcceptEdits, ModePlan, ModeBypass},
+			EnumLabels:  []string{"Ask before writes and commands", "Accept edits", "Plan (read only)", "Bypass permissions"},
+			Default:     a.settings.mode(),
+		}},
 	}
+}
+
+// PermissionModeKey is the session config key of cofold's permission mode;
+// a session without it runs the config's permissionMode.
+const PermissionModeKey = "permissionMode"
+
+// modeOf is the permission mode a session's config names, else the
+// daemon config's.
+func (a *Agent) modeOf(config map[string]string) string {
+	switch m := config[PermissionModeKey]; m {
+	case ModeDefault, ModeAcceptEdits, ModePlan, ModeBypass:
+		return m
+	}
+	return a.settings.mode()
 }
 
 // listModels asks every provider for its models, once.

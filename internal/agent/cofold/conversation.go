@@ -31,7 +31,9 @@ type conversation struct {
 	id    string
 	dirs  []string
 	model string
-	log   *slog.Logger
+	// mode is the session's permission mode.
+	mode string
+	log  *slog.Logger
 
 	events chan agent.Event
 	// done is closed by Close; a run waiting to push an event gives up.
@@ -77,6 +79,7 @@ func newConversation(a *Agent, st Store, fs workdirs, p agent.OpenParams) *conve
 		id:     p.ConversationID,
 		dirs:   append([]string(nil), p.Directories...),
 		model:  p.Model,
+		mode:   a.modeOf(p.Config),
 		log:    log.With("agent", Provider, "conversation", p.ConversationID),
 		events: make(chan agent.Event, eventCap),
 		done:   make(chan struct{}),
@@ -127,7 +130,6 @@ func (c *conversation) loop(r *run) {
 		r.cancel()
 		c.mu.Lock()
 		c.settle(r)
-		dropped := r.dropped
 		returned := r.steer
 		r.steer = nil
 		c.mu.Unlock()
@@ -139,19 +141,23 @@ func (c *conversation) loop(r *run) {
 			}
 		}
 		c.push(agent.Event{Kind: agent.EventTurnEnd, TurnID: r.turn.ID, End: &end})
+		// Until running changes here, a stop still names r: what it ended
+		// behind r is read in the same critical section.
+		c.mu.Lock()
+		dropped := r.dropped
+		var next *run
+		if !c.closed && len(c.held) > 0 {
+			next = newRun(c.held[0])
+			c.held = c.held[1:]
+		}
+		c.running = next
+		c.mu.Unlock()
 		for _, t := range dropped {
 			c.push(agent.Event{Kind: agent.EventTurnEnd, TurnID: t.ID, End: &agent.End{Outcome: agent.OutcomeCancelled}})
 		}
-		c.mu.Lock()
-		if c.closed || len(c.held) == 0 {
-			c.running = nil
-			c.mu.Unlock()
+		if next == nil {
 			return
 		}
-		next := newRun(c.held[0])
-		c.held = c.held[1:]
-		c.running = next
-		c.mu.Unlock()
 		r = next
 	}
 }

@@ -169,7 +169,10 @@ func (a *openaiAPI) stream(ctx context.Context, req request, s sink) (response, 
 	}
 	sort.Slice(idx, func(i, j int) bool { return idx[i] < idx[j] })
 	for _, i := range idx {
-		resp.Message.Calls = append(resp.Message.Calls, *calls[i])
+		c := *calls[i]
+		// A call without arguments is an empty object, as in Messages.
+		c.Input = orDefault(c.Input, "{}")
+		resp.Message.Calls = append(resp.Message.Calls, c)
 	}
 	return resp, nil
 }

@@ -43,7 +43,7 @@ func (c *conversation) runTurn(r *run) (end agent.End) {
 		}
 	}
 	system := c.systemPrompt(r.turn)
-	mode := c.a.settings.mode()
+	mode := c.mode
 	usage := agent.Usage{Model: tg.provider.Name + "/" + tg.model}
 	for range c.a.settings.maxSteps() {
 		if c.isStopped(r) {
