@@ -93,6 +93,22 @@ type ConfigProperty struct {
 	Default     string
 }
 
+// HostTools is the host's MCP endpoint as one conversation may call it:
+// streamable HTTP at URL, authorized by Token as a bearer token. Names are
+// the tools it serves; ServerName is the server's name.
+type HostTools struct {
+	URL        string
+	Token      string
+	ServerName string
+	Names      []string
+}
+
+// MCPConfig is the endpoint as an MCP client configuration entry
+// ({"type":"http","url":…,"headers":{"Authorization":"Bearer …"}}).
+func (t *HostTools) MCPConfig() map[string]any {
+	return map[string]any{"type": "http", "url": t.URL, "headers": map[string]string{"Authorization": "Bearer " + t.Token}}
+}
+
 // OpenMode says how a conversation is opened.
 type OpenMode int
 
@@ -140,10 +156,16 @@ type OpenParams struct {
 	// Config holds the session's values of the settings the backend
 	// declared (Info.Config), by key.
 	Config map[string]string
+	// HostTools is where the host's own tools (rename_chat, ...) are served
+	// to this conversation over MCP, with its credential; nil offers none.
+	HostTools *HostTools
 	// Settings are the backend's daemon settings (binary path, extra args,
 	// environment, ...), opaque to everyone but the backend.
 	Settings json.RawMessage
 	Logger   *slog.Logger
+	// Owner is the sender reference of the session's owner: who the
+	// conversation runs for (a bot's chat checks it may use the bot).
+	Owner string
 }
 
 // Turn is one turn handed to a backend.

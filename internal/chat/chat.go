@@ -91,6 +91,10 @@ type Config struct {
 	// SessionConfig returns the session's config values as they are now
 	// (SessionState.config.values); nil takes none.
 	SessionConfig func() map[string]any
+	// HostTools hands the chat's conversations the host's tools: the
+	// endpoint with a credential of this chat's, and its revocation. nil
+	// offers none.
+	HostTools func(chat string) (*agent.HostTools, func(), error)
 	// Worker is set for a worker chat: the chat whose conversation runs
 	// the worker, and its spawning call (worker.go).
 	Worker *WorkerLink
@@ -128,6 +132,10 @@ type Chat struct {
 	shell *shell.Conversation
 	// hostCmds answers the host's own commands (/rename), nil until one runs.
 	hostCmds *hostcmd.Conversation
+	// tools is the chat's credential for the host's tools, minted when a
+	// conversation first opens and revoked when the actor ends.
+	tools       *agent.HostTools
+	revokeTools func()
 	// wk is the worker bookkeeping (worker.go).
 	wk workerBook
 	// loadedFrom is the index of the oldest turn a paged watcher holds
@@ -255,6 +263,11 @@ func (c *Chat) call(ctx context.Context, fn func()) error { return c.inbox.Call(
 // owned by run.
 func (c *Chat) run(crashed *store.TurnRecord) {
 	defer c.inbox.Stopped()
+	defer func() {
+		if c.revokeTools != nil {
+			c.revokeTools()
+		}
+	}()
 	if crashed != nil {
 		// C-TURN-10: a turn that was running when the process died ends
 		// once, with an error saying so.

@@ -33,7 +33,17 @@ func (c *Chat) ensureConversation() error {
 		Directories:    c.cfg.Directories,
 		Settings:       c.cfg.Settings,
 		Logger:         c.log,
+		Owner:          c.cfg.Owner,
 	}
+	if c.cfg.HostTools != nil && c.tools == nil {
+		tools, revoke, err := c.cfg.HostTools(c.cfg.URI)
+		if err != nil {
+			c.log.Warn("host tools not offered", "err", err)
+		} else {
+			c.tools, c.revokeTools = tools, revoke
+		}
+	}
+	p.HostTools = c.tools
 	if c.cfg.SessionConfig != nil {
 		// The session's settings: its model, and what the backend declared
 		// it takes (resolveSessionConfig's schema).

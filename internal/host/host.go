@@ -12,12 +12,14 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ahpd/ahpd/internal/agent"
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/auth"
 	"github.com/ahpd/ahpd/internal/bus"
 	"github.com/ahpd/ahpd/internal/env"
+	"github.com/ahpd/ahpd/internal/hosttools"
 	"github.com/ahpd/ahpd/internal/reduce"
 	"github.com/ahpd/ahpd/internal/rpc"
 	"github.com/ahpd/ahpd/internal/session"
@@ -64,6 +66,11 @@ type Host struct {
 	rootMu sync.Mutex
 	root   ahp.RootState
 
+	// tools serves the host's tools to agents (hosttools.go); toolsURL is
+	// where, once the daemon listens (SetToolsURL).
+	tools    *hosttools.Server
+	toolsURL atomic.Pointer[string]
+
 	// sessionsMu guards sessions, summaries and chatIndex.
 	sessionsMu sync.Mutex
 	sessions   map[string]*session.Session
@@ -109,6 +116,7 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		conns:     make(map[*rpc.Conn]*client),
 		closing:   make(chan struct{}),
 	}
+	h.tools = hosttools.New(h, opts.Env.Logger)
 	h.root = ahp.RootState{Agents: h.agentInfos(ctx)}
 	h.initResources()
 	recs, err := opts.Env.Store.Sessions(ctx)
@@ -169,6 +177,7 @@ func (h *Host) openSession(ctx context.Context, r store.SessionRecord) (*session
 		Settings:    h.opts.AgentSettings[r.Provider],
 		Env:         h.opts.Env,
 		ClosedChats: h.opts.ClosedChats,
+		HostTools:   func(chat string) (*agent.HostTools, func(), error) { return h.toolsFor(uri, chat) },
 		OnSummary:   func(sum ahp.SessionSummary) { h.sessionSummaryChanged(uri, sum) },
 		OnChatIndex: func(chat string, added bool) {
 			h.sessionsMu.Lock()

@@ -50,6 +50,8 @@ type Config struct {
 	// route chat URIs (added true, removed false).
 	OnChatIndex func(chat string, added bool)
 	ClosedChats string // "hidden" | "delete"
+	// HostTools hands each chat's conversations the host's tools (chat.Config).
+	HostTools func(chat string) (*agent.HostTools, func(), error)
 }
 
 // Session is one session actor.
@@ -386,6 +388,7 @@ func (s *Session) tryOpenChat(ctx context.Context, uri string) (*chat.Chat, <-ch
 		SessionConfig: func() map[string]any {
 			return maps.Clone(*s.configValues.Load())
 		},
+		HostTools: s.cfg.HostTools,
 		OnSummary: func(cs ahp.ChatSummary) {
 			s.tell("summary of "+cs.Resource, func() { s.chatSummaryChanged(cs) })
 		},

@@ -65,6 +65,8 @@ type conversation struct {
 	// the model a turn that names none runs on, and the mode the session
 	// is switched to ("" leaves the agent's own).
 	wantModel, wantMode string
+	// tools is the host's MCP endpoint for this conversation (nil: none).
+	tools *agent.HostTools
 	title       string
 	running     *turnRun
 	held        []agent.Turn
@@ -126,6 +128,7 @@ func newConversation(a *Agent, bin string, p agent.OpenParams) *conversation {
 		model:  p.Model,
 
 		wantModel: p.Model,
+		tools:     p.HostTools,
 		wantMode:  p.Config[ModeKey],
 	}
 }
@@ -435,7 +438,7 @@ func (c *conversation) ensureSession(run *turnRun, p *process) (notice string, e
 	}
 	resp, err := p.conn.NewSession(ctx, acpsdk.NewSessionRequest{
 		Cwd:                   c.dirs[0],
-		McpServers:            []acpsdk.McpServer{},
+		McpServers:            c.mcpServers(caps),
 		AdditionalDirectories: c.additionalDirs(caps),
 	})
 	if err != nil {
@@ -458,7 +461,7 @@ func (c *conversation) resumeSession(ctx context.Context, p *process, rec sessio
 		c.replay = newReplay()
 		c.mu.Unlock()
 		resp, err := p.conn.LoadSession(ctx, acpsdk.LoadSessionRequest{
-			SessionId: sid, Cwd: c.dirs[0], McpServers: []acpsdk.McpServer{},
+			SessionId: sid, Cwd: c.dirs[0], McpServers: c.mcpServers(caps),
 			AdditionalDirectories: c.additionalDirs(caps),
 		})
 		c.mu.Lock()
@@ -471,7 +474,7 @@ func (c *conversation) resumeSession(ctx context.Context, p *process, rec sessio
 		return nil
 	case caps.SessionCapabilities.Resume != nil:
 		resp, err := p.conn.ResumeSession(ctx, acpsdk.ResumeSessionRequest{
-			SessionId: sid, Cwd: c.dirs[0], McpServers: []acpsdk.McpServer{},
+			SessionId: sid, Cwd: c.dirs[0], McpServers: c.mcpServers(caps),
 			AdditionalDirectories: c.additionalDirs(caps),
 		})
 		if err != nil {
@@ -757,4 +760,16 @@ func (c *conversation) ensureMode(run *turnRun, p *process) error {
 	c.mode = want
 	c.mu.Unlock()
 	return nil
+}
+
+// mcpServers are the MCP servers a session is handed: the host's tools
+// (rename_chat, ...) when the agent takes MCP over HTTP, else none.
+func (c *conversation) mcpServers(caps acpsdk.AgentCapabilities) []acpsdk.McpServer {
+	if c.tools == nil || !caps.McpCapabilities.Http {
+		return []acpsdk.McpServer{}
+	}
+	return []acpsdk.McpServer{{Http: &acpsdk.McpServerHttpInline{
+		Type: "http", Name: c.tools.ServerName, Url: c.tools.URL,
+		Headers: []acpsdk.HttpHeader{{Name: "Authorization", Value: "Bearer " + c.tools.Token}},
+	}}}
 }

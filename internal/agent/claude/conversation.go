@@ -252,6 +252,7 @@ func (c *conversation) startLocked(l launch) error {
 	if mode := c.params.Config[PermissionModeKey]; mode != "" && mode != "default" {
 		args = append(args, "--permission-mode", mode)
 	}
+	args = append(args, hostToolArgs(c.params.HostTools)...)
 	args = append(args, c.opts.ExtraArgs...)
 	p, err := startProcess(c.bin, args, c.cwd, c.opts.environ(), c.log, c.handleLine, c.processExited)
 	if err != nil {
@@ -1108,3 +1109,21 @@ var (
 	_ agent.Conversation = (*conversation)(nil)
 	_ agent.Killer       = (*conversation)(nil)
 )
+
+// hostToolArgs offers the host's tools to the CLI as an MCP server of its
+// own (--mcp-config), allowed without asking: renaming a chat when asked
+// and reading a #chat: pointer change nothing on disk (C-COMP-30).
+func hostToolArgs(t *agent.HostTools) []string {
+	if t == nil {
+		return nil
+	}
+	cfg, err := json.Marshal(map[string]any{"mcpServers": map[string]any{t.ServerName: t.MCPConfig()}})
+	if err != nil {
+		return nil
+	}
+	allowed := make([]string, 0, len(t.Names))
+	for _, n := range t.Names {
+		allowed = append(allowed, "mcp__"+t.ServerName+"__"+n)
+	}
+	return []string{"--mcp-config", string(cfg), "--allowedTools", strings.Join(allowed, ",")}
+}

@@ -1,0 +1,204 @@
+// Package hosttools serves the host's own tools to agents over the Model
+// Context Protocol (streamable HTTP, github.com/modelcontextprotocol/go-sdk):
+// rename_chat (the deferred title strategy, C-COMP-30) and
+// get_session_context (the transcript a #chat: pointer names).
+//
+// Each open conversation gets a credential of its own (Grant): a call is
+// made as the chat it came from and can act only on that chat's session.
+// The backend is handed the endpoint and the credential when its
+// conversation opens (agent.OpenParams.HostTools); an in-process backend
+// may call the same tools directly (Call).
+package hosttools
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Path is where the daemon serves the tools, on its own port.
+const Path = "/ahp-mcp"
+
+// ServerName is the MCP server's name: a backend that prefixes tool names
+// with it (Claude: mcp__ahp__rename_chat) shows the tools so.
+const ServerName = "ahp"
+
+// Tool names.
+const (
+	RenameChat        = "rename_chat"
+	GetSessionContext = "get_session_context"
+)
+
+// Names are the tools every agent is offered.
+var Names = []string{RenameChat, GetSessionContext}
+
+// Caller is who a tool call came from: a chat's conversation.
+type Caller struct {
+	Session, Chat string
+}
+
+// Host is what the tools act through. Its methods check that what a call
+// names is the caller's to touch.
+type Host interface {
+	// RenameChat renames chat, a chat of caller's session.
+	RenameChat(ctx context.Context, caller Caller, chat, title string) error
+	// ChatContext is the transcript of chat through endTurn ("" the
+	// newest turn), as a #chat: pointer names it, read under the
+	// caller's session's grants.
+	ChatContext(ctx context.Context, caller Caller, chat, endTurn string) (string, error)
+}
+
+// maxCredentials bounds the open credentials: one per open conversation.
+const maxCredentials = 1 << 16
+
+// Server mints credentials and serves the tools.
+type Server struct {
+	host Host
+	log  *slog.Logger
+	mcp  http.Handler
+
+	mu      sync.Mutex
+	callers map[string]Caller // credential → caller
+}
+
+// New returns a server of host's tools.
+func New(host Host, log *slog.Logger) *Server {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{host: host, log: log, callers: make(map[string]Caller)}
+	// Stateless: every request carries its credential and keeps no MCP
+	// session, so nothing grows with the calls an agent makes.
+	s.mcp = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		caller, ok := callerFrom(r.Context())
+		if !ok {
+			return nil
+		}
+		return s.serverFor(caller)
+	}, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: log, MaxRequestBodyBytes: 1 << 20})
+	return s
+}
+
+// ErrTooMany refuses a credential past maxCredentials.
+var ErrTooMany = errors.New("too many open host tool credentials")
+
+// Grant mints the credential of a conversation of caller's chat; Revoke it
+// when the conversation closes.
+func (s *Server) Grant(caller Caller) (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("mint host tool credential: %w", err)
+	}
+	tok := base64.RawURLEncoding.EncodeToString(b[:])
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.callers) >= maxCredentials {
+		return "", ErrTooMany
+	}
+	s.callers[tok] = caller
+	return tok, nil
+}
+
+// Revoke forgets a credential; a call with it is refused from then on.
+func (s *Server) Revoke(token string) {
+	s.mu.Lock()
+	delete(s.callers, token)
+	s.mu.Unlock()
+}
+
+type callerKey struct{}
+
+func callerFrom(ctx context.Context) (Caller, bool) {
+	c, ok := ctx.Value(callerKey{}).(Caller)
+	return c, ok
+}
+
+// ServeHTTP serves a tool request: a credential Grant minted, as a bearer
+// token, or 401.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	s.mu.Lock()
+	caller, known := s.callers[strings.TrimSpace(tok)]
+	s.mu.Unlock()
+	if !ok || !known {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="ahpd host tools"`)
+		http.Error(w, "ahpd host tools need the credential the conversation was handed", http.StatusUnauthorized)
+		return
+	}
+	s.mcp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, caller)))
+}
+
+// renameArgs and contextArgs are the tools' inputs.
+type renameArgs struct {
+	Title string `json:"title" jsonschema:"the chat's new title"`
+	Chat  string `json:"chat,omitempty" jsonschema:"the chat to rename (an ahp-chat: URI of this session); the chat the call comes from when left out"`
+}
+
+type contextArgs struct {
+	Chat    string `json:"chat" jsonschema:"the chat a #chat: pointer names (its ahp-chat: URI)"`
+	EndTurn string `json:"endTurn,omitempty" jsonschema:"the last turn to read (the pointer's endTurn); the newest when left out"`
+}
+
+// serverFor is the MCP server of one caller: the same tools, bound to it.
+func (s *Server) serverFor(caller Caller) *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: ServerName, Title: "ahpd host tools"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: RenameChat, Description: "Rename a chat of this session, when somebody asks for it. The title is shown to every client."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in renameArgs) (*mcp.CallToolResult, any, error) {
+			text, err := s.Call(ctx, caller, RenameChat, map[string]string{"title": in.Title, "chat": in.Chat})
+			return result(text, err), nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: GetSessionContext, Description: "Read the transcript a #chat: pointer names: the chat's turns through endTurn."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in contextArgs) (*mcp.CallToolResult, any, error) {
+			text, err := s.Call(ctx, caller, GetSessionContext, map[string]string{"chat": in.Chat, "endTurn": in.EndTurn})
+			return result(text, err), nil, nil
+		})
+	return srv
+}
+
+// result is a tool's answer: a bad call is a tool error the agent reads,
+// never a protocol failure.
+func result(text string, err error) *mcp.CallToolResult {
+	if err != nil {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}
+
+// Call runs tool for caller with args: what an in-process backend calls,
+// and what the MCP handlers run.
+func (s *Server) Call(ctx context.Context, caller Caller, tool string, args map[string]string) (string, error) {
+	switch tool {
+	case RenameChat:
+		title := strings.Join(strings.Fields(args["title"]), " ")
+		if title == "" {
+			return "", errors.New("rename_chat: title is required")
+		}
+		chat := args["chat"]
+		if chat == "" {
+			chat = caller.Chat
+		}
+		if err := s.host.RenameChat(ctx, caller, chat, title); err != nil {
+			return "", fmt.Errorf("rename_chat: %w", err)
+		}
+		s.log.Info("agent renamed a chat", "session", caller.Session, "chat", chat, "title", title)
+		return "Renamed the chat: " + title, nil
+	case GetSessionContext:
+		if args["chat"] == "" {
+			return "", errors.New("get_session_context: chat is required")
+		}
+		text, err := s.host.ChatContext(ctx, caller, args["chat"], args["endTurn"])
+		if err != nil {
+			return "", fmt.Errorf("get_session_context: %w", err)
+		}
+		return text, nil
+	}
+	return "", fmt.Errorf("no host tool %q", tool)
+}
