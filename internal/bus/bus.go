@@ -55,6 +55,8 @@ type Bus struct {
 	logBytes    int
 	logMaxBytes int
 	subs        map[string]map[Subscriber]struct{}
+	// observe, when set (Observe), is told of every published action.
+	observe func(channel string, action ahp.Action, delivered int)
 }
 
 // DefaultReplayBytes bounds the replay log's envelope bytes.
@@ -131,10 +133,15 @@ func (b *Bus) Publish(channel string, action ahp.Action, origin *ahp.ActionOrigi
 	b.seq++
 	raw := env.stamp(b.seq)
 	b.appendLog(logEntry{seq: b.seq, channel: channel, actionType: typ, envelope: raw})
+	delivered := 0
 	for s := range b.subs[channel] {
 		if s.Knows(typ) {
 			s.Deliver("action", raw)
+			delivered++
 		}
+	}
+	if b.observe != nil {
+		b.observe(channel, action, delivered)
 	}
 	return b.seq
 }

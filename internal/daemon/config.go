@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/ahpd/ahpd/internal/attach"
+	"github.com/ahpd/ahpd/internal/auth"
 )
 
 // Config is the daemon's configuration: embedded defaults, then a config
@@ -75,6 +76,14 @@ type Config struct {
 	// 0 means 256 MiB.
 	TotalOutboxBytes int64 `json:"totalOutboxBytes,omitempty"`
 
+	// LogLevel is debug, info (default), warn or error; LogFormat is text
+	// (default) or json. Logs go to stderr (the log file under start).
+	LogLevel  string `json:"logLevel,omitempty"`
+	LogFormat string `json:"logFormat,omitempty"`
+	// ShutdownGraceSeconds bounds a graceful shutdown: running turns are
+	// cancelled, clients told, the store flushed, within it. 0 means 10.
+	ShutdownGraceSeconds int `json:"shutdownGraceSeconds,omitempty"`
+
 	// Agents holds each backend's settings, by provider.
 	Agents map[string]json.RawMessage `json:"agents,omitempty"`
 }
@@ -98,6 +107,10 @@ func Defaults() Config {
 		ReplayLog:   8192,
 		OutboxBytes: 16 << 20,
 		TurnsView:   50,
+		LogLevel:    "info",
+		LogFormat:   "text",
+		// Under systemd's default TimeoutStopSec (90s).
+		ShutdownGraceSeconds: 10,
 		// C-ATT-15: 32 MiB unless the config says otherwise.
 		AttachmentFetchLimitBytes: attach.DefaultFetchLimit,
 	}
@@ -135,6 +148,9 @@ func (c *Config) LoadFile(path string, optional bool) error {
 		}
 		return fmt.Errorf("read config %s: %w", path, err)
 	}
+	if _, err := readFileLayer(path, optional); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(strings.NewReader(string(data)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(c); err != nil {
@@ -147,20 +163,30 @@ func (c *Config) LoadFile(path string, optional bool) error {
 // command exits 2.
 var ErrUsage = errors.New("usage")
 
-// Validate checks the configuration and settles the token: it reads
-// ConnectionTokenFile (creating it with a fresh token, mode 0600, when
-// absent). A non-loopback host with no token choice is refused.
+// Validate checks the configuration's ranges, enums and grants. It has no
+// side effects: a connection token file is read when it exists, never
+// created (Start does that). An error is a *KeyError naming the key.
 func (c *Config) Validate() error {
 	if c.Port < 0 || c.Port > 65535 {
-		return fmt.Errorf("%w: --port %d is out of range", ErrUsage, c.Port)
+		return keyErr("port", "must be 0..65535 (0 picks a free port), not %d", c.Port)
 	}
 	switch c.ClosedChats {
 	case "", "hidden", "delete":
 	default:
-		return fmt.Errorf("%w: closedChats must be hidden or delete, not %q", ErrUsage, c.ClosedChats)
+		return keyErr("closedChats", "must be hidden or delete, not %q", c.ClosedChats)
+	}
+	switch strings.ToLower(c.LogLevel) {
+	case "", "debug", "info", "warn", "error":
+	default:
+		return keyErr("logLevel", "must be debug, info, warn or error, not %q", c.LogLevel)
+	}
+	switch c.LogFormat {
+	case "", "text", "json":
+	default:
+		return keyErr("logFormat", "must be text or json, not %q", c.LogFormat)
 	}
 	if c.AttachmentFetchLimitBytes < 0 {
-		return fmt.Errorf("%w: attachmentFetchLimitBytes must be 0 (any size) or more, not %d", ErrUsage, c.AttachmentFetchLimitBytes)
+		return keyErr("attachmentFetchLimitBytes", "must be 0 (any size) or more, not %d", c.AttachmentFetchLimitBytes)
 	}
 	for _, n := range []struct {
 		name string
@@ -175,47 +201,88 @@ func (c *Config) Validate() error {
 		{"maxConnections", int64(c.MaxConnections), 0},
 		{"maxFrameBytes", c.MaxFrameBytes, 0},
 		{"totalOutboxBytes", c.TotalOutboxBytes, 0},
+		{"shutdownGraceSeconds", int64(c.ShutdownGraceSeconds), 0},
 	} {
 		if n.v < n.min {
-			return fmt.Errorf("%w: %s must be %d or more, not %d", ErrUsage, n.name, n.min, n.v)
+			return keyErr(n.name, "must be %d or more, not %d", n.min, n.v)
 		}
+	}
+	for i, p := range c.Paths {
+		if strings.TrimSpace(p) == "" {
+			return keyErr(fmt.Sprintf("paths[%d]", i), "empty path")
+		}
+	}
+	if strings.TrimSpace(c.DataDir) == "" {
+		return keyErr("dataDir", "empty")
 	}
 	for i, o := range c.AllowedOrigins {
 		if u, err := url.Parse(o); err != nil || u.Scheme == "" || u.Host == "" || (u.Path != "" && u.Path != "/") {
-			return fmt.Errorf("%w: allowedOrigins[%d] %q is not scheme://host[:port]", ErrUsage, i, o)
+			return keyErr(fmt.Sprintf("allowedOrigins[%d]", i), "%q is not scheme://host[:port]", o)
 		}
 	}
 	for i, h := range c.AllowedHosts {
 		if h == "" || strings.ContainsAny(h, "/ ") {
-			return fmt.Errorf("%w: allowedHosts[%d] %q is not a host name", ErrUsage, i, h)
+			return keyErr(fmt.Sprintf("allowedHosts[%d]", i), "%q is not a host name", h)
 		}
 	}
 	if c.ConnectionToken != "" && c.WithoutConnectionToken {
-		return fmt.Errorf("%w: --connection-token and --without-connection-token exclude each other", ErrUsage)
+		return keyErr("withoutConnectionToken", "excludes connectionToken: choose one")
 	}
-	if c.ConnectionTokenFile != "" && c.ConnectionToken == "" {
-		tok, err := readOrCreateToken(c.ConnectionTokenFile)
+	rootToken := c.ConnectionToken
+	if c.ConnectionTokenFile != "" && rootToken == "" {
+		tok, exists, err := readToken(c.ConnectionTokenFile)
 		if err != nil {
 			return err
 		}
-		c.ConnectionToken = tok
+		if exists {
+			rootToken = tok
+		}
 	}
 	// Once any token is configured every upgrade must present one (rpc),
 	// so a non-loopback bind is safe with grant tokens alone.
-	if !isLoopback(c.Host) && c.ConnectionToken == "" && !c.WithoutConnectionToken && len(c.Tokens) == 0 {
-		return fmt.Errorf("%w: --host %s is not loopback: choose --connection-token, --connection-token-file or --without-connection-token", ErrUsage, c.Host)
+	if !isLoopback(c.Host) && c.ConnectionToken == "" && c.ConnectionTokenFile == "" && !c.WithoutConnectionToken && len(c.Tokens) == 0 {
+		return keyErr("host", "%s is not loopback: choose --connection-token, --connection-token-file or --without-connection-token", c.Host)
 	}
 	for i, t := range c.Tokens {
+		key := fmt.Sprintf("tokens[%d]", i)
 		if t.Token == "" {
-			return fmt.Errorf("%w: tokens[%d]: empty token", ErrUsage, i)
+			return keyErr(key+".token", "empty token")
 		}
 		// "root:" names the deployment itself (chat.Client.Root): a token
 		// may not claim it.
 		if strings.HasPrefix(t.Principal, "root:") {
-			return fmt.Errorf("%w: tokens[%d]: principal %q is reserved for the deployment", ErrUsage, i, t.Principal)
+			return keyErr(key+".principal", "%q is reserved for the deployment", t.Principal)
 		}
-		if t.Token == c.ConnectionToken {
-			return fmt.Errorf("%w: tokens[%d] is the connection token: it would carry root's grants", ErrUsage, i)
+		if kind, id, ok := strings.Cut(t.Principal, ":"); !ok || kind == "" || id == "" {
+			return keyErr(key+".principal", "want a typed reference such as user:<id>, not %q", t.Principal)
+		}
+		if t.Token == rootToken {
+			return keyErr(key+".token", "is the connection token: it would carry root's grants")
+		}
+		for j, g := range t.Grants {
+			if !auth.Known(g) {
+				return keyErr(fmt.Sprintf("%s.grants[%d]", key, j), "unknown grant %q (known: %s)", g, strings.Join(auth.KnownGrants(), ", "))
+			}
+		}
+	}
+	return nil
+}
+
+// SettleToken reads ConnectionTokenFile into ConnectionToken, creating the
+// file with a fresh token (mode 0600) when it is absent. Start calls it;
+// config check does not.
+func (c *Config) SettleToken() error {
+	if c.ConnectionTokenFile == "" || c.ConnectionToken != "" {
+		return nil
+	}
+	tok, err := readOrCreateToken(c.ConnectionTokenFile)
+	if err != nil {
+		return err
+	}
+	c.ConnectionToken = tok
+	for i, t := range c.Tokens {
+		if t.Token == tok {
+			return keyErr(fmt.Sprintf("tokens[%d].token", i), "is the connection token: it would carry root's grants")
 		}
 	}
 	return nil
@@ -229,19 +296,28 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func readOrCreateToken(path string) (string, error) {
+// readToken reads a token file: exists is false when there is none.
+func readToken(path string) (tok string, exists bool, err error) {
 	data, err := os.ReadFile(path)
-	if err == nil {
-		tok := strings.TrimSpace(string(data))
-		if tok == "" {
-			return "", fmt.Errorf("%w: connection token file %s is empty", ErrUsage, path)
-		}
-		return tok, nil
+	if errors.Is(err, os.ErrNotExist) {
+		return "", false, nil
 	}
-	if !errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("read connection token file: %w", err)
+	if err != nil {
+		return "", false, keyErr("connectionTokenFile", "read %s: %v", path, err)
 	}
-	tok := newToken()
+	tok = strings.TrimSpace(string(data))
+	if tok == "" {
+		return "", true, keyErr("connectionTokenFile", "%s is empty", path)
+	}
+	return tok, true, nil
+}
+
+func readOrCreateToken(path string) (string, error) {
+	tok, exists, err := readToken(path)
+	if err != nil || exists {
+		return tok, err
+	}
+	tok = newToken()
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return "", fmt.Errorf("create connection token file: %w", err)
 	}
@@ -249,4 +325,19 @@ func readOrCreateToken(path string) (string, error) {
 		return "", fmt.Errorf("create connection token file: %w", err)
 	}
 	return tok, nil
+}
+
+// ClientToken is the root token a local client (ahpd status, stop, send)
+// presents: connectionToken, or the token file's content when it exists.
+// It never creates the file.
+func (c Config) ClientToken() string {
+	if c.ConnectionToken != "" {
+		return c.ConnectionToken
+	}
+	if c.ConnectionTokenFile != "" {
+		if tok, ok, err := readToken(c.ConnectionTokenFile); err == nil && ok {
+			return tok
+		}
+	}
+	return ""
 }

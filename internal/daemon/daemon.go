@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -43,6 +45,15 @@ type Daemon struct {
 	served   chan error
 	// lock is the data dir's lock, held until Close.
 	lock *flock.Flock
+
+	env       *env.Env
+	agents    *agent.Registry
+	providers []string
+	started   time.Time
+	// ready is set once start-up recovery is done (GET /readyz); stopping
+	// once a graceful shutdown began.
+	ready, stopping atomic.Bool
+	metricsHandler  http.Handler
 }
 
 // Options are what a caller adds to the configuration: the agents (nil
@@ -59,9 +70,16 @@ type Options struct {
 func BuiltinAgents(cfg Config) (*agent.Registry, error) {
 	var co claude.Options
 	if raw := cfg.Agents[claude.Provider]; len(raw) > 0 {
-		if err := json.Unmarshal(raw, &co); err != nil {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&co); err != nil {
 			return nil, fmt.Errorf("%w: agents.claude: %v", ErrUsage, err)
 		}
+	}
+	switch co.StopEnds {
+	case "", claude.StopEndsTurn, claude.StopEndsQuery:
+	default:
+		return nil, keyErr("agents.claude.stopEnds", "must be %s or %s, not %q", claude.StopEndsTurn, claude.StopEndsQuery, co.StopEnds)
 	}
 	agents := []agent.Agent{script.New(script.Options{}), claude.New(co)}
 	// Each further backend reads its own settings in a file of its own
@@ -79,6 +97,9 @@ func BuiltinAgents(cfg Config) (*agent.Registry, error) {
 // Start opens the store, restores every session and starts serving.
 func Start(ctx context.Context, cfg Config, o Options) (*Daemon, error) {
 	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.SettleToken(); err != nil {
 		return nil, err
 	}
 	log := o.Logger
@@ -134,6 +155,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*Daemon, error) {
 	}
 	// One environment, built here, is shared by the host, every session
 	// and every chat.
+	started := time.Now()
 	e := env.New(env.Env{
 		Bus:    bus.NewBus(cfg.ReplayLog),
 		Store:  st,
@@ -185,9 +207,16 @@ func Start(ctx context.Context, cfg Config, o Options) (*Daemon, error) {
 	}
 	d := &Daemon{
 		cfg: cfg, log: log, store: st, host: h, rpc: srv, listener: ln,
-		http:   &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second},
 		served: make(chan error, 1),
 		lock:   lock,
+		env:    e, agents: reg, providers: reg.Providers(), started: started,
+	}
+	d.metricsHandler = d.newMetrics()
+	d.http = &http.Server{Handler: d.withHostTools(d.opsMux(srv)), ReadHeaderTimeout: 10 * time.Second}
+	// host.New has ended every turn a crash left running: recovery is done.
+	d.ready.Store(true)
+	if err := d.writePIDFile(); err != nil {
+		log.Warn("write pid file", "err", err)
 	}
 	go func() {
 		// Owned by this goroutine: the HTTP server's accept loop.
@@ -233,8 +262,11 @@ func (d *Daemon) Host() *host.Host { return d.host }
 func (d *Daemon) Store() *store.Store { return d.store }
 
 // Close stops serving, ends every connection, stops every actor and flushes
-// the store.
+// the store. A turn still running is left as a crash leaves it (a restart
+// ends it with hostRestarted); Shutdown ends it first.
 func (d *Daemon) Close(ctx context.Context) error {
+	d.stopping.Store(true)
+	defer d.removePIDFile()
 	var errs []error
 	if err := d.http.Shutdown(ctx); err != nil {
 		errs = append(errs, err)

@@ -289,7 +289,7 @@ func appendJSONString(b []byte, s string) []byte {
 // connection starts closing, finishes the writes, waits for readLoop and
 // the last handler, and calls Disconnected.
 func (c *Conn) serve() {
-	c.log.Info("connection opened", "remote", c.remoteAddr)
+	c.log.Debug("connection opened", "remote", c.remoteAddr)
 	c.ws.SetReadLimit(c.srv.opts.MaxMessageBytes)
 	if c.srv.opts.PingInterval > 0 {
 		c.ws.SetPongHandler(func(string) error {
@@ -318,7 +318,7 @@ func (c *Conn) serve() {
 	if c.closeErr != nil {
 		attrs = append(attrs, "err", c.closeErr)
 	}
-	c.log.Info("connection closed", attrs...)
+	c.log.Debug("connection closed", attrs...)
 }
 
 // readLoop is the connection's only socket reader; it runs in its own

@@ -98,16 +98,24 @@ func (s *Store) Commit(ctx context.Context, op Op) error {
 	var pc [1]uintptr
 	runtime.Callers(2, pc[:])
 	result := make(chan error, 1)
-	if !s.push(queuedOp{op: op, result: result, caller: pc[0], queued: time.Now()}) {
+	queued := time.Now()
+	if !s.push(queuedOp{op: op, result: result, caller: pc[0], queued: queued}) {
 		return ErrClosed
 	}
 	select {
 	case err := <-result:
+		if f := s.commitSeen.Load(); f != nil {
+			(*f)(time.Since(queued))
+		}
 		return err
 	case <-ctx.Done():
 		return fmt.Errorf("commit: %w", ctx.Err())
 	}
 }
+
+// ObserveCommits sets f to be told how long each Commit took, from its
+// call until its transaction committed (the daemon's metrics).
+func (s *Store) ObserveCommits(f func(time.Duration)) { s.commitSeen.Store(&f) }
 
 // CommitWait is how long an actor waits for a Commit before it logs the
 // stall and says the action anyway: the chat goes on rather than hang every

@@ -98,6 +98,9 @@ type Store struct {
 	warned atomic.Bool
 
 	stats queueStats
+	// commitSeen, when set (ObserveCommits), is told how long each Commit
+	// waited for its transaction.
+	commitSeen atomic.Pointer[func(time.Duration)]
 
 	// stmtMu guards stmts.
 	stmtMu sync.Mutex

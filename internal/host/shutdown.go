@@ -1,0 +1,38 @@
+package host
+
+import (
+	"context"
+	"errors"
+
+	"github.com/ahpd/ahpd/internal/session"
+)
+
+// ShutdownNotice is the systemNotification a turn running when the daemon
+// stops ends with.
+const ShutdownNotice = "The host is stopping: this turn was cancelled."
+
+// CancelTurnsForShutdown ends every running turn with chat/turnCancelled
+// and ShutdownNotice, stored and published while the connections are still
+// open, so every client sees the ending and a restart reads it back.
+func (h *Host) CancelTurnsForShutdown(ctx context.Context) error {
+	h.sessionsMu.Lock()
+	all := make([]*session.Session, 0, len(h.sessions))
+	for _, s := range h.sessions {
+		all = append(all, s)
+	}
+	h.sessionsMu.Unlock()
+	var errs []error
+	for _, s := range all {
+		if err := s.CancelTurnsForShutdown(ctx, ShutdownNotice); err != nil && !errors.Is(err, session.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// SessionCount is how many sessions the host holds (status, metrics).
+func (h *Host) SessionCount() int {
+	h.sessionsMu.Lock()
+	defer h.sessionsMu.Unlock()
+	return len(h.sessions)
+}
