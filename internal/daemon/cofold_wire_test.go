@@ -495,8 +495,15 @@ func TestCofoldForkRewindRestart(t *testing.T) {
 		if env := a.AwaitEcho(a.Dispatch(chat, map[string]any{"type": "chat/truncated"})); env.RejectionReason != "" {
 			t.Fatalf("clear refused: %s", env.RejectionReason)
 		}
-		if msgs, _ := ce.d.Store().CofoldMessages(ctx, rec.ConversationID); len(msgs) != 0 {
-			t.Errorf("the cleared conversation still holds %d messages", len(msgs))
+		// The chat's actor deletes it once the clear is said.
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			msgs, _ := ce.d.Store().CofoldMessages(ctx, rec.ConversationID)
+			if len(msgs) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the cleared conversation still holds %d messages", len(msgs))
+			}
 		}
 		mustEnd(t, sendTurn(t, a, chat, "t6", "fresh"), "chat/turnComplete")
 		if got := ce.lastRequest(); strings.Join(got, "|") != "user:fresh" {
@@ -624,6 +631,43 @@ func TestCofoldOneTurnAtATime(t *testing.T) {
 		mustEnd(t, awaitEnd(t, b, chat, "t4"), "chat/turnCancelled")
 		if n := ce.modelCalls("never run " + api); n != 0 {
 			t.Errorf("the turn sent behind the stopped one reached the model %d times", n)
+		}
+	})
+}
+
+// TestCofoldSessionPermissionMode: the permission mode is a session config
+// property resolveSessionConfig describes (default: the daemon config's);
+// a session created in plan mode refuses a write the model asks for.
+func TestCofoldSessionPermissionMode(t *testing.T) {
+	cofoldEach(t, func(t *testing.T, fake *fakemodel.Server, api string) {
+		ce := newCofoldEnv(t, fake, api, map[string]any{"permissionMode": "acceptEdits"}, nil)
+		a := ce.client("a")
+		var res struct {
+			Schema struct {
+				Properties map[string]struct {
+					Enum    []string `json:"enum"`
+					Default string   `json:"default"`
+				} `json:"properties"`
+			} `json:"schema"`
+		}
+		if err := json.Unmarshal(a.MustCall("resolveSessionConfig", map[string]any{"channel": ahp.RootURI, "provider": cofold.Provider}), &res); err != nil {
+			t.Fatal(err)
+		}
+		p := res.Schema.Properties[cofold.PermissionModeKey]
+		if strings.Join(p.Enum, ",") != "default,acceptEdits,plan,bypassPermissions" || p.Default != "acceptEdits" {
+			t.Fatalf("permissionMode property %+v", p)
+		}
+
+		uri := "ahp-session:/c0f01d00-0000-4000-8000-00000000000b"
+		a.MustCall("createSession", map[string]any{"channel": uri, "provider": cofold.Provider, "config": map[string]any{cofold.PermissionModeKey: "plan"}})
+		chat := sessionState(t, a, uri).DefaultChat
+		a.Subscribe(chat)
+		mustEnd(t, sendTurn(t, a, chat, "t1", callJSON("write_file", map[string]any{"path": "planned.txt", "content": "x"})), "chat/turnComplete")
+		if clExists(filepath.Join(ce.workDir, "planned.txt")) {
+			t.Fatal("a plan-mode session wrote a file")
+		}
+		if calls := clToolCalls(chatOf(t, a, chat).Turns[0]); len(calls) != 1 || !strings.Contains(clJSON(t, calls[0]), "plan mode") {
+			t.Errorf("calls %s", clJSON(t, calls))
 		}
 	})
 }
