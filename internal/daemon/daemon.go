@@ -84,7 +84,7 @@ func BuiltinAgents(cfg Config) (*agent.Registry, error) {
 	agents := []agent.Agent{script.New(script.Options{}), claude.New(co)}
 	// Each further backend reads its own settings in a file of its own
 	// (agents_<name>.go), so backends are added without touching this one.
-	for _, build := range []func(Config) ([]agent.Agent, error){piAgents, acpAgents, cofoldAgents} {
+	for _, build := range []func(Config) ([]agent.Agent, error){piAgents, acpAgents, cofoldAgents, botAgents} {
 		more, err := build(cfg)
 		if err != nil {
 			return nil, err
@@ -186,6 +186,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*Daemon, error) {
 		_ = lock.Unlock()
 		return nil, err
 	}
+	h.BindBots(botsDir(cfg)) // agents_bot.go
 	srv := rpc.NewServer(rpc.Options{
 		Handler:          h,
 		Token:            cfg.ConnectionToken,
