@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -210,14 +211,17 @@ func printConfig(w io.Writer, l daemon.Loaded, asJSON bool) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
 		return enc.Encode(map[string]any{"config": red, "sources": l.Sources, "file": l.File})
 	}
-	raw, err := json.Marshal(red)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(red); err != nil {
 		return err
 	}
 	var top map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &top); err != nil {
+	if err := json.Unmarshal(buf.Bytes(), &top); err != nil {
 		return err
 	}
 	keys := daemon.ConfigKeys()
@@ -226,7 +230,13 @@ func printConfig(w io.Writer, l daemon.Loaded, asJSON bool) error {
 		if !ok {
 			continue
 		}
-		fmt.Fprintf(w, "%-26s %-40s %s\n", k, string(v), l.SourceOf(k))
+		var one bytes.Buffer
+		e := json.NewEncoder(&one)
+		e.SetEscapeHTML(false)
+		var x any
+		_ = json.Unmarshal(v, &x)
+		_ = e.Encode(x)
+		fmt.Fprintf(w, "%-26s %-40s %s\n", k, strings.TrimSpace(one.String()), l.SourceOf(k))
 	}
 	return nil
 }
