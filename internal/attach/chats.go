@@ -37,6 +37,12 @@ type Resolved struct {
 	Index          int
 	Representation string
 	Err            error
+	// Fetched is set for a resource read through the client that sent it
+	// (C-ATT-11): its bytes and content type, written as inline bytes are
+	// (C-ATT-12).
+	Fetched     bool
+	Data        []byte
+	ContentType string
 }
 
 // Ref is what a pointer names.

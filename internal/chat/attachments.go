@@ -34,7 +34,7 @@ func (c *Chat) prepareMessage(m ahp.Message, resolved []attach.Resolved) (ahp.Me
 	var pinErr error
 	w := attach.Writer{Root: c.cfg.Env.Attachments.Dir}
 	for i, a := range m.Attachments {
-		switch attach.Plan(a, attach.PlanOptions{FetchLimit: c.cfg.Env.Attachments.FetchLimit}) {
+		switch attach.Plan(a, attach.PlanOptions{CanFetch: true, FetchLimit: c.cfg.Env.Attachments.FetchLimit}) {
 		case attach.Write:
 			data, err := attach.Decode(a)
 			if err != nil {
@@ -51,6 +51,24 @@ func (c *Chat) prepareMessage(m ahp.Message, resolved []attach.Resolved) (ahp.Me
 			}
 			out[i] = attach.Written(a, path, int64(len(data)))
 			forms = append(forms, ownForm(a.Label, a.ContentType, path, data))
+		case attach.Fetch:
+			// C-ATT-11, 12: read through the client that sent it (host
+			// attachments.go), then written as inline bytes are.
+			r, ok := byIndex[i]
+			if !ok || !r.Fetched {
+				forms = append(forms, keptForm(a, c.readableRoots()))
+				continue
+			}
+			path, err := w.Write(c.sessionFolder(), a.Label, r.Data)
+			if err != nil {
+				c.log.Warn("fetched attachment not written", "label", a.Label, "err", err)
+				forms = append(forms, ownForm(a.Label, r.ContentType, "", r.Data))
+				continue
+			}
+			written := a
+			written.ContentType = r.ContentType
+			out[i] = attach.Written(written, path, int64(len(r.Data)))
+			forms = append(forms, ownForm(a.Label, r.ContentType, path, r.Data))
 		case attach.Resolve:
 			r, ok := byIndex[i]
 			if ok && r.Err != nil {

@@ -199,6 +199,11 @@ func TestAttachmentsWritten(t *testing.T) {
 func TestAttachmentsLeftAsSent(t *testing.T) {
 	e := newEnv(t)
 	c := e.client("a")
+	// The remote resource is asked for (C-ATT-11) and this client cannot
+	// give it: left as sent (C-ATT-17).
+	c.OnRequest(func(method string, _ json.RawMessage) (any, *ahptest.RPCError) {
+		return nil, &ahptest.RPCError{Code: ahp.CodeNotFound, Message: "not here"}
+	})
 	_, def := e.createSession(c, "ahp-session:/a77a0000-0000-4000-8000-000000000002")
 	c.Subscribe(def)
 	work := filepath.Join(e.workDir, "main.go")

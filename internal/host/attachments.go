@@ -2,6 +2,8 @@ package host
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -26,8 +28,79 @@ func (h *Host) clientFor(ctx context.Context, cl *client, a ahp.Action) chat.Cli
 	cc := cl.chatClient()
 	if m := messageOf(a); m != nil {
 		cc.ChatAttachments = h.resolveChatAttachments(ctx, cl, m.Attachments)
+		cc.ChatAttachments = append(cc.ChatAttachments, h.fetchAttachments(ctx, cl, m.Attachments)...)
 	}
 	return cc
+}
+
+// fetches reports whether a is a resource the host has no copy of and asks
+// the sending client for (C-ATT-11): not a file: URI, not hinted over
+// attachmentFetchLimitBytes.
+func (h *Host) fetches(a ahp.MessageAttachment) bool {
+	return attach.Plan(a, attach.PlanOptions{CanFetch: true, FetchLimit: h.opts.Env.Attachments.FetchLimit}) == attach.Fetch
+}
+
+// fetchAttachments reads each resource the host has no copy of through
+// the client that sent it, with a server→client resourceRead. One the
+// client cannot give, or that is over attachmentFetchLimitBytes once read,
+// is left as sent (C-ATT-14, 17); the client closing ends the wait at once.
+func (h *Host) fetchAttachments(ctx context.Context, cl *client, atts []ahp.MessageAttachment) []attach.Resolved {
+	var out []attach.Resolved
+	for i, a := range atts {
+		if !h.fetches(a) {
+			continue
+		}
+		data, contentType, err := h.readThroughClient(ctx, cl, string(a.URI))
+		if err != nil {
+			h.log.Info("attachment left as sent: the client did not give it", "conn", cl.conn.ID(), "uri", a.URI, "err", err)
+			continue
+		}
+		if ct := a.ContentType; ct != "" {
+			contentType = ct
+		}
+		out = append(out, attach.Resolved{Index: i, Fetched: true, Data: data, ContentType: contentType})
+	}
+	return out
+}
+
+// clientReadAnswer is a client's resourceRead answer (VS Code answers
+// {data, encoding: "base64"}; "utf-8" text is taken too).
+type clientReadAnswer struct {
+	Data        string `json:"data"`
+	Encoding    string `json:"encoding"`
+	ContentType string `json:"contentType,omitempty"`
+}
+
+// readThroughClient asks the client for uri, bounded by the fetch limit.
+func (h *Host) readThroughClient(ctx context.Context, cl *client, uri string) ([]byte, string, error) {
+	raw, err := cl.conn.Call(ctx, "resourceRead", map[string]any{"channel": ahp.RootURI, "uri": uri})
+	if err != nil {
+		return nil, "", err
+	}
+	var res clientReadAnswer
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, "", fmt.Errorf("resourceRead answer: %w", err)
+	}
+	limit := h.opts.Env.Attachments.FetchLimit
+	var data []byte
+	switch res.Encoding {
+	case "base64", "":
+		if limit > 0 && int64(base64.StdEncoding.DecodedLen(len(res.Data))) > limit+3 {
+			return nil, "", fmt.Errorf("%s is over attachmentFetchLimitBytes (%d)", uri, limit)
+		}
+		data, err = base64.StdEncoding.DecodeString(res.Data)
+		if err != nil {
+			return nil, "", fmt.Errorf("resourceRead answer: %w", err)
+		}
+	case "utf-8", "utf8":
+		data = []byte(res.Data)
+	default:
+		return nil, "", fmt.Errorf("resourceRead answer: encoding %q", res.Encoding)
+	}
+	if limit > 0 && int64(len(data)) > limit {
+		return nil, "", fmt.Errorf("%s is over attachmentFetchLimitBytes (%d)", uri, limit)
+	}
+	return data, res.ContentType, nil
 }
 
 // messageOf is the message a carries (a turn or a pending message), nil

@@ -303,7 +303,7 @@ func (h *Host) dispatchAction(cl *client, params json.RawMessage) {
 		// mailbox. Anything that may wait (loading the chat, reading the
 		// chats a message attaches) goes through the channel's lane, never
 		// on this read loop.
-		if c := h.actors.live(p.Channel); c != nil && !carriesChatAttachment(a) && h.lanes.idle(p.Channel) {
+		if c := h.actors.live(p.Channel); c != nil && !h.carriesChatAttachment(a) && h.lanes.idle(p.Channel) {
 			err := c.Dispatch(cl.chatClient(), p.ClientSeq, a)
 			if err == nil {
 				return
@@ -410,13 +410,16 @@ func (h *Host) route(cl *client, channel string, a ahp.Action, origin *ahp.Actio
 
 // carriesChatAttachment reports whether a's message attaches a chat, which
 // the host resolves (reading that chat) before the action is handed on.
-func carriesChatAttachment(a ahp.Action) bool {
+func (h *Host) carriesChatAttachment(a ahp.Action) bool {
 	m := messageOf(a)
 	if m == nil {
 		return false
 	}
 	for _, at := range m.Attachments {
-		if at.Type == ahp.AttachmentChat {
+		if at.Type == ahp.AttachmentChat || h.fetches(at) {
+			// A chat to read, or a resource to read through the client
+			// (C-ATT-11): the message waits in its chat's lane for it, so
+			// the client's later actions keep their order.
 			return true
 		}
 	}

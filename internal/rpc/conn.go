@@ -124,6 +124,11 @@ type Conn struct {
 	// last handler has returned and jsonrpc2 reads no more.
 	dispatchDone     chan struct{}
 	dispatchDoneOnce sync.Once
+
+	// jc is the connection's JSON-RPC conn, set by serve before the
+	// client's first frame is read; Call makes requests to the client
+	// through it (responses are matched by id).
+	jc atomic.Pointer[jsonrpc2.Conn]
 }
 
 // inFrame is one websocket message as read.
@@ -303,6 +308,7 @@ func (c *Conn) serve() {
 
 	go c.readLoop()
 	jc := jsonrpc2.NewConn(c.ctx, &stream{c: c}, dispatcher{c: c}, jsonrpc2.SetLogger(jsonrpc2Logger{c.log}))
+	c.jc.Store(jc)
 
 	c.writeLoop()
 	c.finishWrites()

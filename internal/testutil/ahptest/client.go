@@ -111,6 +111,35 @@ type Client struct {
 	envs      []Envelope
 	notes     []Notification
 	closed    error
+	// answer answers the server's requests to this client (OnRequest).
+	answer func(method string, params json.RawMessage) (any, *RPCError)
+}
+
+// OnRequest sets how the client answers the server's requests (a
+// server→client resourceRead, ...): fn runs on a goroutine of its own, so
+// it may take its time; a nil result with a nil error answers null.
+// Without it a request is only recorded, as a notification is.
+func (c *Client) OnRequest(fn func(method string, params json.RawMessage) (any, *RPCError)) {
+	c.mu.Lock()
+	c.answer = fn
+	c.mu.Unlock()
+}
+
+// reply writes the answer to a server request.
+func (c *Client) reply(id json.RawMessage, result any, rerr *RPCError) {
+	msg := map[string]any{"jsonrpc": "2.0", "id": id}
+	if rerr != nil {
+		msg["error"] = map[string]any{"code": rerr.Code, "message": rerr.Message}
+	} else {
+		msg["result"] = result
+	}
+	data, err := json.Marshal(msg)
+	if err != nil {
+		return
+	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	_ = c.ws.WriteMessage(websocket.TextMessage, data)
 }
 
 // Dial connects to url (ws://127.0.0.1:port), with an optional token.
@@ -165,6 +194,13 @@ func (c *Client) read() {
 				}
 			case f.Method != "":
 				c.notes = append(c.notes, Notification{Method: f.Method, Params: f.Params})
+				if answer := c.answer; answer != nil && len(f.ID) > 0 {
+					id, method, params := f.ID, f.Method, f.Params
+					go func() {
+						res, rerr := answer(method, params)
+						c.reply(id, res, rerr)
+					}()
+				}
 			case len(f.ID) > 0:
 				c.replies[string(f.ID)] = f
 			}
