@@ -328,10 +328,6 @@ const (
 	EventWorkerStarted
 	// EventWorkerEnded: the worker Spawn.ID ended (End says how).
 	EventWorkerEnded
-	// EventRenameChat: the agent renames the chat; Text is the new title.
-	// Sessions run the deferred title strategy, so an agent does it when
-	// somebody asks it to (C-COMP-30, a host tool such as rename_chat).
-	EventRenameChat
 )
 
 // Outcome is how a turn ended.
@@ -370,6 +366,9 @@ type ToolCall struct {
 	PastTense string
 	Output    string
 	Error     string
+	// Terminal is the terminal the call ran in (a ! command's), named in
+	// its result with TerminalTitle.
+	Terminal, TerminalTitle string
 }
 
 // End says how a turn ended.

@@ -49,7 +49,7 @@ func (h engineHost) Open(r turns.Route) (agent.Conversation, agent.Capabilities,
 			if len(c.cfg.Directories) > 0 {
 				dir = c.cfg.Directories[0]
 			}
-			c.shell = shell.New("", dir)
+			c.shell = shell.New(shell.Config{Dir: dir, Terminals: c.cfg.Env.Terminals, Session: c.cfg.Session, Owner: c.cfg.Owner})
 		}
 		return localConv{c.shell}, shell.Caps, nil
 	}

@@ -10,9 +10,11 @@ import (
 )
 
 // TestTurnsCommands: a message starting with the terminalCommandPrefix runs
-// as a local shell command in the chat's first directory, its output the
-// turn's parts and its exit status in the ending; it never reaches the
-// backend (issue 4's acceptance; C-TURN-11, C-TURN-12 for command turns).
+// as a local shell command in the chat's first directory, as one terminal
+// tool call carrying its output and completed with its exit status; a
+// failing command fails the call and the turn still completes (VS Code's
+// host; issue 11). It never reaches the backend (issue 4's acceptance;
+// C-TURN-11 for command turns).
 func TestTurnsCommands(t *testing.T) {
 	e := newTurnsEnv(t)
 	for _, prov := range []string{provScript, provConcurrent} {
@@ -22,22 +24,20 @@ func TestTurnsCommands(t *testing.T) {
 			if end := sendTurn(t, a.Client, chatURI, "hi", "!echo hi"); end.Type() != "chat/turnComplete" {
 				t.Fatalf("!echo hi ended %s", end.Raw)
 			}
-			end := sendTurn(t, a.Client, chatURI, "false", "!false")
-			var part ahp.ResponsePart
-			if end.Type() != "chat/error" || end.Field("part", &part) != nil || part.Error == nil {
+			if end := sendTurn(t, a.Client, chatURI, "false", "!false"); end.Type() != "chat/turnComplete" {
 				t.Fatalf("!false ended %s", end.Raw)
-			}
-			if code, _ := part.Error.Meta["exitCode"].(float64); code != 1 || !strings.Contains(part.Error.Message, "status 1") {
-				t.Fatalf("!false's error %+v does not carry exit status 1", part.Error)
 			}
 			sendTurn(t, a.Client, chatURI, "pwd", "!pwd")
 			settle(t, a, b)
 			st := sameState(t, a, b)
-			if got := answerOf(turnOf(t, st, "hi")); strings.TrimSpace(got) != "hi" {
+			if tc := commandCall(turnOf(t, st, "false")); tc == nil || tc.Success == nil || *tc.Success || !strings.Contains(tc.PastTenseMessage.String(), "status 1") {
+				t.Fatalf("!false's tool call %+v does not fail with exit status 1", tc)
+			}
+			if got := commandOutput(turnOf(t, st, "hi")); strings.TrimSpace(got) != "hi" {
 				t.Fatalf("!echo hi's parts hold %q", got)
 			}
 			dir, _ := filepath.EvalSymlinks(e.workDir)
-			if got := strings.TrimSpace(answerOf(turnOf(t, st, "pwd"))); got != e.workDir && got != dir {
+			if got := strings.TrimSpace(commandOutput(turnOf(t, st, "pwd"))); got != e.workDir && got != dir {
 				t.Fatalf("!pwd ran in %q, want %q", got, e.workDir)
 			}
 			for _, text := range e.sentTexts(prov) {

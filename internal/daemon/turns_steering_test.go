@@ -232,7 +232,7 @@ func TestTurnsSteering(t *testing.T) {
 				}
 				settle(t, a, b)
 				st := sameState(t, a, b)
-				if got := answerOf(turnOf(t, st, turnID(s))); !strings.Contains(got, "steered-"+tag) {
+				if got := commandOutput(turnOf(t, st, turnID(s))); !strings.Contains(got, "steered-"+tag) {
 					t.Fatalf("the command's turn holds %q", got)
 				}
 				if len(e.steersOf(prov, sid)) != 0 {

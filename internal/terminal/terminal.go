@@ -449,6 +449,10 @@ func (t *Terminal) kill() {
 	})
 }
 
+// Kill hangs the terminal up now (a command stopped, a chat closed); it
+// stays subscribable until disposed.
+func (t *Terminal) Kill() { t.kill() }
+
 // Exited is closed once the process exited and its output was read.
 func (t *Terminal) Exited() <-chan struct{} { return t.exited }
 

@@ -178,8 +178,11 @@ func ToolResult(tc *agent.ToolCall) ahp.ToolCallResult {
 	if tc.PastTense != "" {
 		res.PastTenseMessage = ahp.Plain(tc.PastTense)
 	}
+	if tc.Terminal != "" {
+		res.Content = append(res.Content, ahp.ToolResultContent{Type: ahp.ContentTerminal, Resource: tc.Terminal, Title: tc.TerminalTitle})
+	}
 	if tc.Output != "" {
-		res.Content = []ahp.ToolResultContent{ahp.TextContent(tc.Output)}
+		res.Content = append(res.Content, ahp.TextContent(tc.Output))
 	}
 	if tc.Error != "" {
 		res.Error = errorJSON(tc.Error)

@@ -1,66 +1,84 @@
 // Package shell is the backend of a chat's ! commands: a turn's text is a
-// shell command run in the chat's first directory, its output streams as
-// the turn's answer and its exit status ends it (CHATS.md C-TURN-29..31).
-// It reports events like any agent, so the chat's turn engine runs a !
-// command as it runs any turn, told only by Caps how this backend differs:
-// no steering, no resume, and a failed command pauses nothing (C-TURN-27).
+// shell command run in the chat's first directory, in a terminal of the
+// host's (internal/terminal) that the session holds. The turn shows what
+// VS Code's host shows: one tool call whose result names that terminal and
+// carries its output, completed with the command's exit status; a failing
+// command fails its tool call, and the turn still completes. It reports
+// events like any agent, so the chat's turn engine runs a ! command as it
+// runs any turn, told only by Caps how this backend differs: no steering,
+// no resume, and a failed command pauses nothing (C-TURN-27).
 package shell
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os/exec"
+	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/terminal"
+	"github.com/google/uuid"
 )
 
 // Caps are what the shell backend can do.
 var Caps = agent.Capabilities{OneTurnAtATime: true, FailureGoesOn: true}
 
 const (
-	// eventBuffer is how many events wait for the chat before the
-	// command's output reader waits too (back-pressure on the command).
+	// eventBuffer is how many events wait for the chat.
 	eventBuffer = 64
-	// stopGrace is how long a stopped command's group has after SIGINT
-	// before it is killed.
+	// stopGrace is how long a stopped command has after SIGINT before it is
+	// killed.
 	stopGrace = 2 * time.Second
-	// chunk is the most output one text event carries.
-	chunk = 4096
+	// maxOutput bounds the output a tool result carries: the rest stays in
+	// the terminal (its own scrollback bound).
+	maxOutput = 64 << 10
+	// ToolName is the tool a ! command's call names.
+	ToolName = "run_in_terminal"
 )
+
+// Config is where a chat's commands run.
+type Config struct {
+	// Shell runs each command ("/bin/sh" when empty) with -c.
+	Shell string
+	// Dir is the chat's first directory.
+	Dir string
+	// Terminals opens the terminal each command runs in.
+	Terminals *terminal.Registry
+	// Session holds the terminals (their claim); Owner opens them.
+	Session, Owner string
+}
 
 // Conversation runs one chat's ! commands, one at a time.
 type Conversation struct {
-	shell, dir string
-	events     chan agent.Event
-	closed     chan struct{}
-	closeOnce  sync.Once
-	// wg counts the goroutines of the running command; Close waits for them
+	cfg       Config
+	events    chan agent.Event
+	closed    chan struct{}
+	closeOnce sync.Once
+	// wg counts the goroutine of the running command; Close waits for it
 	// before it closes events.
 	wg sync.WaitGroup
 
-	// mu guards cancel.
-	mu     sync.Mutex
-	cancel context.CancelFunc // of the running command, nil when none
+	// mu guards running.
+	mu      sync.Mutex
+	running *terminal.Terminal // of the running command, nil when none
 }
 
-// New returns the ! command conversation of a chat working in dir, with
-// shell ("/bin/sh" when empty).
-func New(shell, dir string) *Conversation {
-	if shell == "" {
-		shell = "/bin/sh"
+// New returns the ! command conversation of a chat.
+func New(cfg Config) *Conversation {
+	if cfg.Shell == "" {
+		cfg.Shell = "/bin/sh"
 	}
-	return &Conversation{shell: shell, dir: dir, events: make(chan agent.Event, eventBuffer), closed: make(chan struct{})}
+	return &Conversation{cfg: cfg, events: make(chan agent.Event, eventBuffer), closed: make(chan struct{})}
 }
 
-// Events carries each command's output and its ending.
+// Events carries each command's tool call and its ending.
 func (c *Conversation) Events() <-chan agent.Event { return c.events }
 
-// Send runs t.Text as a shell command.
+// Send runs t.Text as a shell command in a new terminal.
 func (c *Conversation) Send(ctx context.Context, t agent.Turn) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -69,93 +87,60 @@ func (c *Conversation) Send(ctx context.Context, t agent.Turn) error {
 		return errors.New("run command: the chat's shell is closed")
 	default:
 	}
-	if c.cancel != nil {
+	if c.running != nil {
 		return errors.New("run command: a command is running")
 	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(runCtx, c.shell, "-c", t.Text)
-	cmd.Dir = c.dir
-	// A stop interrupts the whole process group; WaitDelay kills it after.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		if cmd.Process == nil {
-			return nil
-		}
-		return syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
+	if c.cfg.Terminals == nil {
+		return errors.New("run command: the host has no terminals")
 	}
-	cmd.WaitDelay = stopGrace
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	if err := cmd.Start(); err != nil {
-		cancel()
-		c.wg.Add(1)
-		go func() {
-			defer c.wg.Done()
-			c.send(agent.Event{Kind: agent.EventTurnEnd, TurnID: t.ID, End: &agent.End{
-				Outcome: agent.OutcomeError, ErrorType: "commandFailed", Message: fmt.Sprintf("start %q: %v", t.Text, err)}})
-		}()
-		return nil
+	call := &agent.ToolCall{ID: t.ID + "-command", Name: ToolName, DisplayName: "Run in Terminal",
+		Invocation: "Running `" + t.Text + "`"}
+	input, _ := json.Marshal(map[string]string{"command": t.Text})
+	call.Input = string(input)
+	uri := "ahp-terminal:/" + uuid.NewString()
+	term, err := c.cfg.Terminals.Open(terminal.Spec{URI: uri, Title: t.Text, Dir: c.cfg.Dir,
+		Claim:   ahp.TerminalClaim{Kind: "session", Session: c.cfg.Session, TurnID: t.ID, ToolCallID: call.ID},
+		Command: []string{c.cfg.Shell, "-c", t.Text}, Opener: c.cfg.Owner})
+	if err != nil {
+		return fmt.Errorf("run %q: %w", t.Text, err)
 	}
-	c.cancel = cancel
-	readDone := make(chan struct{})
-	c.wg.Add(2)
+	c.running = term
+	c.wg.Add(1)
 	go func() {
-		// Owned by this goroutine: the command's output reader.
+		// Owned by this goroutine: the command's tool call, to its end.
 		defer c.wg.Done()
-		defer close(readDone)
-		buf := make([]byte, chunk)
-		for {
-			n, err := pr.Read(buf)
-			if n > 0 {
-				c.send(agent.Event{Kind: agent.EventText, TurnID: t.ID, Text: string(buf[:n])})
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	go func() {
-		// Owned by this goroutine: waiting for the command.
-		defer c.wg.Done()
-		err := cmd.Wait()
-		pw.Close()
-		<-readDone
+		c.send(agent.Event{Kind: agent.EventToolStart, TurnID: t.ID, ToolCall: call})
+		c.send(agent.Event{Kind: agent.EventToolReady, TurnID: t.ID, ToolCall: call})
+		code, _ := term.Wait(context.Background())
 		c.mu.Lock()
-		c.cancel = nil
+		c.running = nil
 		c.mu.Unlock()
-		cancel()
-		c.send(agent.Event{Kind: agent.EventTurnEnd, TurnID: t.ID, End: ending(t.Text, err)})
+		done := *call
+		done.Success = code == 0
+		done.Terminal, done.TerminalTitle = uri, t.Text
+		done.Output = output(term.Text())
+		done.PastTense = "Ran `" + t.Text + "`"
+		if code != 0 {
+			done.PastTense = fmt.Sprintf("`%s` exited with status %d", t.Text, code)
+		}
+		c.send(agent.Event{Kind: agent.EventToolDone, TurnID: t.ID, ToolCall: &done})
+		c.send(agent.Event{Kind: agent.EventTurnEnd, TurnID: t.ID, End: &agent.End{Outcome: agent.OutcomeComplete, ExitCode: &code}})
 	}()
 	return nil
 }
 
-// ending is how a command that exited with err ends its turn.
-func ending(command string, err error) *agent.End {
-	code := 0
-	var exitErr *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exitErr):
-		code = exitErr.ExitCode()
-		if code < 0 {
-			code = 128 + int(syscall.SIGINT)
-			if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				code = 128 + int(ws.Signal())
-			}
+// output is a terminal's output as a tool result's text: line ends as
+// \n, the newest maxOutput bytes.
+func output(s string) string {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	if len(s) > maxOutput {
+		cut := len(s) - maxOutput
+		for cut < len(s) && s[cut]&0xC0 == 0x80 {
+			cut++
 		}
-	default:
-		code = -1
+		s = s[cut:]
 	}
-	end := &agent.End{Outcome: agent.OutcomeComplete, ExitCode: &code}
-	if code != 0 {
-		end.Outcome = agent.OutcomeError
-		end.ErrorType = "commandFailed"
-		end.Message = fmt.Sprintf("`%s` exited with status %d", command, code)
-		if err != nil && exitErr == nil {
-			end.Message = fmt.Sprintf("`%s` failed: %v", command, err)
-		}
-	}
-	return end
+	return s
 }
 
 // send hands ev to the chat, waiting while the chat catches up; after
@@ -167,12 +152,21 @@ func (c *Conversation) send(ev agent.Event) {
 	}
 }
 
-// Stop interrupts the running command; its turn ends with its status.
+// Stop interrupts the running command (SIGINT to its group, killed after
+// stopGrace); its tool call and turn end with its status.
 func (c *Conversation) Stop(context.Context) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.cancel != nil {
-		c.cancel()
+	term := c.running
+	c.mu.Unlock()
+	if term != nil {
+		term.Interrupt()
+		go func() {
+			select {
+			case <-term.Exited():
+			case <-time.After(stopGrace):
+				term.Kill()
+			}
+		}()
 	}
 	return nil
 }
@@ -195,8 +189,8 @@ func (c *Conversation) Close() error {
 		// Under mu, so no Send starts a command once closed is closed.
 		c.mu.Lock()
 		close(c.closed)
-		if c.cancel != nil {
-			c.cancel()
+		if c.running != nil {
+			c.running.Kill()
 		}
 		c.mu.Unlock()
 		c.wg.Wait()

@@ -7,15 +7,25 @@ import (
 	"time"
 
 	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/bus"
+	"github.com/ahpd/ahpd/internal/terminal"
 )
 
+func newConv(t *testing.T, dir string) (*Conversation, *terminal.Registry) {
+	t.Helper()
+	reg := terminal.NewRegistry(bus.NewBus(256), nil)
+	t.Cleanup(reg.Close)
+	c := New(Config{Dir: dir, Terminals: reg, Session: "ahp-session:/s", Owner: "user:test"})
+	return c, reg
+}
+
 // run sends one command and collects its events up to its ending.
-func run(t *testing.T, c *Conversation, id, command string) (string, *agent.End) {
+func run(t *testing.T, c *Conversation, id, command string) ([]agent.Event, *agent.End) {
 	t.Helper()
 	if err := c.Send(context.Background(), agent.Turn{ID: id, Text: command}); err != nil {
 		t.Fatal(err)
 	}
-	var out strings.Builder
+	var evs []agent.Event
 	timeout := time.After(10 * time.Second)
 	for {
 		select {
@@ -23,39 +33,52 @@ func run(t *testing.T, c *Conversation, id, command string) (string, *agent.End)
 			if ev.TurnID != id {
 				t.Fatalf("event of turn %q, want %q", ev.TurnID, id)
 			}
-			switch ev.Kind {
-			case agent.EventText:
-				out.WriteString(ev.Text)
-			case agent.EventTurnEnd:
-				return out.String(), ev.End
+			if ev.Kind == agent.EventTurnEnd {
+				return evs, ev.End
 			}
+			evs = append(evs, ev)
 		case <-timeout:
 			t.Fatalf("%q never ended", command)
 		}
 	}
 }
 
-// TestCommands: output streams as text, the exit status ends the turn
-// (C-TURN-29..31), and the command runs in the chat's directory.
+// TestCommands: a command is one tool call run in a terminal, in the
+// chat's directory; its result names the terminal, carries the output and
+// says the exit status; a failing command fails the call and the turn
+// still completes (C-TURN-29..31; VS Code's hostFeaturesSuite).
 func TestCommands(t *testing.T) {
 	dir := t.TempDir()
-	c := New("", dir)
+	c, reg := newConv(t, dir)
 	defer c.Close()
 	for _, tc := range []struct {
 		command, out string
 		code         int
-		outcome      agent.Outcome
 	}{
-		{"echo hi", "hi\n", 0, agent.OutcomeComplete},
-		{"echo oops >&2; exit 3", "oops\n", 3, agent.OutcomeError},
-		{"pwd", dir + "\n", 0, agent.OutcomeComplete},
+		{"echo hi", "hi\n", 0},
+		{"echo oops >&2; exit 3", "oops\n", 3},
+		{"pwd", dir + "\n", 0},
 	} {
-		out, end := run(t, c, "t-"+tc.command, tc.command)
-		if out != tc.out || end.Outcome != tc.outcome || end.ExitCode == nil || *end.ExitCode != tc.code {
-			t.Errorf("%q: out %q, end %+v; want %q, exit %d", tc.command, out, end, tc.out, tc.code)
+		evs, end := run(t, c, "t-"+tc.command, tc.command)
+		if end.Outcome != agent.OutcomeComplete || end.ExitCode == nil || *end.ExitCode != tc.code {
+			t.Errorf("%q ended %+v, want complete with exit %d", tc.command, end, tc.code)
 		}
-		if tc.code != 0 && !strings.Contains(end.Message, "exited with status") {
-			t.Errorf("%q: message %q", tc.command, end.Message)
+		if len(evs) != 3 || evs[0].Kind != agent.EventToolStart || evs[1].Kind != agent.EventToolReady || evs[2].Kind != agent.EventToolDone {
+			t.Fatalf("%q: events %+v, want a tool call's start, ready and done", tc.command, evs)
+		}
+		done := evs[2].ToolCall
+		if done.Success != (tc.code == 0) || done.Output != tc.out || done.Terminal == "" || done.NeedsConfirmation {
+			t.Errorf("%q: call %+v", tc.command, done)
+		}
+		if tc.code != 0 && !strings.Contains(done.PastTense, "exited with status 3") {
+			t.Errorf("%q: past tense %q", tc.command, done.PastTense)
+		}
+		term, ok := reg.Get(done.Terminal)
+		if !ok || !strings.Contains(term.Text(), strings.TrimSpace(tc.out)) {
+			t.Errorf("%q: terminal %s holds %q", tc.command, done.Terminal, term.Text())
+		}
+		if cl := term.Claim(); cl.Kind != "session" || cl.Session != "ahp-session:/s" || cl.ToolCallID != done.ID {
+			t.Errorf("%q: terminal claim %+v", tc.command, cl)
 		}
 	}
 	if Caps.Steering || Caps.Resume || !Caps.FailureGoesOn {
@@ -67,10 +90,10 @@ func TestCommands(t *testing.T) {
 }
 
 // TestStopInterruptsTheGroup: a stop interrupts the command's process
-// group; the turn ends with the signal's status, and a second command may
+// group; its call fails with the signal's status, and a second command may
 // not start while one runs.
 func TestStopInterruptsTheGroup(t *testing.T) {
-	c := New("", t.TempDir())
+	c, _ := newConv(t, t.TempDir())
 	defer c.Close()
 	if err := c.Send(context.Background(), agent.Turn{ID: "t1", Text: "echo started; sleep 30"}); err != nil {
 		t.Fatal(err)
@@ -78,20 +101,19 @@ func TestStopInterruptsTheGroup(t *testing.T) {
 	if err := c.Send(context.Background(), agent.Turn{ID: "t2", Text: "true"}); err == nil {
 		t.Error("a second command started while one ran")
 	}
-	if ev := <-c.Events(); ev.Kind != agent.EventText || ev.Text != "started\n" {
-		t.Fatalf("first event %+v, want the command's output", ev)
-	}
+	time.Sleep(200 * time.Millisecond) // the shell is up and sleeping
 	started := time.Now()
 	if err := c.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	for ev := range c.Events() {
-		if ev.Kind == agent.EventTurnEnd {
-			// 130: the SIGINT ended it; 137: it ignored that and the kill
-			// after stopGrace did.
-			if ev.End.Outcome != agent.OutcomeError || ev.End.ExitCode == nil || (*ev.End.ExitCode != 130 && *ev.End.ExitCode != 137) {
-				t.Errorf("stopped command ended %+v, want exit 130 (or 137)", ev.End)
+		if ev.Kind == agent.EventToolDone {
+			// 130: the SIGINT ended it; 137: the kill after stopGrace did.
+			if ev.ToolCall.Success || !strings.Contains(ev.ToolCall.PastTense, "status 130") && !strings.Contains(ev.ToolCall.PastTense, "status 137") {
+				t.Errorf("stopped command's call %+v, want exit 130 (or 137)", ev.ToolCall)
 			}
+		}
+		if ev.Kind == agent.EventTurnEnd {
 			break
 		}
 	}
@@ -100,10 +122,10 @@ func TestStopInterruptsTheGroup(t *testing.T) {
 	}
 }
 
-// TestCloseEndsEvents: Close interrupts what runs and closes Events; a Send
+// TestCloseEndsEvents: Close ends what runs and closes Events; a Send
 // after it fails.
 func TestCloseEndsEvents(t *testing.T) {
-	c := New("", t.TempDir())
+	c, _ := newConv(t, t.TempDir())
 	if err := c.Send(context.Background(), agent.Turn{ID: "t1", Text: "sleep 30"}); err != nil {
 		t.Fatal(err)
 	}
