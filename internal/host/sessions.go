@@ -21,8 +21,10 @@ import (
 )
 
 const (
-	listSessionsMax     = 500
-	listSessionsDefault = 1000
+	listSessionsMax = 500
+	// listSessionsDefault is the page a client that names no limit gets:
+	// never more than one that asks for the most (issue 18).
+	listSessionsDefault = listSessionsMax
 )
 
 // createSession makes a session under the URI the client chose, with its

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -154,13 +155,25 @@ func (s *Store) TruncateTurns(ctx context.Context, chat string, keepThroughSeq i
 // RunningTurns returns every turn stored as TurnRunning, across all chats,
 // ordered by chat then Seq. At startup these are turns a crash interrupted.
 func (s *Store) RunningTurns(ctx context.Context) ([]TurnRecord, error) {
-	out, err := s.queryTurns(ctx, `SELECT `+turnColumns+` FROM turns
-		WHERE state = 'running' ORDER BY chat, seq`)
+	out, err := s.queryTurns(ctx, runningTurnsQuery)
 	if err != nil {
 		return nil, fmt.Errorf("list running turns: %w", err)
 	}
+	// Ordered here, not by SQL: an ORDER BY chat, seq makes SQLite walk
+	// turns_by_seq, every stored turn, instead of the partial index of the
+	// few running ones (start-up would grow with history).
+	slices.SortFunc(out, func(a, b TurnRecord) int {
+		if a.Chat != b.Chat {
+			return strings.Compare(a.Chat, b.Chat)
+		}
+		return a.Seq - b.Seq
+	})
 	return out, nil
 }
+
+// runningTurnsQuery reads the running turns through turns_running, the
+// partial index that holds only them.
+const runningTurnsQuery = `SELECT ` + turnColumns + ` FROM turns INDEXED BY turns_running WHERE state = 'running'`
 
 func (s *Store) queryTurns(ctx context.Context, query string, args ...any) ([]TurnRecord, error) {
 	rows, err := s.query(ctx, query, args...)
