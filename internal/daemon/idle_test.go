@@ -53,3 +53,24 @@ func TestIdleChatUnloads(t *testing.T) {
 		t.Fatalf("the reloaded chat did not resume its conversation: %+v", opens)
 	}
 }
+
+// TestIdleLongerThanTheFlushTick: an idle time longer than the chat's own
+// flush tick (one second) still unloads the chat: the tick is not activity
+// (issue 18: the default 600 s never fired, because every tick reset the
+// idle timer).
+func TestIdleLongerThanTheFlushTick(t *testing.T) {
+	e := newEnv(t, func(c *daemon.Config) { c.ChatIdleSeconds = 3 })
+	a := e.client("a")
+	_, def := e.createSession(a, "ahp-session:/1d1e1d1e-0000-4000-8000-000000000002")
+	a.Subscribe(def)
+	sendTurn(t, a, def, "t1", "then nothing")
+	a.Close()
+	ctx := context.Background()
+	deadline := time.Now().Add(20 * time.Second)
+	for e.d.Host().OpenChats(ctx) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("a chat idle for 3 s was never unloaded (%d open)", e.d.Host().OpenChats(ctx))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
