@@ -21,13 +21,6 @@ func (c *Chat) onAgentEvent(ev agent.Event) {
 		c.conversationGone(err)
 		return
 	}
-	if ev.Kind == agent.EventRenameChat {
-		// C-COMP-30: the agent's title is a title, not a provisional one.
-		if title := CleanTitle(ev.Text); title != "" {
-			c.setTitle(title, false)
-		}
-		return
-	}
 	c.eng.Event(c.conv, ev)
 }
 

@@ -671,3 +671,26 @@ func TestCofoldSessionPermissionMode(t *testing.T) {
 		}
 	})
 }
+
+// TestCofoldSessionContext: cofold reads the chat a #chat: pointer names
+// with the host's get_session_context tool.
+func TestCofoldSessionContext(t *testing.T) {
+	cofoldEach(t, func(t *testing.T, fake *fakemodel.Server, api string) {
+		ce := newCofoldEnv(t, fake, api, nil, nil)
+		a := ce.client("a")
+		sess := "ahp-session:/c0f01d00-0000-4000-8000-00000000000c"
+		chat := ce.session(a, sess)
+		mustEnd(t, sendTurn(t, a, chat, "t1", "the password is swordfish"), "chat/turnComplete")
+		other := "ahp-chat:/c0f01d00-0000-4000-8000-00000000c0c0"
+		a.MustCall("createChat", map[string]any{"channel": sess, "chat": other})
+		a.Subscribe(other)
+		mustEnd(t, sendTurn(t, a, other, "o1", "what did the other chat say? "+callJSON("get_session_context", map[string]any{"chat": chat})), "chat/turnComplete")
+		calls := clToolCalls(chatOf(t, a, other).Turns[0])
+		if len(calls) != 1 || calls[0].Status != ahp.ToolCompleted || !strings.Contains(clJSON(t, calls[0]), "swordfish") {
+			t.Fatalf("get_session_context: %s", clJSON(t, calls))
+		}
+		if body := ce.lastBody(); !strings.Contains(body, "swordfish") {
+			t.Errorf("the model was not sent the transcript: %s", body)
+		}
+	})
+}

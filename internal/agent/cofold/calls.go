@@ -8,33 +8,16 @@ import (
 	"github.com/ahpd/ahpd/internal/agent"
 )
 
-// renameChatTool is the host tool that renames the chat: every session
-// runs the deferred title strategy, so the agent renames a chat when
-// somebody asks it to (C-COMP-30).
-const renameChatTool = "rename_chat"
-
-// maxTitle bounds a title the model sets.
-const maxTitle = 200
-
-func renameSpec() toolSpec {
-	return toolSpec{
-		Name:        renameChatTool,
-		Description: "Rename this chat. Call it only when the user asks for the chat to be renamed.",
-		Properties:  map[string]any{"title": map[string]any{"type": "string", "description": "the new title"}},
-		Required:    []string{"title"},
-	}
-}
-
-// offeredTools are the tools the model is offered in mode: plan offers
-// only what reads.
-func offeredTools(mode string) []toolSpec {
+// offeredTools are the tools the model is offered in mode (plan offers
+// only what reads), and the host's tools.
+func offeredTools(mode string, host *agent.HostTools) []toolSpec {
 	var out []toolSpec
 	for _, s := range toolSpecs() {
 		if _, refused := needsAsk(mode, toolClass(s.Name)); !refused {
 			out = append(out, s)
 		}
 	}
-	return append(out, renameSpec())
+	return append(out, hostToolSpecs(host)...)
 }
 
 func displayName(tool string) string {
@@ -55,12 +38,14 @@ func displayName(tool string) string {
 		return "Bash"
 	case renameChatTool:
 		return "Rename chat"
+	case sessionContextTool:
+		return "Read chat"
 	}
 	return tool
 }
 
 // invocation is a one-line description of a call.
-func invocation(name string, in toolInput, title string) string {
+func invocation(name string, in toolInput, host map[string]any) string {
 	switch name {
 	case "bash":
 		return "Run `" + firstLine(in.Command) + "`"
@@ -74,7 +59,9 @@ func invocation(name string, in toolInput, title string) string {
 	case "glob", "grep":
 		return displayName(name) + " " + in.Pattern
 	case renameChatTool:
-		return fmt.Sprintf("Rename the chat to %q", title)
+		return fmt.Sprintf("Rename the chat to %q", host["title"])
+	case sessionContextTool:
+		return fmt.Sprintf("Read chat %v", host["chat"])
 	}
 	return name
 }
@@ -112,25 +99,25 @@ func (c *conversation) runCall(r *run, mode string, call Call) Result {
 		return Result{CallID: call.ID, Name: call.Name, Output: msg, IsError: true}
 	}
 	var in toolInput
-	var rename struct {
-		Title string `json:"title"`
-	}
+	var hostArgs map[string]any
 	if err := json.Unmarshal([]byte(orDefault(call.Input, "{}")), &in); err != nil {
 		// Malformed arguments go back to the model as the call's error.
 		tc.Invocation = call.Name
 		c.push(agent.Event{Kind: agent.EventToolReady, TurnID: r.turn.ID, ToolCall: tc})
 		return fail(fmt.Sprintf("malformed arguments for %s: %v; send a JSON object", call.Name, err))
 	}
-	if call.Name == renameChatTool {
-		_ = json.Unmarshal([]byte(call.Input), &rename)
+	host := isHostTool(call.Name)
+	if host {
+		_ = json.Unmarshal([]byte(orDefault(call.Input, "{}")), &hostArgs)
 	}
-	tc.Invocation = invocation(call.Name, in, rename.Title)
-	known := call.Name == renameChatTool
-	for _, s := range toolSpecs() {
+	tc.Invocation = invocation(call.Name, in, hostArgs)
+	known := false
+	for _, s := range offeredTools(ModeBypass, c.hostTools) {
 		known = known || s.Name == call.Name
 	}
+	// The host's tools ask nothing: the host checks what they touch.
 	ask, refused := needsAsk(mode, toolClass(call.Name))
-	if call.Name == renameChatTool {
+	if host {
 		ask, refused = false, false
 	}
 	tc.NeedsConfirmation = ask && known
@@ -159,8 +146,8 @@ func (c *conversation) runCall(r *run, mode string, call Call) Result {
 	}
 	var out string
 	var err error
-	if call.Name == renameChatTool {
-		out, err = c.renameChat(r, rename.Title)
+	if host {
+		out, err = callHostTool(r.ctx, c.hostTools, call.Name, hostArgs)
 	} else {
 		out, err = c.tools.run(r.ctx, call.Name, call.Input)
 	}
@@ -185,19 +172,8 @@ func pastTense(name, inv string) string {
 		return "Edited " + strings.TrimPrefix(inv, "Edit ")
 	case renameChatTool:
 		return "Renamed the chat"
+	case sessionContextTool:
+		return "Read " + strings.TrimPrefix(inv, "Read ")
 	}
 	return inv
-}
-
-// renameChat asks the host to rename the chat (C-COMP-30).
-func (c *conversation) renameChat(r *run, title string) (string, error) {
-	title = strings.Join(strings.Fields(title), " ")
-	if title == "" {
-		return "", fmt.Errorf("title is empty")
-	}
-	if len(title) > maxTitle {
-		return "", fmt.Errorf("title is %d bytes, over %d", len(title), maxTitle)
-	}
-	c.push(agent.Event{Kind: agent.EventRenameChat, TurnID: r.turn.ID, Text: title})
-	return fmt.Sprintf("renamed the chat to %q", title), nil
 }

@@ -33,7 +33,9 @@ type conversation struct {
 	model string
 	// mode is the session's permission mode.
 	mode string
-	log  *slog.Logger
+	// hostTools is where the host serves its tools to this conversation.
+	hostTools *agent.HostTools
+	log       *slog.Logger
 
 	events chan agent.Event
 	// done is closed by Close; a run waiting to push an event gives up.
@@ -74,16 +76,17 @@ func newConversation(a *Agent, st Store, fs workdirs, p agent.OpenParams) *conve
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &conversation{
-		a:      a,
-		store:  st,
-		id:     p.ConversationID,
-		dirs:   append([]string(nil), p.Directories...),
-		model:  p.Model,
-		mode:   a.modeOf(p.Config),
-		log:    log.With("agent", Provider, "conversation", p.ConversationID),
-		events: make(chan agent.Event, eventCap),
-		done:   make(chan struct{}),
-		tools:  &tools{fs: fs, bashTimeout: a.settings.bashTimeout(), reads: map[string][]byte{}},
+		a:         a,
+		store:     st,
+		id:        p.ConversationID,
+		dirs:      append([]string(nil), p.Directories...),
+		model:     p.Model,
+		mode:      a.modeOf(p.Config),
+		hostTools: p.HostTools,
+		log:       log.With("agent", Provider, "conversation", p.ConversationID),
+		events:    make(chan agent.Event, eventCap),
+		done:      make(chan struct{}),
+		tools:     &tools{fs: fs, bashTimeout: a.settings.bashTimeout(), reads: map[string][]byte{}},
 	}
 }
 

@@ -159,7 +159,7 @@ func TestCofoldNoProvider(t *testing.T) {
 // TestCofoldPlanMode: plan mode offers the model only what reads, and a
 // write it asks for all the same is refused, not run.
 func TestCofoldPlanMode(t *testing.T) {
-	for _, s := range offeredTools(ModePlan) {
+	for _, s := range offeredTools(ModePlan, nil) {
 		if c := toolClass(s.Name); c != "read" {
 			t.Errorf("plan mode offers %s (%s)", s.Name, c)
 		}

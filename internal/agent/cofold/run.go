@@ -68,7 +68,7 @@ func (c *conversation) runTurn(r *run) (end agent.End) {
 			Model:     tg.model,
 			System:    system,
 			Messages:  contextFor(c.msgs),
-			Tools:     offeredTools(mode),
+			Tools:     offeredTools(mode, c.hostTools),
 			MaxTokens: tg.maxOut,
 			Effort:    c.a.settings.ReasoningEffort,
 		}, sk)
