@@ -56,8 +56,9 @@ type Options struct {
 	// Handler receives the connections; required.
 	Handler Handler
 	// Token and ExtraTokens are the connection tokens. Once any is set,
-	// every upgrade must present one, as query "?tkn=<token>" or header
-	// "Authorization: Bearer <token>"; otherwise 401.
+	// every upgrade must present one, as query "?tkn=<token>", header
+	// "Authorization: Bearer <token>" or a token subprotocol (a browser's
+	// way, subprotocol.go); otherwise 401.
 	Token string
 	// ExtraTokens are accepted as well as Token (connection tokens that
 	// carry their own grants).
@@ -186,6 +187,9 @@ func NewServer(o Options) *Server {
 			WriteBufferPool: &sync.Pool{},
 			// The origin was decided by the door policy before Upgrade.
 			CheckOrigin: func(*http.Request) bool { return true },
+			// Selected when offered, so a browser may offer its token as a
+			// subprotocol (subprotocol.go) and still get a handshake.
+			Subprotocols: []string{Subprotocol},
 		},
 	}
 	for _, t := range append([]string{o.Token}, o.ExtraTokens...) {
@@ -256,14 +260,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) authorize(r *http.Request) (token string, ok bool) {
 	bearer := bearerToken(r.Header.Get("Authorization"))
 	query := r.URL.Query().Get("tkn")
+	sub := subprotocolToken(r)
 	if len(s.tokenSums) == 0 {
 		presented := query
+		if sub != "" {
+			presented = sub
+		}
 		if bearer != "" {
 			presented = bearer
 		}
 		return presented, true
 	}
-	for _, t := range [...]string{bearer, query} {
+	for _, t := range [...]string{bearer, query, sub} {
 		if t == "" {
 			continue
 		}
