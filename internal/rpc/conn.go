@@ -129,6 +129,10 @@ type Conn struct {
 	// client's first frame is read; Call makes requests to the client
 	// through it (responses are matched by id).
 	jc atomic.Pointer[jsonrpc2.Conn]
+
+	// batch is the socket under ws (batch.go); nil when the connection
+	// was not upgraded through it. Owned by the writer goroutine.
+	batch *batchConn
 }
 
 // inFrame is one websocket message as read.
@@ -424,19 +428,39 @@ func (c *Conn) writeLoop() {
 // or under deadline when it is not zero. It reports false after a failed
 // write, which closes the connection.
 func (c *Conn) writeFrames(frames [][]byte, deadline time.Time) bool {
+	if c.batch != nil && len(frames) > 1 {
+		// The batch goes out in as few writes as its size needs (batch.go).
+		c.batch.begin()
+	}
+	written := 0
 	for _, f := range frames {
+		// Each frame has WriteTimeout to go (a full buffer is written as
+		// a frame is added), so a slow client that keeps reading is not
+		// cut for the size of a batch.
 		d := deadline
 		if d.IsZero() {
 			d = time.Now().Add(c.srv.opts.WriteTimeout)
 		}
 		_ = c.ws.SetWriteDeadline(d)
 		if err := c.ws.WriteMessage(websocket.TextMessage, f); err != nil {
+			if c.batch != nil {
+				_ = c.batch.end()
+			}
 			c.writeFailed(err)
 			return false
 		}
-		c.out.written(len(f))
-		c.srv.outboxTotal.Add(-int64(len(f)))
+		written += len(f)
 	}
+	if c.batch != nil {
+		if err := c.batch.end(); err != nil {
+			c.writeFailed(err)
+			return false
+		}
+	}
+	for _, f := range frames {
+		c.out.written(len(f))
+	}
+	c.srv.outboxTotal.Add(-int64(written))
 	return true
 }
 

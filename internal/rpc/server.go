@@ -234,13 +234,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("too many connections (maxConnections %d)", max), http.StatusServiceUnavailable)
 		return
 	}
-	ws, err := s.upgrader.Upgrade(w, r, nil)
+	bw := &batchingWriter{ResponseWriter: w}
+	ws, err := s.upgrader.Upgrade(bw, r, nil)
 	if err != nil {
 		// Upgrade has already answered the request.
 		s.log.Info("websocket upgrade failed", "remote", r.RemoteAddr, "err", err)
 		return
 	}
 	c := newConn(s, ws, r.RemoteAddr, token)
+	c.batch = bw.conn
 	if !s.add(c) {
 		_ = ws.WriteControl(websocket.CloseMessage,
 			websocket.FormatCloseMessage(websocket.CloseGoingAway, CloseServerShutdown.String()),
