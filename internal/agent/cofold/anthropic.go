@@ -2,6 +2,7 @@ package cofold
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 
@@ -48,7 +49,11 @@ func anthropicMessages(msgs []Message) []anthropic.MessageParam {
 	for _, m := range msgs {
 		switch m.Role {
 		case "user":
-			out = append(out, anthropic.NewUserMessage(anthropic.NewTextBlock(m.Text)))
+			blocks := []anthropic.ContentBlockParamUnion{anthropic.NewTextBlock(m.Text)}
+			for _, im := range m.Images {
+				blocks = append(blocks, anthropic.NewImageBlockBase64(im.MimeType, base64.StdEncoding.EncodeToString(im.Data)))
+			}
+			out = append(out, anthropic.NewUserMessage(blocks...))
 		case "assistant":
 			var blocks []anthropic.ContentBlockParamUnion
 			if m.Reasoning != "" && m.Signature != "" {

@@ -189,3 +189,32 @@ func TestCofoldPlanMode(t *testing.T) {
 		t.Error("plan mode wrote the file")
 	}
 }
+
+// TestCofoldImages: an image attachment goes to the model as an image in
+// either API; one of a type the APIs do not take is named in the text.
+func TestCofoldImages(t *testing.T) {
+	srv := fakemodel.Start(t)
+	png := []byte("\x89PNG fake image bytes")
+	for _, api := range apis {
+		t.Run(api, func(t *testing.T) {
+			conv := openConv(t, testAgent(t, srv, api, ModeDefault), "img-"+api, agent.OpenNew)
+			evs := turnEvents(t, conv, agent.Turn{ID: "t1", Text: "look", Attachments: []agent.Attachment{
+				{As: "image", Label: "shot.png", MimeType: "image/png", Data: png},
+				{As: "image", Label: "pic.tiff", MimeType: "image/tiff", Data: png},
+			}})
+			if end := endOf(evs); end.Outcome != agent.OutcomeComplete {
+				t.Fatalf("end = %+v", end)
+			}
+			reqs := srv.Requests(t)
+			body := string(reqs[len(reqs)-1].Body)
+			b64 := "iVBORyBmYWtlIGltYWdlIGJ5dGVz"
+			want := map[string]string{"openai": "data:image/png;base64," + b64, "anthropic": `"media_type":"image/png"`}[api]
+			if !strings.Contains(body, want) || !strings.Contains(body, b64) {
+				t.Errorf("no image sent: %s", body)
+			}
+			if !strings.Contains(body, "pic.tiff") || strings.Count(body, b64) != 1 {
+				t.Errorf("the tiff was sent or not named: %s", body)
+			}
+		})
+	}
+}

@@ -19,13 +19,21 @@ type Message struct {
 	Text   string `json:"text,omitempty"`
 	// Reasoning and Signature are an assistant's thinking; Anthropic wants
 	// the signature back with it.
-	Reasoning string   `json:"reasoning,omitempty"`
-	Signature string   `json:"signature,omitempty"`
-	Calls     []Call   `json:"calls,omitempty"`
-	Results   []Result `json:"results,omitempty"`
+	Reasoning string `json:"reasoning,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	// Images are a user message's image attachments.
+	Images  []Image  `json:"images,omitempty"`
+	Calls   []Call   `json:"calls,omitempty"`
+	Results []Result `json:"results,omitempty"`
 	// Keep is, on a summary, how many messages just before it stay
 	// verbatim after it; everything earlier is replaced by Text.
 	Keep int `json:"keep,omitempty"`
+}
+
+// Image is one image a user message carries.
+type Image struct {
+	MimeType string `json:"mimeType"`
+	Data     []byte `json:"data"`
 }
 
 // Call is one tool call of an assistant message.
@@ -194,7 +202,8 @@ func dropDangling(msgs []Message) []Message {
 func estimateTokens(system string, msgs []Message) int {
 	n := len(system)
 	for _, m := range msgs {
-		n += len(m.Text) + len(m.Reasoning) + 8
+		// An image counts as about a thousand tokens.
+		n += len(m.Text) + len(m.Reasoning) + 8 + 4000*len(m.Images)
 		for _, c := range m.Calls {
 			n += len(c.Name) + len(c.Input)
 		}

@@ -2,6 +2,7 @@ package cofold
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"sort"
@@ -58,7 +59,17 @@ func openaiMessages(system string, msgs []Message) []openai.ChatCompletionMessag
 	for _, m := range msgs {
 		switch m.Role {
 		case "user":
-			out = append(out, openai.UserMessage(m.Text))
+			if len(m.Images) == 0 {
+				out = append(out, openai.UserMessage(m.Text))
+				continue
+			}
+			parts := []openai.ChatCompletionContentPartUnionParam{openai.TextContentPart(m.Text)}
+			for _, im := range m.Images {
+				parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{
+					URL: "data:" + im.MimeType + ";base64," + base64.StdEncoding.EncodeToString(im.Data),
+				}))
+			}
+			out = append(out, openai.UserMessage(parts))
 		case "assistant":
 			am := openai.ChatCompletionAssistantMessageParam{}
 			if m.Text != "" || len(m.Calls) == 0 {

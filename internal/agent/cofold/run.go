@@ -38,7 +38,7 @@ func (c *conversation) runTurn(r *run) (end agent.End) {
 		return agent.End{Outcome: agent.OutcomeError, ErrorType: "noProvider", Message: err.Error()}
 	}
 	if n := len(c.msgs); n == 0 || c.msgs[n-1].TurnID != r.turn.ID {
-		if err := c.append(Message{Role: "user", TurnID: r.turn.ID, Text: promptText(r.turn)}); err != nil {
+		if err := c.append(Message{Role: "user", TurnID: r.turn.ID, Text: promptText(r.turn), Images: promptImages(r.turn)}); err != nil {
 			return storeEnd(err)
 		}
 	}
@@ -184,10 +184,32 @@ func promptText(t agent.Turn) string {
 				fmt.Fprintf(&b, "\n\nAttached: %s (%s)", name, a.Path)
 			}
 		case "image":
-			fmt.Fprintf(&b, "\n\nAttached image %s (not shown: cofold sends text only)", name)
+			if !sendableImage(a) {
+				fmt.Fprintf(&b, "\n\nAttached image %s (not sent: %s is not an image type the model APIs take)", name, a.MimeType)
+			}
 		}
 	}
 	return b.String()
+}
+
+// sendableImage: an image both APIs take inline.
+func sendableImage(a agent.Attachment) bool {
+	switch a.MimeType {
+	case "image/png", "image/jpeg", "image/gif", "image/webp":
+		return len(a.Data) > 0
+	}
+	return false
+}
+
+// promptImages are a turn's images, sent beside its text.
+func promptImages(t agent.Turn) []Image {
+	var out []Image
+	for _, a := range t.Attachments {
+		if a.As == "image" && sendableImage(a) {
+			out = append(out, Image{MimeType: a.MimeType, Data: a.Data})
+		}
+	}
+	return out
 }
 
 // systemPrompt is cofold's instructions, the configured ones, and what the
