@@ -102,6 +102,7 @@ func newRoot() *cobra.Command {
 		newServe(), newStart(), newStop(), newRestart(), newStatus(),
 		newConfig(), newVersion(), newCompletion(root), newDoctor(),
 		newSessions(), newSend(), newWatch(),
+		newBot(), // bot.go
 	)
 	return root
 }
