@@ -497,15 +497,16 @@ type ChatChangesetsChanged struct {
 	Changesets []Changeset `json:"changesets,omitempty"`
 }
 
-// ChatCanvasesChanged replaces ChatState.canvases (0.10.0). ahpd never sends
-// it; it is modelled so that version filtering and decoding know it.
+// ChatCanvasesChanged replaces ChatState.canvases (0.10.0), server-only: the
+// chat's canvases in the order they were opened, absent when none.
 type ChatCanvasesChanged struct {
 	Canvases []CanvasReference `json:"canvases,omitempty"`
 }
 
-// CanvasStateChanged replaces a canvas channel's state (0.10.0), verbatim.
+// CanvasStateChanged replaces a canvas channel's state (0.10.0): the whole
+// CanvasState, server-only.
 type CanvasStateChanged struct {
-	Canvas json.RawMessage `json:"canvas"`
+	Canvas CanvasState `json:"canvas"`
 }
 
 // UnknownAction is an action whose type ahpd does not know. Raw holds its

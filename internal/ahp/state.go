@@ -478,9 +478,24 @@ type BackgroundWork struct {
 	Meta      map[string]any `json:"_meta,omitempty"`
 }
 
-// CanvasReference names an ahp-canvas: channel. ahpd never sets any.
+// CanvasReference names an ahp-canvas: channel: one entry of
+// ChatState.canvases.
 type CanvasReference struct {
 	Resource URI `json:"resource"`
+}
+
+// CanvasState is the whole state of one ahp-canvas: channel (AHP-1.0.md
+// §9). URL is an absolute http(s) source, absent while the source is not
+// available; it is never logged nor reused from stored state after a
+// restart.
+type CanvasState struct {
+	InstanceID    string `json:"instanceId"`
+	ExtensionID   string `json:"extensionId"`
+	ExtensionName string `json:"extensionName,omitempty"`
+	CanvasID      string `json:"canvasId"`
+	Title         string `json:"title,omitempty"`
+	Status        string `json:"status,omitempty"`
+	URL           URI    `json:"url,omitempty"`
 }
 
 // TurnState says how a turn ended.

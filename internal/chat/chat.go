@@ -26,6 +26,7 @@ import (
 	"github.com/ahpd/ahpd/internal/attach"
 	"github.com/ahpd/ahpd/internal/bug"
 	"github.com/ahpd/ahpd/internal/bus"
+	"github.com/ahpd/ahpd/internal/canvas"
 	"github.com/ahpd/ahpd/internal/env"
 	"github.com/ahpd/ahpd/internal/mailbox"
 	"github.com/ahpd/ahpd/internal/reduce"
@@ -95,6 +96,9 @@ type Config struct {
 	// endpoint with a credential of this chat's, and its revocation. nil
 	// offers none.
 	HostTools func(chat string) (*agent.HostTools, func(), error)
+	// Canvases are the host's canvas plugins, asked what a stored canvas
+	// shows when the chat opens (canvases.go); nil: none is served.
+	Canvases canvas.Keeper
 	// Worker is set for a worker chat: the chat whose conversation runs
 	// the worker, and its spawning call (worker.go).
 	Worker *WorkerLink
@@ -138,6 +142,8 @@ type Chat struct {
 	revokeTools func()
 	// wk is the worker bookkeeping (worker.go).
 	wk workerBook
+	// canvases are the chat's canvases in opening order (canvases.go).
+	canvases []liveCanvas
 	// loadedFrom is the index of the oldest turn a paged watcher holds
 	// (-1: none), where fetchTurns without a cursor continues.
 	loadedFrom int
@@ -179,6 +185,7 @@ func Open(ctx context.Context, cfg Config) (*Chat, error) {
 		recs = c.readBack(ctx)
 	}
 	st := c.initialState()
+	c.restoreCanvases(&st)
 	var crashed *store.TurnRecord
 	for i := range recs {
 		r := recs[i]
@@ -298,6 +305,7 @@ func (c *Chat) run(crashed *store.TurnRecord) {
 			for _, fn := range c.inbox.Pop(batch) {
 				fn()
 			}
+			c.endCanvases() // a canvas goes with its chat (canvases.go)
 			c.shutdown()
 			return
 		case <-c.inbox.Wake():
@@ -369,6 +377,7 @@ func (c *Chat) shutdown() {
 	if c.eng.Active() != nil {
 		c.persistRunning()
 	}
+	c.releaseCanvases()
 	c.closeShell()
 	c.closeHostCommands()
 	if c.conv != nil {
@@ -442,6 +451,9 @@ func (c *Chat) Subscribe(ctx context.Context, sub bus.Subscriber, view *ahp.Subs
 	err := c.call(ctx, func() {
 		seq := c.cfg.Env.Bus.Subscribe(sub, c.cfg.URI)
 		st := *c.st()
+		if !sub.Knows(ahp.ActionChatCanvasesChanged) {
+			st.Canvases = nil // a connection below 0.10.0 knows no canvas (C-CANV-12)
+		}
 		if view != nil && view.Turns != nil {
 			n := *view.Turns
 			if n < 0 {

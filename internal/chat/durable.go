@@ -61,7 +61,7 @@ func (c *Chat) storeBeforeTelling(a ahp.Action) {
 		ops = append(ops, func(ctx context.Context, s *store.Store) error { return s.TruncateTurns(ctx, uri, keep) })
 		c.pendingChanged()
 		ops = append(ops, c.recordOp())
-	case ahp.ChatIsReadChanged, ahp.ChatIsArchivedChanged, ahp.ChatWorkingDirectorySet, ahp.ChatWorkingDirectoryRemoved:
+	case ahp.ChatIsReadChanged, ahp.ChatIsArchivedChanged, ahp.ChatWorkingDirectorySet, ahp.ChatWorkingDirectoryRemoved, ahp.ChatCanvasesChanged:
 		ops = append(ops, c.recordOp())
 	}
 	c.commit(a.ActionType(), ops...)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/canvas"
 	"github.com/ahpd/ahpd/internal/store"
 )
 
@@ -37,6 +38,9 @@ type RecordMeta struct {
 	PendingSenders map[string]string `json:"pendingSenders,omitempty"`
 	// Behind are the turns clients sent while a turn ran, not yet said.
 	Behind []BehindStart `json:"behind,omitempty"`
+	// Canvases are the chat's canvases in opening order, without urls
+	// (canvases.go).
+	Canvases []canvas.Stored `json:"canvases,omitempty"`
 }
 
 // BehindStart is a client's chat/turnStarted held behind a running turn.
@@ -66,7 +70,7 @@ func ParseRecordMeta(raw json.RawMessage) RecordMeta {
 
 // Raw encodes the meta for a record.
 func (m RecordMeta) Raw() json.RawMessage {
-	if m.PendingOpen == nil && m.FirstPromptContext == "" && !m.BackendStarted && !m.Cleared && m.Steering == nil && len(m.Queued) == 0 && len(m.PendingSenders) == 0 && len(m.Behind) == 0 {
+	if m.PendingOpen == nil && m.FirstPromptContext == "" && !m.BackendStarted && !m.Cleared && m.Steering == nil && len(m.Queued) == 0 && len(m.PendingSenders) == 0 && len(m.Behind) == 0 && len(m.Canvases) == 0 {
 		return nil
 	}
 	b, _ := json.Marshal(m)

@@ -24,7 +24,8 @@ func (c *Chat) idleTimer() *time.Timer {
 
 // busy reports whether unloading the chat now would lose anything: a turn
 // running or waiting, a backend turn not yet ended, a steering message the
-// backend holds, a worker still running, or somebody watching.
+// backend holds, a worker still running, or somebody watching (the chat or
+// one of its canvases).
 func (c *Chat) busy() bool {
 	if c.eng.Busy() {
 		return true
@@ -34,7 +35,7 @@ func (c *Chat) busy() bool {
 			return true
 		}
 	}
-	return c.cfg.Env.Bus.Subscribers(c.cfg.URI) > 0
+	return c.cfg.Env.Bus.Subscribers(c.cfg.URI) > 0 || c.canvasesWatched()
 }
 
 // unloadIfIdle ends the actor when the chat is idle and nobody pushed

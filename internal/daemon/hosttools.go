@@ -6,14 +6,16 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ahpd/ahpd/internal/canvas"
 	"github.com/ahpd/ahpd/internal/hosttools"
 )
 
 // withHostTools serves the host's tools to agents at hosttools.Path on the
 // daemon's own port (streamable HTTP MCP, each conversation's own bearer
-// credential), and everything else as next does. It also tells the host
-// the URL its agents reach the tools at: loopback when the daemon listens
-// on every address, since the agents run on this machine.
+// credential), file canvases at canvas.FilesPath (read-only, under each
+// canvas's token), and everything else as next does. It also tells the
+// host the URL its agents reach the tools at: loopback when the daemon
+// listens on every address, since the agents run on this machine.
 func (d *Daemon) withHostTools(next http.Handler) http.Handler {
 	if addr, ok := d.listener.Addr().(*net.TCPAddr); ok {
 		ip := addr.IP
@@ -23,9 +25,15 @@ func (d *Daemon) withHostTools(next http.Handler) http.Handler {
 		d.host.SetToolsURL("http://" + net.JoinHostPort(ip.String(), strconv.Itoa(addr.Port)) + hosttools.Path)
 	}
 	tools := d.host.ToolsHandler()
+	canvasFiles := d.host.CanvasFilesHandler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == hosttools.Path || strings.HasPrefix(r.URL.Path, hosttools.Path+"/") {
 			tools.ServeHTTP(w, r)
+			return
+		}
+		if strings.HasPrefix(r.URL.Path, canvas.FilesPath) {
+			// File canvases, read-only under each canvas's token.
+			canvasFiles.ServeHTTP(w, r)
 			return
 		}
 		next.ServeHTTP(w, r)

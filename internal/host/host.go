@@ -93,6 +93,9 @@ type Host struct {
 	// res is the resource commands' files and watches (resources.go).
 	res resourceState
 
+	// canv is the host's canvas plugins and file server (canvases.go).
+	canv canvasKit
+
 	closing chan struct{}
 }
 
@@ -117,6 +120,7 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		closing:   make(chan struct{}),
 	}
 	h.tools = hosttools.New(h, opts.Env.Logger)
+	h.initCanvases()
 	h.root = ahp.RootState{Agents: h.agentInfos(ctx)}
 	h.initResources()
 	recs, err := opts.Env.Store.Sessions(ctx)
@@ -178,6 +182,7 @@ func (h *Host) openSession(ctx context.Context, r store.SessionRecord) (*session
 		Env:         h.opts.Env,
 		ClosedChats: h.opts.ClosedChats,
 		HostTools:   func(chat string) (*agent.HostTools, func(), error) { return h.toolsFor(uri, chat) },
+		Canvases:    h.canv.plugins,
 		OnSummary:   func(sum ahp.SessionSummary) { h.sessionSummaryChanged(uri, sum) },
 		OnChatIndex: func(chat string, added bool) {
 			h.sessionsMu.Lock()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/auth"
+	"github.com/ahpd/ahpd/internal/canvas"
 	"github.com/ahpd/ahpd/internal/chat"
 	"github.com/ahpd/ahpd/internal/rpc"
 	"github.com/ahpd/ahpd/internal/session"
@@ -240,6 +241,8 @@ func (h *Host) subscribe(ctx context.Context, cl *client, channel string, view *
 		return s.SubscribeAnnotations(ctx, cl)
 	}
 	switch {
+	case canvas.Is(channel):
+		return h.subscribeCanvas(ctx, cl, channel) // canvases.go
 	case ahp.IsChatURI(channel):
 		if view != nil && view.Turns != nil && *view.Turns < 0 {
 			return ahp.Snapshot{}, ahp.Errorf(ahp.ErrInvalidParams, "params.view.turns: must be 0 or more, not %d", *view.Turns)
@@ -288,6 +291,9 @@ func (h *Host) dispatchAction(cl *client, params json.RawMessage) {
 	}
 	ctx := context.Background()
 	switch {
+	case canvas.Is(p.Channel):
+		// Every canvas action is the host's own (C-CANV-11).
+		h.bus.Refuse(cl, p.Channel, a, origin, "Action is not client-dispatchable.")
 	case ahp.IsRootURI(p.Channel):
 		if _, ok := a.(ahp.RootConfigChanged); !ok || !ahp.IsClientDispatchable(a.ActionType()) {
 			h.bus.Refuse(cl, p.Channel, a, origin, "Action is not client-dispatchable.")
@@ -372,6 +378,8 @@ func channelRefuses(channel, actionType string) string {
 		takes = []string{"chat"}
 	case isAnnotations(channel):
 		takes = []string{"annotations"}
+	case canvas.Is(channel):
+		takes = []string{"canvas"}
 	default:
 		takes = []string{"session", "chat"}
 	}
@@ -542,6 +550,8 @@ func (h *Host) channelExists(ctx context.Context, ch string) bool {
 	switch {
 	case ahp.IsRootURI(ch):
 		return true
+	case canvas.Is(ch):
+		return h.canvasExists(ctx, ch) // canvases.go
 	case ahp.IsChatURI(ch):
 		_, _, err := h.resolveChat(ctx, ch)
 		return err == nil
@@ -557,7 +567,7 @@ func (h *Host) channelExists(ctx context.Context, ch string) bool {
 func isAnnotations(channel string) bool { _, ok := ahp.AnnotationsSession(channel); return ok }
 
 func readGrant(channel string) string {
-	if ahp.IsChatURI(channel) {
+	if ahp.IsChatURI(channel) || canvas.Is(channel) {
 		return auth.ChatTurns
 	}
 	return auth.SessionState

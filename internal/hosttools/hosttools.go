@@ -1,7 +1,8 @@
 // Package hosttools serves the host's own tools to agents over the Model
 // Context Protocol (streamable HTTP, github.com/modelcontextprotocol/go-sdk):
-// rename_chat (the deferred title strategy, C-COMP-30) and
-// get_session_context (the transcript a #chat: pointer names).
+// rename_chat (the deferred title strategy, C-COMP-30),
+// get_session_context (the transcript a #chat: pointer names), and
+// show_page and close_page (a canvas on a page, internal/canvas/showpage).
 //
 // Each open conversation gets a credential of its own (Grant): a call is
 // made as the chat it came from and can act only on that chat's session.
@@ -35,10 +36,23 @@ const ServerName = "ahp"
 const (
 	RenameChat        = "rename_chat"
 	GetSessionContext = "get_session_context"
+	ShowPage          = "show_page"
+	ClosePage         = "close_page"
 )
 
 // Names are the tools every agent is offered.
-var Names = []string{RenameChat, GetSessionContext}
+var Names = []string{RenameChat, GetSessionContext, ShowPage, ClosePage}
+
+// Page is a show_page call: a page to show on a canvas of the calling chat.
+type Page struct {
+	// URL is a server the agent started on 127.0.0.1, localhost or [::1];
+	// Path a file of the chat's directories. Exactly one is given.
+	URL, Path string
+	// Title and Status are shown on the canvas.
+	Title, Status string
+	// Canvas is a canvas of the chat to show the page on; empty opens one.
+	Canvas string
+}
 
 // Caller is who a tool call came from: a chat's conversation.
 type Caller struct {
@@ -54,6 +68,11 @@ type Host interface {
 	// newest turn), as a #chat: pointer names it, read under the
 	// caller's session's grants.
 	ChatContext(ctx context.Context, caller Caller, chat, endTurn string) (string, error)
+	// ShowPage opens (or redraws) a canvas of the caller's chat on a page
+	// and says what it did.
+	ShowPage(ctx context.Context, caller Caller, page Page) (string, error)
+	// ClosePage closes a canvas of the caller's chat.
+	ClosePage(ctx context.Context, caller Caller, canvas string) error
 }
 
 // maxCredentials bounds the open credentials: one per open conversation.
@@ -147,6 +166,18 @@ type contextArgs struct {
 	EndTurn string `json:"endTurn,omitempty" jsonschema:"the last turn to read (the pointer's endTurn); the newest when left out"`
 }
 
+type pageArgs struct {
+	URL    string `json:"url,omitempty" jsonschema:"a web server you started on this machine: http or https on 127.0.0.1, localhost or [::1] (no other address is shown)"`
+	Path   string `json:"path,omitempty" jsonschema:"a file in this chat's directories (relative to its first directory, or absolute inside them); the host serves it and its folder read-only"`
+	Title  string `json:"title,omitempty" jsonschema:"the canvas's title"`
+	Status string `json:"status,omitempty" jsonschema:"a status to show on the canvas; what the host found when left out"`
+	Canvas string `json:"canvas,omitempty" jsonschema:"an ahp-canvas: URI show_page returned, to show the page on that canvas again instead of opening another"`
+}
+
+type closeArgs struct {
+	Canvas string `json:"canvas" jsonschema:"the ahp-canvas: URI show_page returned"`
+}
+
 // serverFor is the MCP server of one caller: the same tools, bound to it.
 func (s *Server) serverFor(caller Caller) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: ServerName, Title: "ahpd host tools"}, nil)
@@ -158,6 +189,16 @@ func (s *Server) serverFor(caller Caller) *mcp.Server {
 	mcp.AddTool(srv, &mcp.Tool{Name: GetSessionContext, Description: "Read the transcript a #chat: pointer names: the chat's turns through endTurn."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in contextArgs) (*mcp.CallToolResult, any, error) {
 			text, err := s.Call(ctx, caller, GetSessionContext, map[string]string{"chat": in.Chat, "endTurn": in.EndTurn})
+			return result(text, err), nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: ShowPage, Description: "Show a page to the people in this chat, on a canvas beside it: a web server you started on this machine (url) or a file of this chat's directories (path). Returns the canvas, to show a page on it again or close it."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in pageArgs) (*mcp.CallToolResult, any, error) {
+			text, err := s.Call(ctx, caller, ShowPage, map[string]string{"url": in.URL, "path": in.Path, "title": in.Title, "status": in.Status, "canvas": in.Canvas})
+			return result(text, err), nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: ClosePage, Description: "Close a canvas show_page opened in this chat."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in closeArgs) (*mcp.CallToolResult, any, error) {
+			text, err := s.Call(ctx, caller, ClosePage, map[string]string{"canvas": in.Canvas})
 			return result(text, err), nil, nil
 		})
 	return srv
@@ -199,6 +240,35 @@ func (s *Server) Call(ctx context.Context, caller Caller, tool string, args map[
 			return "", fmt.Errorf("get_session_context: %w", err)
 		}
 		return text, nil
+	case ShowPage:
+		page := Page{URL: args["url"], Path: args["path"], Title: oneLine(args["title"]), Status: oneLine(args["status"]), Canvas: strings.TrimSpace(args["canvas"])}
+		if (page.URL == "") == (page.Path == "") {
+			return "", errors.New("show_page: name exactly one of url and path")
+		}
+		if len(page.Title) > maxLine || len(page.Status) > maxLine {
+			return "", fmt.Errorf("show_page: a title or status is at most %d bytes", maxLine)
+		}
+		text, err := s.host.ShowPage(ctx, caller, page)
+		if err != nil {
+			return "", fmt.Errorf("show_page: %w", err)
+		}
+		// The page's url is not logged (AHP-1.0.md §9).
+		s.log.Info("agent showed a page", "session", caller.Session, "chat", caller.Chat)
+		return text, nil
+	case ClosePage:
+		canvas := strings.TrimSpace(args["canvas"])
+		if canvas == "" {
+			return "", errors.New("close_page: canvas is required")
+		}
+		if err := s.host.ClosePage(ctx, caller, canvas); err != nil {
+			return "", fmt.Errorf("close_page: %w", err)
+		}
+		return "Closed the canvas " + canvas, nil
 	}
 	return "", fmt.Errorf("no host tool %q", tool)
 }
+
+// maxLine bounds a canvas's title and status.
+const maxLine = 512
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,8 @@ import (
 type fakeHost struct {
 	mu      sync.Mutex
 	renamed []string // caller.Chat → chat → title
+	pages   []Page
+	closed  []string
 }
 
 func (f *fakeHost) RenameChat(_ context.Context, c Caller, chat, title string) error {
@@ -31,6 +34,20 @@ func (f *fakeHost) RenameChat(_ context.Context, c Caller, chat, title string) e
 
 func (f *fakeHost) ChatContext(_ context.Context, c Caller, chat, endTurn string) (string, error) {
 	return "transcript of " + chat + " through " + endTurn, nil
+}
+
+func (f *fakeHost) ShowPage(_ context.Context, c Caller, p Page) (string, error) {
+	f.mu.Lock()
+	f.pages = append(f.pages, p)
+	f.mu.Unlock()
+	return "Opened canvas ahp-canvas:/x/y: Serving", nil
+}
+
+func (f *fakeHost) ClosePage(_ context.Context, c Caller, canvas string) error {
+	f.mu.Lock()
+	f.closed = append(f.closed, canvas)
+	f.mu.Unlock()
+	return nil
 }
 
 // bearer adds a credential to every request.
@@ -97,7 +114,8 @@ func TestToolsOverMCP(t *testing.T) {
 	for _, tl := range tools.Tools {
 		names = append(names, tl.Name)
 	}
-	if strings.Join(names, ",") != "get_session_context,rename_chat" && strings.Join(names, ",") != "rename_chat,get_session_context" {
+	slices.Sort(names)
+	if strings.Join(names, ",") != "close_page,get_session_context,rename_chat,show_page" {
 		t.Fatalf("tools %v", names)
 	}
 	call := func(name string, args map[string]any) *mcp.CallToolResult {
@@ -144,5 +162,55 @@ func TestToolsOverMCP(t *testing.T) {
 	s.Revoke(tok)
 	if _, err := connect(t, url, tok); err == nil {
 		t.Fatal("a revoked credential still connects")
+	}
+}
+
+// TestPageToolsOverMCP: show_page takes exactly one of url and path and
+// bounds its title; close_page needs its canvas (C-CANV-10). What the host
+// does with them is tested through the daemon (canvas_test.go there).
+func TestPageToolsOverMCP(t *testing.T) {
+	host := &fakeHost{}
+	s := New(host, nil)
+	url := serve(t, s)
+	tok, err := s.Grant(Caller{Session: "s1", Chat: "ahp-chat:/s1-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := connect(t, url, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	call := func(name string, args map[string]any) *mcp.CallToolResult {
+		t.Helper()
+		r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return r
+	}
+	if r := call(ShowPage, map[string]any{"url": "http://127.0.0.1:3000/", "title": "  Dev   server "}); r.IsError {
+		t.Fatalf("show_page: %q", text(r))
+	}
+	for name, args := range map[string]map[string]any{
+		"neither url nor path": {"title": "x"},
+		"both url and path":    {"url": "http://127.0.0.1:1/", "path": "a.html"},
+		"a title too long":     {"path": "a.html", "title": strings.Repeat("t", maxLine+1)},
+	} {
+		if r := call(ShowPage, args); !r.IsError {
+			t.Fatalf("%s was taken", name)
+		}
+	}
+	if r := call(ClosePage, map[string]any{}); !r.IsError {
+		t.Fatal("close_page without a canvas was taken")
+	}
+	if r := call(ClosePage, map[string]any{"canvas": "ahp-canvas:/x/y"}); r.IsError {
+		t.Fatalf("close_page: %q", text(r))
+	}
+	if len(host.pages) != 1 || host.pages[0].Title != "Dev server" || host.pages[0].URL != "http://127.0.0.1:3000/" {
+		t.Fatalf("pages %+v", host.pages)
+	}
+	if len(host.closed) != 1 || host.closed[0] != "ahp-canvas:/x/y" {
+		t.Fatalf("closed %v", host.closed)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/bug"
 	"github.com/ahpd/ahpd/internal/bus"
+	"github.com/ahpd/ahpd/internal/canvas"
 	"github.com/ahpd/ahpd/internal/chat"
 	"github.com/ahpd/ahpd/internal/env"
 	"github.com/ahpd/ahpd/internal/mailbox"
@@ -52,6 +53,8 @@ type Config struct {
 	ClosedChats string // "hidden" | "delete"
 	// HostTools hands each chat's conversations the host's tools (chat.Config).
 	HostTools func(chat string) (*agent.HostTools, func(), error)
+	// Canvases are the host's canvas plugins (chat.Config).
+	Canvases canvas.Keeper
 }
 
 // Session is one session actor.
@@ -389,6 +392,7 @@ func (s *Session) tryOpenChat(ctx context.Context, uri string) (*chat.Chat, <-ch
 			return maps.Clone(*s.configValues.Load())
 		},
 		HostTools: s.cfg.HostTools,
+		Canvases:  s.cfg.Canvases,
 		OnSummary: func(cs ahp.ChatSummary) {
 			s.tell("summary of "+cs.Resource, func() { s.chatSummaryChanged(cs) })
 		},

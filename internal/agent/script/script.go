@@ -131,6 +131,8 @@ type SteerRecord struct {
 type OpenRecord struct {
 	Conversation string
 	Mode         agent.OpenMode
+	// HostTools is the host's tools endpoint the conversation was handed.
+	HostTools *agent.HostTools
 }
 
 // record is one kept conversation: the turns it has seen, in order. The
@@ -222,7 +224,7 @@ func (s *Script) Open(ctx context.Context, p agent.OpenParams) (agent.Conversati
 	}
 	c := newConversation(s, p.ConversationID, model, logger.With("agent", s.opts.Provider, "conversation", p.ConversationID))
 	s.mu.Lock()
-	s.opens = append(s.opens, OpenRecord{Conversation: p.ConversationID, Mode: p.Mode})
+	s.opens = append(s.opens, OpenRecord{Conversation: p.ConversationID, Mode: p.Mode, HostTools: p.HostTools})
 	s.mu.Unlock()
 	go c.loop()
 	return c, nil

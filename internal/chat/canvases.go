@@ -1,0 +1,243 @@
+package chat
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/bus"
+	"github.com/ahpd/ahpd/internal/canvas"
+	"github.com/ahpd/ahpd/internal/reduce"
+)
+
+// Canvases (CHATS.md "Canvases"): the chat actor owns its canvases. It
+// keeps them in its record's meta (RecordMeta.Canvases, never a url), lists
+// them in ChatState.canvases in the order they were opened, absent when
+// none, and holds each canvas channel's CanvasState. Every change is
+// stored before it is said (durable.go). Plugins reach them through the
+// host's canvas.Board; no client action does.
+
+// maxCanvases bounds the canvases one chat holds open.
+const maxCanvases = 64
+
+// StatusClosed is the last state a canvas channel is told when its canvas
+// or its chat closes: no url, since nothing serves it any more.
+const StatusClosed = "Closed"
+
+// liveCanvas is one canvas as the actor holds it: as stored, and the state
+// its channel shows (with its url).
+type liveCanvas struct {
+	canvas.Stored
+	shown ahp.CanvasState
+}
+
+func stripURL(d canvas.Drawing) canvas.Drawing {
+	d.State.URL = ""
+	return d
+}
+
+// restoreCanvases reads the stored canvases into st and the actor, asking
+// each one's plugin what to show (a url is never reused from the store).
+func (c *Chat) restoreCanvases(st *ahp.ChatState) {
+	for _, s := range ParseRecordMeta(c.record.Meta).Canvases {
+		shown := s.State
+		shown.URL = ""
+		if c.cfg.Canvases != nil {
+			shown = c.cfg.Canvases.Revive(c.cfg.URI, s)
+		}
+		c.canvases = append(c.canvases, liveCanvas{Stored: s, shown: shown})
+		st.Canvases = append(st.Canvases, ahp.CanvasReference{Resource: s.URI})
+	}
+}
+
+func (c *Chat) canvasIndex(uri string) int {
+	return slices.IndexFunc(c.canvases, func(l liveCanvas) bool { return l.URI == uri })
+}
+
+// storeCanvases puts the canvases into the record's meta (committed by
+// whoever says the change).
+func (c *Chat) storeCanvases() {
+	meta := ParseRecordMeta(c.record.Meta)
+	meta.Canvases = nil
+	for _, l := range c.canvases {
+		meta.Canvases = append(meta.Canvases, l.Stored)
+	}
+	c.record.Meta = meta.Raw()
+}
+
+// sayCanvases stores the list and says it: chat/canvasesChanged, committed
+// with the record before it is published (durable.go).
+func (c *Chat) sayCanvases() {
+	c.storeCanvases()
+	var refs []ahp.CanvasReference
+	for _, l := range c.canvases {
+		refs = append(refs, ahp.CanvasReference{Resource: l.URI})
+	}
+	c.apply(ahp.ChatCanvasesChanged{Canvases: refs}, nil)
+}
+
+// OpenCanvas opens canvas uri (canvas.NewURI of this chat) with d; the
+// chat lists it last (C-CANV-01, 02).
+func (c *Chat) OpenCanvas(ctx context.Context, uri string, d canvas.Drawing) error {
+	var ferr error
+	err := c.call(ctx, func() {
+		if chat, _, ok := canvas.Parse(uri); !ok || chat != c.cfg.URI {
+			ferr = ahp.Errorf(ahp.ErrInvalidParams, "%s is not a canvas channel of %s", uri, c.cfg.URI)
+			return
+		}
+		if c.canvasIndex(uri) >= 0 {
+			ferr = ahp.Errorf(ahp.ErrAlreadyExists, "canvas %s is open", uri)
+			return
+		}
+		if len(c.canvases) >= maxCanvases {
+			ferr = fmt.Errorf("chat %s holds %d canvases, the most it may", c.cfg.URI, maxCanvases)
+			return
+		}
+		c.canvases = append(c.canvases, liveCanvas{Stored: canvas.Stored{URI: uri, Drawing: stripURL(d)}, shown: d.State})
+		c.sayCanvases()
+	})
+	if err != nil {
+		return err
+	}
+	return ferr
+}
+
+// DrawCanvas replaces a canvas's state: what its chat keeps is stored
+// first, then canvas/stateChanged is said on its channel.
+func (c *Chat) DrawCanvas(ctx context.Context, uri string, d canvas.Drawing) error {
+	var ferr error
+	err := c.call(ctx, func() {
+		i := c.canvasIndex(uri)
+		if i < 0 {
+			ferr = canvas.ErrGone(uri)
+			return
+		}
+		l := &c.canvases[i]
+		kept := stripURL(d)
+		if !sameDrawing(l.Drawing, kept) {
+			l.Drawing = kept
+			c.storeCanvases()
+			c.commit("canvas "+uri, c.recordOp())
+		}
+		a := ahp.CanvasStateChanged{Canvas: d.State}
+		reduce.Canvas(&l.shown, a)
+		c.cfg.Env.Bus.Publish(uri, a, nil)
+	})
+	if err != nil {
+		return err
+	}
+	return ferr
+}
+
+func sameDrawing(a, b canvas.Drawing) bool {
+	return a.State == b.State && string(a.Data) == string(b.Data)
+}
+
+// CloseCanvas closes a canvas: the chat no longer lists it, its channel is
+// told it has no url any more, and then it has no subscribers.
+func (c *Chat) CloseCanvas(ctx context.Context, uri string) error {
+	var ferr error
+	err := c.call(ctx, func() {
+		i := c.canvasIndex(uri)
+		if i < 0 {
+			ferr = canvas.ErrGone(uri)
+			return
+		}
+		l := c.canvases[i]
+		c.canvases = slices.Delete(c.canvases, i, i+1)
+		c.sayCanvases()
+		c.endCanvas(l)
+	})
+	if err != nil {
+		return err
+	}
+	return ferr
+}
+
+// endCanvas says a canvas's last state, drops its channel and lets its
+// plugin know.
+func (c *Chat) endCanvas(l liveCanvas) {
+	last := l.shown
+	last.URL = ""
+	last.Status = StatusClosed
+	c.cfg.Env.Bus.Publish(l.URI, ahp.CanvasStateChanged{Canvas: last}, nil)
+	c.cfg.Env.Bus.DropChannel(l.URI)
+	if c.cfg.Canvases != nil {
+		c.cfg.Canvases.Released(l.Stored, true)
+	}
+}
+
+// endCanvases ends every canvas with the chat (C-CANV-06, 07): it is
+// closing. What the record keeps is left as it is: a chat closed for good
+// is gone with its record, and one the host closes to stop comes back
+// with its canvases.
+func (c *Chat) endCanvases() {
+	for _, l := range c.canvases {
+		c.endCanvas(l)
+	}
+	c.canvases = nil
+}
+
+// releaseCanvases lets the plugins stop serving the canvases of a chat
+// that unloads; they are revived when it opens again.
+func (c *Chat) releaseCanvases() {
+	if c.cfg.Canvases == nil {
+		return
+	}
+	for _, l := range c.canvases {
+		c.cfg.Canvases.Released(l.Stored, false)
+	}
+}
+
+// canvasesWatched: somebody watches one of the chat's canvases, which
+// keeps the chat loaded, as a watcher of the chat does.
+func (c *Chat) canvasesWatched() bool {
+	for _, l := range c.canvases {
+		if c.cfg.Env.Bus.Subscribers(l.URI) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// SubscribeCanvas returns a canvas's snapshot and adds sub to its channel
+// in the same step. A canvas this chat does not hold answers -32008
+// "Canvas is no longer available" (C-CANV-09).
+func (c *Chat) SubscribeCanvas(ctx context.Context, sub bus.Subscriber, uri string) (ahp.Snapshot, error) {
+	var snap ahp.Snapshot
+	var ferr error
+	err := c.call(ctx, func() {
+		i := c.canvasIndex(uri)
+		if i < 0 {
+			ferr = canvas.ErrGone(uri)
+			return
+		}
+		raw, err := json.Marshal(c.canvases[i].shown)
+		if err != nil {
+			ferr = fmt.Errorf("snapshot canvas %s: %w", uri, err)
+			return
+		}
+		seq := c.cfg.Env.Bus.Subscribe(sub, uri)
+		snap = ahp.Snapshot{Resource: uri, State: raw, FromSeq: seq}
+	})
+	if err != nil {
+		return ahp.Snapshot{}, err
+	}
+	return snap, ferr
+}
+
+// HasCanvas reports whether the chat holds canvas uri.
+func (c *Chat) HasCanvas(ctx context.Context, uri string) (bool, error) {
+	var has bool
+	err := c.call(ctx, func() { has = c.canvasIndex(uri) >= 0 })
+	return has, err
+}
+
+// Directories are the chat's directories as local paths, as they are now.
+func (c *Chat) Directories(ctx context.Context) ([]string, error) {
+	var dirs []string
+	err := c.call(ctx, func() { dirs = slices.Clone(c.cfg.Directories) })
+	return dirs, err
+}
