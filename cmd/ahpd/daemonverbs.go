@@ -66,6 +66,7 @@ func runServe(cmd *cobra.Command, cfg daemon.Config) error {
 		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "listening %s\n", d.URL())
+	fmt.Fprintf(cmd.OutOrStdout(), "web console: open %s/ in a browser\n", "http"+strings.TrimPrefix(d.URL(), "ws"))
 	fmt.Fprintf(cmd.OutOrStdout(), "vscode settings: \"chat.remoteAgentHosts\": [%s]\n", d.VSCodeEntry())
 	sig := <-signals
 	grace := time.Duration(cfg.ShutdownGraceSeconds) * time.Second

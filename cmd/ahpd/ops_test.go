@@ -350,7 +350,11 @@ func TestSendHelloThenHealthMetricsAnd426(t *testing.T) {
 		}
 	}
 
-	for _, path := range []string{"/", "/index.html", "/api"} {
+	// "/" is the web console (internal/console); other plain paths are 426.
+	if st, body := get(t, p.httpURL()+"/", ""); st != http.StatusOK || !strings.Contains(body, "ahpd console") {
+		t.Errorf("GET /: %d, want 200 with the web console", st)
+	}
+	for _, path := range []string{"/index.html", "/api"} {
 		st, body := get(t, p.httpURL()+path, "")
 		if st != http.StatusUpgradeRequired || strings.Count(strings.TrimSpace(body), "\n") != 0 ||
 			!strings.Contains(body, "websocket") || !strings.Contains(body, p.url) || !strings.Contains(body, "VS Code") {

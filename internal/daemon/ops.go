@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/console"
 	"github.com/ahpd/ahpd/internal/turns"
 )
 
@@ -28,6 +29,8 @@ import (
 //	GET /readyz   200 once start-up recovery is done, 503 before and while stopping (no token)
 //	GET /metrics  Prometheus text format (the token when one is configured)
 //	GET /status   the daemon's status as JSON, for `ahpd status` (the token when one is configured)
+//	GET /         the web console (internal/console), its assets under /console/ (no token: the
+//	              page asks for one and presents it on its websocket)
 //
 // Any other request without a websocket upgrade is answered 426 with one
 // line saying where to point VS Code. A websocket upgrade goes to the rpc
@@ -35,6 +38,7 @@ import (
 
 // opsMux routes plain HTTP and hands upgrades to the rpc server.
 func (d *Daemon) opsMux(ws http.Handler) http.Handler {
+	ui := console.Handler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if isUpgrade(r) {
 			ws.ServeHTTP(w, r)
@@ -54,6 +58,8 @@ func (d *Daemon) opsMux(ws http.Handler) http.Handler {
 				w.Header().Set("Content-Type", "application/json")
 				_ = json.NewEncoder(w).Encode(d.Status(r.Context()))
 			}
+		case (r.Method == http.MethodGet || r.Method == http.MethodHead) && console.Serves(r.URL.Path):
+			ui.ServeHTTP(w, r)
 		default:
 			w.Header().Set("Upgrade", "websocket")
 			w.Header().Set("Connection", "Upgrade")

@@ -1,0 +1,95 @@
+// Package console is ahpd's web console: a single-page AHP client, served
+// by the daemon itself from files embedded at build time (no CDN, no
+// runtime download, no build step: plain JavaScript modules), so a browser
+// pointed at http://HOST:PORT/ watches and drives every session.
+//
+// The page speaks the same websocket protocol as any client. It presents
+// a connection token as a websocket subprotocol (internal/rpc
+// subprotocol.go), never in a URL, and keeps it in sessionStorage. Its
+// origin is the daemon's own, which the door lets in (internal/rpc
+// door.go).
+//
+// Markdown is rendered by the page's own small renderer (static/markdown.js)
+// that builds DOM nodes and never parses HTML: nothing an agent writes can
+// become markup, so there is nothing to sanitise and no third-party code
+// inside the trust boundary.
+package console
+
+import (
+	"embed"
+	"io/fs"
+	"mime"
+	"net/http"
+	"path"
+	"strings"
+)
+
+//go:embed static
+var files embed.FS
+
+// Prefix is where the page's assets are served; "/" serves the page.
+const Prefix = "/console/"
+
+// Serves reports whether a GET of urlPath is the console's: "/" or an
+// asset under Prefix.
+func Serves(urlPath string) bool {
+	return urlPath == "/" || strings.HasPrefix(urlPath, Prefix)
+}
+
+// Handler serves the page at "/" and its assets under Prefix, with headers
+// that keep it to its own origin: a content security policy allowing only
+// its own scripts, styles and websocket; no referrer; no framing.
+func Handler() http.Handler {
+	static, err := fs.Sub(files, "static")
+	if err != nil {
+		panic("console: embedded files: " + err.Error())
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		name := "index.html"
+		if r.URL.Path != "/" {
+			name = strings.TrimPrefix(path.Clean(r.URL.Path), Prefix)
+		}
+		if !fs.ValidPath(name) || name == "." {
+			http.NotFound(w, r)
+			return
+		}
+		body, err := fs.ReadFile(static, name)
+		if err != nil {
+			http.NotFound(w, r)
+			return
+		}
+		h := w.Header()
+		if ct := mime.TypeByExtension(path.Ext(name)); ct != "" {
+			h.Set("Content-Type", ct)
+		}
+		if path.Ext(name) == ".js" {
+			h.Set("Content-Type", "text/javascript; charset=utf-8")
+		}
+		h.Set("Content-Security-Policy", csp(r.Host))
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Cache-Control", "no-cache")
+		if r.Method == http.MethodHead {
+			return
+		}
+		_, _ = w.Write(body)
+	})
+}
+
+// csp is the page's content security policy. connect-src names the
+// websocket of the request's own host besides 'self', for browsers whose
+// 'self' does not cover ws: (CSP level 2).
+func csp(host string) string {
+	connect := "'self'"
+	if host != "" && !strings.ContainsAny(host, " ;,'\"") {
+		connect += " ws://" + host + " wss://" + host
+	}
+	return "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src " + connect +
+		"; form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
+}
