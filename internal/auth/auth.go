@@ -36,14 +36,22 @@ const (
 	TerminalWrite = "terminal:write"
 )
 
+// Changeset grants: keeping a turn's changes (marking them reviewed) and
+// undoing them (writing files back). Reading a changeset is reading its
+// chat (chat:turns).
+const (
+	ChangesetReview = "changeset:review"
+	ChangesetUndo   = "changeset:undo"
+)
+
 // groups maps a group grant to the grants it covers. A session's group
 // covers the chat operations the same way (C-GRANT-05): "session:write"
 // holds every chat write, "session:read" chat reading.
 var groups = map[string][]string{
 	"chat:read":     {ChatTurns},
-	"chat:write":    {ChatCreate, ChatDispose, ChatSend, ChatCancel, ChatAnswer, ChatTool, ChatDraft, ChatFolders, ChatMark, ChatTruncate},
+	"chat:write":    {ChatCreate, ChatDispose, ChatSend, ChatCancel, ChatAnswer, ChatTool, ChatDraft, ChatFolders, ChatMark, ChatTruncate, ChangesetReview, ChangesetUndo},
 	"session:read":  {"session:list", "session:state", ChatTurns},
-	"session:write": {"session:create", "session:dispose", "session:rename", "session:configure", "session:folders", "session:mark", "session:annotate", ChatCreate, ChatDispose, ChatSend, ChatCancel, ChatAnswer, ChatTool, ChatDraft, ChatFolders, ChatMark, ChatTruncate},
+	"session:write": {"session:create", "session:dispose", "session:rename", "session:configure", "session:folders", "session:mark", "session:annotate", ChatCreate, ChatDispose, ChatSend, ChatCancel, ChatAnswer, ChatTool, ChatDraft, ChatFolders, ChatMark, ChatTruncate, ChangesetReview, ChangesetUndo},
 }
 
 // Principal is who a connection is.

@@ -144,6 +144,8 @@ type Chat struct {
 	wk workerBook
 	// canvases are the chat's canvases in opening order (canvases.go).
 	canvases []liveCanvas
+	// cs is the changeset bookkeeping (changesets.go).
+	cs changesetBook
 	// loadedFrom is the index of the oldest turn a paged watcher holds
 	// (-1: none), where fetchTurns without a cursor continues.
 	loadedFrom int
@@ -186,6 +188,9 @@ func Open(ctx context.Context, cfg Config) (*Chat, error) {
 	}
 	st := c.initialState()
 	c.restoreCanvases(&st)
+	if err := c.restoreChangesets(ctx, &st); err != nil {
+		return nil, fmt.Errorf("open chat %s: %w", cfg.URI, err)
+	}
 	var crashed *store.TurnRecord
 	for i := range recs {
 		r := recs[i]

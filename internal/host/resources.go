@@ -13,6 +13,7 @@ import (
 
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/auth"
+	"github.com/ahpd/ahpd/internal/changeset"
 	"github.com/ahpd/ahpd/internal/resources"
 	"github.com/ahpd/ahpd/internal/watch"
 	"github.com/google/uuid"
@@ -150,6 +151,9 @@ func (h *Host) resourceCommand(cl *client, method string, params json.RawMessage
 	}
 	if err := requireChannel(p.Channel, true); err != nil {
 		return nil, err
+	}
+	if method == methodResourceRead && changeset.IsContent(p.URI) {
+		return h.readChangesetContent(context.Background(), cl, p.URI, p.Encoding) // changesets.go
 	}
 	grants := resourceGrants[method]
 	if method == methodResourceRequest {

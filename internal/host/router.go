@@ -12,6 +12,7 @@ import (
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/auth"
 	"github.com/ahpd/ahpd/internal/canvas"
+	"github.com/ahpd/ahpd/internal/changeset"
 	"github.com/ahpd/ahpd/internal/chat"
 	"github.com/ahpd/ahpd/internal/rpc"
 	"github.com/ahpd/ahpd/internal/session"
@@ -146,6 +147,9 @@ func (h *Host) Request(ctx context.Context, c *rpc.Conn, method string, params j
 	if res, ok, err := h.terminalRequest(ctx, cl, method, params); ok { // terminals.go
 		return res, err
 	}
+	if res, ok, err := h.changesetRequest(ctx, cl, method, params); ok { // changesets.go
+		return res, err
+	}
 	if res, ok, err := h.botRequest(ctx, cl, method, params); ok { // bots.go
 		return res, err
 	}
@@ -229,6 +233,9 @@ func (h *Host) subscribe(ctx context.Context, cl *client, channel string, view *
 	}
 	if snap, ok, err := h.subscribeOwnChannel(cl, channel); ok { // a terminal or a resource watch
 		return snap, err
+	}
+	if changeset.IsChannel(channel) {
+		return h.subscribeChangeset(ctx, cl, channel) // changesets.go
 	}
 	if grant := readGrant(channel); !cl.principal.Can(grant) {
 		return ahp.Snapshot{}, ahp.WithData(ahp.Errorf(ahp.ErrPermissionDenied, "reading %s needs the grant %s", channel, grant), map[string]any{"grant": grant})
@@ -552,6 +559,8 @@ func (h *Host) channelExists(ctx context.Context, ch string) bool {
 		return true
 	case canvas.Is(ch):
 		return h.canvasExists(ctx, ch) // canvases.go
+	case changeset.IsChannel(ch):
+		return h.changesetExists(ctx, ch)
 	case ahp.IsChatURI(ch):
 		_, _, err := h.resolveChat(ctx, ch)
 		return err == nil

@@ -116,6 +116,39 @@ var migrations = []migration{
 			) STRICT`,
 		},
 	},
+	{
+		version: 4,
+		name:    "changesets",
+		stmts: []string{
+			// What an agent changed on disk, one row per file a turn
+			// changed (changesets.go); contents by their sha256, so the
+			// same bytes before one turn and after another are kept once.
+			// A NULL hash is a side that did not exist (created, deleted)
+			// or was not kept (skipped says why).
+			`CREATE TABLE changeset_contents (
+				hash TEXT PRIMARY KEY,
+				data BLOB NOT NULL
+			) STRICT`,
+			`CREATE TABLE changeset_files (
+				chat          TEXT NOT NULL,
+				turn          TEXT NOT NULL,
+				path          TEXT NOT NULL,
+				seq           INTEGER NOT NULL,
+				tool_call     TEXT NOT NULL,
+				tool          TEXT NOT NULL,
+				before_exists INTEGER NOT NULL,
+				before_hash   TEXT,
+				after_exists  INTEGER NOT NULL,
+				after_hash    TEXT,
+				added         INTEGER NOT NULL,
+				removed       INTEGER NOT NULL,
+				reviewed      INTEGER NOT NULL,
+				skipped       TEXT NOT NULL,
+				PRIMARY KEY (chat, turn, path)
+			) STRICT`,
+			`CREATE INDEX changeset_files_by_chat ON changeset_files (chat, seq)`,
+		},
+	},
 }
 
 // migrate brings the schema up to the last of migs, one transaction per

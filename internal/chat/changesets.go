@@ -1,0 +1,595 @@
+package chat
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/bus"
+	"github.com/ahpd/ahpd/internal/changeset"
+	"github.com/ahpd/ahpd/internal/confine"
+	"github.com/ahpd/ahpd/internal/store"
+)
+
+// The chat's changesets (C-TURN-19): what its agent changed on disk, per
+// turn. A file-changing call's file is read when its input is complete
+// (the call cannot have run yet where the backend asks before it edits)
+// and again when the call is done, or, for a call that never reports done
+// (a stop), when the backend says it is done with the call's turn. What
+// differs is stored, then published on the turn's changeset channel and
+// on the chat's. The engine drops a stopped turn's late events (C-TURN-15);
+// this record takes them, under the turn they name.
+
+// Changeset operation ids: keep marks files reviewed, undo restores their
+// contents from before the turn.
+const (
+	OpKeep = "keep"
+	OpUndo = "undo"
+)
+
+// changeCapture is one file-changing call seen ready and not yet done.
+type changeCapture struct {
+	turn, call, tool, path string
+	before                 fileSide
+}
+
+// fileSide is a file as read at one moment.
+type fileSide struct {
+	exists bool
+	data   []byte // nil when absent or not kept
+	// skipped says why data was not kept; size and mod are then the
+	// fingerprint a later read is compared with.
+	skipped string
+	size    int64
+	mod     time.Time
+}
+
+func (a fileSide) same(b fileSide) bool {
+	if a.exists != b.exists {
+		return false
+	}
+	if !a.exists {
+		return true
+	}
+	if a.skipped != "" || b.skipped != "" {
+		return a.skipped == b.skipped && a.size == b.size && a.mod.Equal(b.mod)
+	}
+	return bytes.Equal(a.data, b.data)
+}
+
+// hash names data as kept ("" when absent or skipped).
+func (a fileSide) hash() string {
+	if !a.exists || a.skipped != "" {
+		return ""
+	}
+	return store.ContentHash(a.data)
+}
+
+// changesetBook is the actor's changeset bookkeeping.
+type changesetBook struct {
+	open map[string]*changeCapture // by tool call id
+}
+
+// trackChanges takes one agent event into the changeset record.
+func (c *Chat) trackChanges(ev agent.Event) {
+	switch ev.Kind {
+	case agent.EventToolReady:
+		if ev.ToolCall != nil {
+			c.captureBefore(ev.TurnID, ev.ToolCall)
+		}
+	case agent.EventToolDone:
+		if ev.ToolCall != nil {
+			if cp := c.cs.open[ev.ToolCall.ID]; cp != nil {
+				c.settleChange(cp)
+			}
+		}
+	case agent.EventTurnEnd:
+		c.settleChanges(ev.TurnID)
+	}
+}
+
+// captureBefore reads the file a call is about to change. A path outside
+// the chat's directories is not recorded: the host never writes there.
+func (c *Chat) captureBefore(turn string, tc *agent.ToolCall) {
+	if turn == "" || tc.ID == "" {
+		return
+	}
+	if c.cs.open[tc.ID] != nil {
+		return // ready said again (a permission ask after the stream's)
+	}
+	p, ok := changeset.Target(tc.Name, tc.Input)
+	if !ok {
+		return
+	}
+	path, err := c.confinedPath(p)
+	if err != nil {
+		c.log.Info("changeset: a call names a file outside the chat's directories", "call", tc.ID, "path", p, "err", err)
+		return
+	}
+	if c.cs.open == nil {
+		c.cs.open = make(map[string]*changeCapture)
+	}
+	c.cs.open[tc.ID] = &changeCapture{turn: turn, call: tc.ID, tool: tc.Name, path: path, before: readSide(path)}
+}
+
+// confinedPath resolves p (relative to the chat's first directory) inside
+// the chat's directories.
+func (c *Chat) confinedPath(p string) (string, error) {
+	if !filepath.IsAbs(p) {
+		if len(c.cfg.Directories) == 0 {
+			return "", fmt.Errorf("%s: relative, and the chat has no directory", p)
+		}
+		p = filepath.Join(c.cfg.Directories[0], p)
+	}
+	return confine.ResolveNew(p, c.cfg.Directories)
+}
+
+// settleChanges settles every open capture of turn ("" every turn's).
+func (c *Chat) settleChanges(turn string) {
+	var caps []*changeCapture
+	for _, cp := range c.cs.open {
+		if turn == "" || cp.turn == turn {
+			caps = append(caps, cp)
+		}
+	}
+	slices.SortFunc(caps, func(a, b *changeCapture) int { return strings.Compare(a.call, b.call) })
+	for _, cp := range caps {
+		c.settleChange(cp)
+	}
+}
+
+// settleChange reads the file again and records what changed, stored
+// before it is published.
+func (c *Chat) settleChange(cp *changeCapture) {
+	delete(c.cs.open, cp.call)
+	after := readSide(cp.path)
+	if cp.before.same(after) {
+		return
+	}
+	f := store.ChangesetFile{
+		Chat: c.cfg.URI, Turn: cp.turn, Path: cp.path, ToolCall: cp.call, Tool: cp.tool,
+		BeforeExists: cp.before.exists, BeforeHash: cp.before.hash(),
+		AfterExists: after.exists, AfterHash: after.hash(),
+	}
+	f.Skipped = cmpOr(cp.before.skipped, after.skipped)
+	if f.Skipped == "" {
+		f.Added, f.Removed = changeset.Diff(cp.before.data, after.data)
+	}
+	var beforeData, afterData []byte
+	if f.BeforeHash != "" {
+		beforeData = cp.before.data
+	}
+	if f.AfterHash != "" {
+		afterData = after.data
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stored, err := c.cfg.Env.Store.PutChangesetFile(ctx, f, beforeData, afterData)
+	if err != nil {
+		c.log.Error("changeset: store a changed file", "path", cp.path, "turn", cp.turn, "err", err)
+		return
+	}
+	if stored.BeforeHash != "" && stored.AfterHash != "" && stored.Skipped == "" {
+		// A second change of the turn: count from the turn's first before.
+		if b, ok, err := c.cfg.Env.Store.ChangesetContent(ctx, c.cfg.URI, stored.BeforeHash); err == nil && ok {
+			stored.Added, stored.Removed = changeset.Diff(b, after.data)
+		}
+	}
+	c.changesetCatalogue()
+	c.cfg.Env.Bus.Publish(changeset.TurnURI(c.cfg.URI, stored.Turn), ahp.ChangesetFileSet{File: c.changesetFile(stored)}, nil)
+	c.publishChatWide(ctx, stored.Path)
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// readSide reads path as it is now, bounded.
+func readSide(path string) fileSide {
+	info, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fileSide{}
+	}
+	if err != nil {
+		return fileSide{exists: true, skipped: "unreadable"}
+	}
+	s := fileSide{exists: true, size: info.Size(), mod: info.ModTime()}
+	if !info.Mode().IsRegular() {
+		s.skipped = "not a regular file"
+		return s
+	}
+	if info.Size() > changeset.MaxFileBytes {
+		s.skipped = changeset.SkipTooLarge
+		return s
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		s.skipped = "unreadable"
+		return s
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, changeset.MaxFileBytes+1))
+	if err != nil {
+		s.skipped = "unreadable"
+		return s
+	}
+	if s.skipped = changeset.Skip(data); s.skipped == "" {
+		s.data = data
+		if s.data == nil {
+			s.data = []byte{}
+		}
+	}
+	return s
+}
+
+// changesetCatalogue lists the chat's changesets in its state, once it has
+// changed a file (a chat that changed none shows no catalogue).
+func (c *Chat) changesetCatalogue() {
+	if len(c.st().Changesets) > 0 {
+		return
+	}
+	c.apply(ahp.ChatChangesetsChanged{Changesets: ChangesetCatalogue(c.cfg.URI)}, nil)
+}
+
+// ChangesetCatalogue is chat's ChatState.changesets: one per turn and the
+// whole chat's.
+func ChangesetCatalogue(chat string) []ahp.Changeset {
+	return []ahp.Changeset{
+		{Label: "This Turn", Description: "Files this turn changed", URITemplate: changeset.TurnTemplate(chat), ChangeKind: changeset.KindTurn},
+		{Label: "Chat Changes", Description: "Files this chat changed", URITemplate: changeset.ChatURI(chat), ChangeKind: changeset.KindChat},
+	}
+}
+
+// changesetFile is a stored file as the channel shows it: a FileEdit whose
+// sides point at the kept contents.
+func (c *Chat) changesetFile(f store.ChangesetFile) ahp.ChangesetFile {
+	uri := ahp.FileURI(f.Path)
+	side := func(hash string) map[string]any {
+		ref := map[string]any{"uri": uri} // not kept: the file itself
+		if hash != "" {
+			ref = map[string]any{"uri": changeset.ContentURI(c.cfg.URI, hash), "contentType": "text/plain"}
+		}
+		return map[string]any{"uri": uri, "content": ref}
+	}
+	edit := map[string]any{}
+	if f.BeforeExists && (f.BeforeHash != "" || !f.AfterExists) {
+		edit["before"] = side(f.BeforeHash)
+	}
+	if f.AfterExists {
+		edit["after"] = side(f.AfterHash)
+	}
+	if f.Skipped == "" {
+		edit["diff"] = map[string]int{"added": f.Added, "removed": f.Removed}
+	}
+	raw, _ := json.Marshal(edit)
+	reviewed := f.Reviewed
+	out := ahp.ChangesetFile{ID: uri, Edit: raw, Reviewed: &reviewed,
+		Meta: map[string]any{"ahpd.turnId": f.Turn, "ahpd.toolCallId": f.ToolCall, "ahpd.tool": f.Tool}}
+	if f.Skipped != "" {
+		out.Meta["ahpd.skipped"] = f.Skipped
+	}
+	return out
+}
+
+// chatWide merges the turns' records of each file: the first turn's
+// before, the last's after.
+func chatWide(files []store.ChangesetFile) []store.ChangesetFile {
+	var out []store.ChangesetFile
+	at := map[string]int{}
+	for _, f := range files {
+		i, ok := at[f.Path]
+		if !ok {
+			at[f.Path] = len(out)
+			out = append(out, f)
+			continue
+		}
+		m := &out[i]
+		m.Turn, m.ToolCall, m.Tool = f.Turn, f.ToolCall, f.Tool
+		m.AfterExists, m.AfterHash = f.AfterExists, f.AfterHash
+		m.Reviewed = m.Reviewed && f.Reviewed
+		m.Skipped = cmpOr(m.Skipped, f.Skipped)
+	}
+	return out
+}
+
+// chatWideFiles reads the chat's merged files, with line counts from the
+// first before to the last after.
+func (c *Chat) chatWideFiles(ctx context.Context, path string) ([]store.ChangesetFile, error) {
+	all, err := c.cfg.Env.Store.ChangesetFiles(ctx, c.cfg.URI, "")
+	if err != nil {
+		return nil, err
+	}
+	if path != "" {
+		all = slices.DeleteFunc(all, func(f store.ChangesetFile) bool { return f.Path != path })
+	}
+	merged := chatWide(all)
+	for i := range merged {
+		m := &merged[i]
+		if m.Skipped != "" {
+			continue
+		}
+		var before, after []byte
+		if m.BeforeHash != "" {
+			before, _, _ = c.cfg.Env.Store.ChangesetContent(ctx, c.cfg.URI, m.BeforeHash)
+		}
+		if m.AfterHash != "" {
+			after, _, _ = c.cfg.Env.Store.ChangesetContent(ctx, c.cfg.URI, m.AfterHash)
+		}
+		m.Added, m.Removed = changeset.Diff(before, after)
+	}
+	return merged, nil
+}
+
+// publishChatWide publishes path's entry of the chat's changeset.
+func (c *Chat) publishChatWide(ctx context.Context, path string) {
+	merged, err := c.chatWideFiles(ctx, path)
+	if err != nil {
+		c.log.Warn("changeset: read the chat's files", "err", err)
+		return
+	}
+	ch := changeset.ChatURI(c.cfg.URI)
+	if len(merged) == 0 {
+		c.cfg.Env.Bus.Publish(ch, ahp.ChangesetFileRemoved{FileID: ahp.FileURI(path)}, nil)
+		return
+	}
+	c.cfg.Env.Bus.Publish(ch, ahp.ChangesetFileSet{File: c.changesetFile(merged[0])}, nil)
+}
+
+// turnOperations are what a turn's changeset offers.
+func turnOperations() []ahp.ChangesetOperation {
+	both := []string{"changeset", "resource"}
+	confirm, _ := json.Marshal("Undo restores the contents these files had before the turn.")
+	return []ahp.ChangesetOperation{
+		{ID: OpKeep, Label: "Keep", Description: "Keep these changes", Scopes: both, Icon: "check", Status: "idle"},
+		{ID: OpUndo, Label: "Undo", Description: "Restore the contents from before the turn", Scopes: both, Confirmation: confirm, Icon: "discard", Status: "idle"},
+	}
+}
+
+// knowsTurn reports whether turn is one of the chat's.
+func (c *Chat) knowsTurn(turn string) bool {
+	st := c.st()
+	if st.ActiveTurn != nil && st.ActiveTurn.ID == turn {
+		return true
+	}
+	return slices.ContainsFunc(st.Turns, func(t ahp.Turn) bool { return t.ID == turn })
+}
+
+// SubscribeChangeset answers a subscription to one of the chat's changeset
+// channels and adds the subscriber in the same step. An unknown turn's
+// changeset is in error, as VS Code's host answers one.
+func (c *Chat) SubscribeChangeset(ctx context.Context, sub bus.Subscriber, uri string, ch changeset.Channel) (ahp.Snapshot, error) {
+	var snap ahp.Snapshot
+	var ferr error
+	err := c.call(ctx, func() {
+		var files []store.ChangesetFile
+		if ch.Turn == "" {
+			files, ferr = c.chatWideFiles(ctx, "")
+		} else {
+			files, ferr = c.cfg.Env.Store.ChangesetFiles(ctx, c.cfg.URI, ch.Turn)
+		}
+		if ferr != nil {
+			return
+		}
+		st := ahp.ChangesetState{Status: ahp.ChangesetReady, Files: []ahp.ChangesetFile{}}
+		for _, f := range files {
+			st.Files = append(st.Files, c.changesetFile(f))
+		}
+		if ch.Turn != "" {
+			if len(files) == 0 && !c.knowsTurn(ch.Turn) {
+				st.Status = ahp.ChangesetError
+				st.Error = &ahp.ErrorInfo{ErrorType: "turnNotFound", Message: fmt.Sprintf("%s has no turn %s", c.cfg.URI, ch.Turn)}
+			} else {
+				st.Operations = turnOperations()
+			}
+		}
+		raw, err := json.Marshal(st)
+		if err != nil {
+			ferr = err
+			return
+		}
+		seq := c.cfg.Env.Bus.Subscribe(sub, uri)
+		snap = ahp.Snapshot{Resource: uri, State: json.RawMessage(raw), FromSeq: seq}
+	})
+	if err == nil {
+		err = ferr
+	}
+	if err != nil {
+		return ahp.Snapshot{}, fmt.Errorf("subscribe %s: %w", uri, err)
+	}
+	return snap, nil
+}
+
+// ChangesetTarget is invokeChangesetOperation's target.
+type ChangesetTarget struct {
+	Kind     string `json:"kind"`
+	Resource string `json:"resource"`
+}
+
+// InvokeChangesetOperation runs operation op of the changeset on channel
+// uri: keep marks files reviewed, undo restores them. Its progress is
+// published as the operation's status (running, then idle or error).
+func (c *Chat) InvokeChangesetOperation(ctx context.Context, uri string, ch changeset.Channel, op string, target *ChangesetTarget) (string, error) {
+	var msg string
+	var opErr error
+	err := c.call(ctx, func() { msg, opErr = c.invokeChangeset(ctx, uri, ch, op, target) })
+	if err == nil {
+		err = opErr
+	}
+	return msg, err
+}
+
+func (c *Chat) invokeChangeset(ctx context.Context, uri string, ch changeset.Channel, op string, target *ChangesetTarget) (string, error) {
+	if ch.Turn == "" || (op != OpKeep && op != OpUndo) {
+		return "", ahp.Errorf(ahp.ErrInvalidParams, "params.operationId: %s offers no operation %q", uri, op)
+	}
+	files, err := c.cfg.Env.Store.ChangesetFiles(ctx, c.cfg.URI, ch.Turn)
+	if err != nil {
+		return "", err
+	}
+	if target != nil {
+		if target.Kind != "resource" {
+			return "", ahp.Errorf(ahp.ErrInvalidParams, "params.target.kind: %s takes a resource or no target, not %q", op, target.Kind)
+		}
+		files = slices.DeleteFunc(files, func(f store.ChangesetFile) bool { return ahp.FileURI(f.Path) != target.Resource })
+		if len(files) == 0 {
+			return "", ahp.Errorf(ahp.ErrInvalidParams, "params.target.resource: %s is not a file of %s", target.Resource, uri)
+		}
+	}
+	if len(files) == 0 {
+		return "", ahp.Errorf(ahp.ErrInvalidParams, "%s has no files to %s", uri, op)
+	}
+	c.cfg.Env.Bus.Publish(uri, ahp.ChangesetOperationStatusChanged{OperationID: op, Status: "running"}, nil)
+	var msg string
+	if op == OpKeep {
+		msg, err = c.keepFiles(ctx, uri, ch.Turn, files)
+	} else {
+		msg, err = c.undoFiles(ctx, uri, ch.Turn, files)
+	}
+	if err != nil {
+		c.cfg.Env.Bus.Publish(uri, ahp.ChangesetOperationStatusChanged{OperationID: op, Status: ahp.ChangesetError,
+			Error: &ahp.ErrorInfo{ErrorType: op + "Failed", Message: err.Error()}}, nil)
+		return "", err
+	}
+	c.cfg.Env.Bus.Publish(uri, ahp.ChangesetOperationStatusChanged{OperationID: op, Status: "idle"}, nil)
+	return msg, nil
+}
+
+func (c *Chat) keepFiles(ctx context.Context, uri, turn string, files []store.ChangesetFile) (string, error) {
+	var paths, ids []string
+	for _, f := range files {
+		paths, ids = append(paths, f.Path), append(ids, ahp.FileURI(f.Path))
+	}
+	if err := c.cfg.Env.Store.SetChangesetReviewed(ctx, c.cfg.URI, turn, paths, true); err != nil {
+		return "", err
+	}
+	c.cfg.Env.Bus.Publish(uri, ahp.ChangesetFilesReviewChanged{Files: ids, Reviewed: true}, nil)
+	return fmt.Sprintf("Kept %d file(s).", len(files)), nil
+}
+
+// undoFiles restores files to their contents from before the turn, all or
+// none: a file changed since the turn, one whose contents were not kept and
+// one outside the chat's directories refuse the whole undo, named.
+func (c *Chat) undoFiles(ctx context.Context, uri, turn string, files []store.ChangesetFile) (string, error) {
+	var changed, unkept, outside []string
+	befores := make([][]byte, len(files))
+	for i, f := range files {
+		if f.Skipped != "" || (f.BeforeExists && f.BeforeHash == "") || (f.AfterExists && f.AfterHash == "") {
+			unkept = append(unkept, f.Path)
+			continue
+		}
+		if _, err := confine.ResolveNew(f.Path, c.cfg.Directories); err != nil {
+			outside = append(outside, f.Path)
+			continue
+		}
+		now := readSide(f.Path)
+		if now.exists != f.AfterExists || (now.exists && now.hash() != f.AfterHash) {
+			changed = append(changed, f.Path)
+			continue
+		}
+		if f.BeforeExists {
+			data, ok, err := c.cfg.Env.Store.ChangesetContent(ctx, c.cfg.URI, f.BeforeHash)
+			if err != nil {
+				return "", err
+			}
+			if !ok {
+				unkept = append(unkept, f.Path)
+				continue
+			}
+			befores[i] = data
+		}
+	}
+	switch {
+	case len(changed) > 0:
+		return "", ahp.WithData(ahp.Errorf(ahp.ErrConflict, "undo refused: changed since the turn: %s", strings.Join(changed, ", ")), map[string]any{"changed": changed})
+	case len(outside) > 0:
+		return "", ahp.WithData(ahp.Errorf(ahp.ErrPermissionDenied, "undo refused: outside the chat's directories: %s", strings.Join(outside, ", ")), map[string]any{"outside": outside})
+	case len(unkept) > 0:
+		return "", ahp.WithData(ahp.Errorf(ahp.ErrConflict, "undo refused: contents not kept: %s", strings.Join(unkept, ", ")), map[string]any{"unkept": unkept})
+	}
+	var done []string
+	for i, f := range files {
+		var err error
+		if f.BeforeExists {
+			err = writeFileAtomic(f.Path, befores[i])
+		} else {
+			err = os.Remove(f.Path)
+			if errors.Is(err, fs.ErrNotExist) {
+				err = nil
+			}
+		}
+		if err != nil {
+			c.forgetUndone(ctx, uri, turn, done)
+			return "", fmt.Errorf("undo %s: %w (undone before it: %d)", f.Path, err, len(done))
+		}
+		done = append(done, f.Path)
+	}
+	c.forgetUndone(ctx, uri, turn, done)
+	return fmt.Sprintf("Undid %d file(s).", len(done)), nil
+}
+
+// forgetUndone drops undone files from the turn's changeset: stored, then
+// published on the turn's channel and the chat's.
+func (c *Chat) forgetUndone(ctx context.Context, uri, turn string, paths []string) {
+	if len(paths) == 0 {
+		return
+	}
+	if err := c.cfg.Env.Store.RemoveChangesetFiles(ctx, c.cfg.URI, turn, paths); err != nil {
+		c.log.Error("changeset: forget undone files", "err", err)
+		return
+	}
+	for _, p := range paths {
+		c.cfg.Env.Bus.Publish(uri, ahp.ChangesetFileRemoved{FileID: ahp.FileURI(p)}, nil)
+		c.publishChatWide(ctx, p)
+	}
+}
+
+// writeFileAtomic replaces path's contents: a temporary file beside it,
+// renamed over it, so a reader never sees half the contents.
+func writeFileAtomic(path string, data []byte) error {
+	mode := fs.FileMode(0o644)
+	if info, err := os.Lstat(path); err == nil {
+		mode = info.Mode().Perm()
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".ahpd-undo-*")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(data)
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr, os.Chmod(tmp.Name(), mode)); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return nil
+}
+
+// restoreChangesets lists the catalogue of a chat that changed files
+// before the daemon restarted.
+func (c *Chat) restoreChangesets(ctx context.Context, st *ahp.ChatState) error {
+	has, err := c.cfg.Env.Store.HasChangesetFiles(ctx, c.cfg.URI)
+	if err != nil {
+		return err
+	}
+	if has {
+		st.Changesets = ChangesetCatalogue(c.cfg.URI)
+	}
+	return nil
+}
