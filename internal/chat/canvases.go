@@ -220,7 +220,7 @@ func (c *Chat) SubscribeCanvas(ctx context.Context, sub bus.Subscriber, uri stri
 			return
 		}
 		seq := c.cfg.Env.Bus.Subscribe(sub, uri)
-		snap = ahp.Snapshot{Resource: uri, State: raw, FromSeq: seq}
+		snap = ahp.Snapshot{Resource: uri, State: json.RawMessage(raw), FromSeq: seq}
 	})
 	if err != nil {
 		return ahp.Snapshot{}, err
