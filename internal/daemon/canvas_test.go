@@ -11,12 +11,14 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ahpd/ahpd/internal/agent"
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/canvas"
 	"github.com/ahpd/ahpd/internal/canvas/showpage"
 	"github.com/ahpd/ahpd/internal/chat"
+	"github.com/ahpd/ahpd/internal/daemon"
 	"github.com/ahpd/ahpd/internal/testutil/ahptest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -496,4 +498,54 @@ func TestCanvasGoesWithItsChat(t *testing.T) {
 	a.Subscribe(kept)
 	a.MustCall("disposeSession", map[string]any{"channel": sess})
 	expectGone(t, a, kept)
+}
+
+// TestCanvasesSurviveUnload: a canvas somebody watches keeps its chat
+// loaded; once nobody does, the chat unloads (its file canvases are no
+// longer served) and comes back with its canvases in order: a server
+// canvas on its url, a file canvas served again.
+func TestCanvasesSurviveUnload(t *testing.T) {
+	e := newEnv(t, func(c *daemon.Config) { c.ChatIdleSeconds = 1 })
+	a := e.client("a")
+	_, def := e.createSession(a, "ahp-session:/ca000007-0000-4000-8000-000000000001")
+	a.Subscribe(def)
+	tools := toolsOf(t, e, a, def)
+	writeFile(t, filepath.Join(e.workDir, "page.html"), "page")
+	dev := devServer(t)
+	server := showPage(t, tools, map[string]any{"url": dev})
+	file := showPage(t, tools, map[string]any{"path": "page.html"})
+	raw, _ := a.Subscribe(file)
+	before := canvasState(t, raw)
+	a.Notify("unsubscribe", map[string]any{"channel": def})
+
+	ctx := context.Background()
+	time.Sleep(2500 * time.Millisecond)
+	if n := e.d.Host().OpenChats(ctx); n != 1 {
+		t.Fatalf("a chat whose canvas is watched unloaded (%d open)", n)
+	}
+	a.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	for e.d.Host().OpenChats(ctx) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the idle chat was never unloaded")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code, _ := httpGet(t, before.URL); code != http.StatusNotFound {
+		t.Fatalf("an unloaded chat's file canvas still serves: %d", code)
+	}
+
+	b := e.client("b")
+	if got := refs(chatOf(t, b, def).Canvases); strings.Join(got, " ") != server+" "+file {
+		t.Fatalf("after an unload: %v", got)
+	}
+	raw, _ = b.Subscribe(server)
+	if sc := canvasState(t, raw); sc.URL != dev || sc.Status != "Serving (HTTP 200)" {
+		t.Fatalf("server canvas after an unload %+v", sc)
+	}
+	raw, _ = b.Subscribe(file)
+	after := canvasState(t, raw)
+	if code, body := httpGet(t, after.URL); code != 200 || body != "page" {
+		t.Fatalf("file canvas after an unload: %d %q", code, body)
+	}
 }
