@@ -355,3 +355,43 @@ func TestChangesetsClaude(t *testing.T) {
 		}
 	})
 }
+
+// TestChangesetsClaudeStoppedCall (C-TURN-19): a stop lands right after a
+// Write is confirmed. The call reads back cancelled (C-TURN-16, 18), yet
+// the CLI made the edit: it reaches the changeset of the turn it was made
+// in, from the events the engine no longer takes.
+func TestChangesetsClaudeStoppedCall(t *testing.T) {
+	ce := newClaudeEnv(t, "turn")
+	a := ce.client("a")
+	def, _ := ce.session(a, "ahp-session:/7001700a-0000-4000-8000-00000000c520")
+	a.Subscribe(def)
+	t1 := changeset.TurnURI(def, "t1")
+	if cs := csSubscribe(t, a, t1); cs.Status != "error" {
+		t.Errorf("a turn not started yet: %s", clJSON(t, cs))
+	}
+	five := filepath.Join(ce.workDir, "five.txt")
+	a.Dispatch(def, turnStarted("t1", `[[call Write {"file_path":"`+five+`","content":"five\n"}]]`))
+	call := clAwaitAsk(t, a, def, "t1")
+	a.Dispatch(def, map[string]any{"type": "chat/toolCallConfirmed", "turnId": "t1", "toolCallId": call, "approved": true})
+	a.Dispatch(def, map[string]any{"type": "chat/turnCancelled", "turnId": "t1"})
+	if end := awaitEnd(t, a, def, "t1"); end.Type() != "chat/turnCancelled" {
+		t.Fatalf("t1 ended %s", end.Type())
+	}
+	set := a.AwaitEnvelope("the stopped call's edit in t1's changeset", func(e ahptest.Envelope) bool {
+		return e.Channel == t1 && e.Type() == "changeset/fileSet"
+	})
+	if got := mustRead(t, five); got != "five\n" {
+		t.Fatalf("five.txt = %q", got)
+	}
+	var f csFile
+	if err := set.Field("file", &f); err != nil || f.ID != ahp.FileURI(five) || f.Meta["ahpd.toolCallId"] != call {
+		t.Fatalf("fileSet %s (%v)", set.Raw, err)
+	}
+	if calls := clToolCalls(chatOf(t, a, def).Turns[0]); len(calls) != 1 || calls[0].Status != "cancelled" {
+		t.Errorf("the call reads %s, want cancelled", clJSON(t, calls))
+	}
+	cs := csSubscribe(t, a, t1)
+	if got := csByPath(cs, five); got == nil || got.Edit.Before != nil || csRead(t, a, got.Edit.After.Content.URI) != "five\n" {
+		t.Fatalf("t1's changeset: %s", clJSON(t, cs))
+	}
+}
