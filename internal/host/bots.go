@@ -311,7 +311,7 @@ func (h *Host) principalOf(sender string) (chat.Client, bool) {
 func (h *Host) sessionSummary(uri string) (ahp.SessionSummary, bool) {
 	h.sessionsMu.Lock()
 	defer h.sessionsMu.Unlock()
-	s, ok := h.summaries[uri]
+	s, ok := h.summaries.get(uri)
 	return s, ok
 }
 
@@ -372,7 +372,7 @@ func (h *Host) makeWorkSession(ctx context.Context, b store.BotRecord) (string, 
 		return "", err
 	}
 	h.sessionsMu.Lock()
-	h.summaries[uri] = sum
+	h.summaries.put(uri, sum)
 	h.sessionsMu.Unlock()
 	legacy := &ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum}
 	legacy.Summary.Chats, legacy.Summary.DefaultChat = nil, ""
@@ -386,6 +386,7 @@ func (h *Host) makeWorkSession(ctx context.Context, b store.BotRecord) (string, 
 			return "", err
 		}
 		owner.ID = "bot:" + b.Slug
+		owner.Sub = refusalLog{h: h, id: owner.ID}
 		start := ahp.ChatTurnStarted{TurnID: uuid.NewString(), StartedAt: now.UTC().Format("2006-01-02T15:04:05.000Z"),
 			Message: ahp.Message{Text: b.Instructions, Origin: ahp.MessageOrigin{Kind: "user"}}}
 		if err := c.Dispatch(owner, 0, start); err != nil {
@@ -502,3 +503,16 @@ func (w *botWatch) Dispatch(ctx context.Context, a any) (int64, error) {
 	err := w.h.onChat(ctx, w.chat, func(c *chat.Chat) error { return c.Dispatch(w.cl, seq, act) })
 	return seq, err
 }
+
+// refusalLog is who the host's own dispatch of a bot's instructions is
+// from: it subscribes to nothing, and a refusal of it is logged.
+type refusalLog struct {
+	h  *Host
+	id string
+}
+
+func (r refusalLog) Deliver(method string, params json.RawMessage) {
+	r.h.log.Warn("a bot's instructions were refused by its work session", "from", r.id, "envelope", string(params))
+}
+func (r refusalLog) Knows(string) bool { return true }
+func (r refusalLog) ClientID() string  { return r.id }

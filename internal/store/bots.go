@@ -44,7 +44,7 @@ func (s *Store) AddBot(ctx context.Context, b BotRecord) error {
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO bots (slug, name, instructions, agent, model, folder, owner, session, linked, created_at, deleted)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)`,
-			b.Slug, b.Name, b.Instructions, b.Agent, b.Model, b.Folder, b.Owner, b.Session, boolInt(b.Linked), b.CreatedAt.UnixMilli())
+			b.Slug, b.Name, b.Instructions, b.Agent, b.Model, b.Folder, b.Owner, b.Session, boolInt(b.Linked), b.CreatedAt.UnixNano())
 		if err != nil {
 			return fmt.Errorf("add bot %s: %w", b.Slug, err)
 		}
@@ -71,7 +71,7 @@ func scanBot(sc scanner) (BotRecord, error) {
 		return BotRecord{}, err
 	}
 	b.Linked = linked != 0
-	b.CreatedAt = time.UnixMilli(created).UTC()
+	b.CreatedAt = time.Unix(0, created).UTC()
 	return b, nil
 }
 
