@@ -203,12 +203,18 @@ func TestResourceGrants(t *testing.T) {
 // TestResourceSizes: a write over the 8 MiB limit is refused naming it; a
 // frame over maxFrameBytes closes the connection (1009) and writes nothing.
 func TestResourceSizes(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sends and reads 8 MiB frames, which the race detector slows past the timeouts; runs without -race")
+	}
 	e := newEnv(t)
 	c := e.client("sizes")
 	big := ahp.FileURI(filepath.Join(e.workDir, "big.bin"))
 	data := base64.StdEncoding.EncodeToString(make([]byte, resources.MaxBytes+1))
 	_, err := c.Call("resourceWrite", map[string]any{"channel": ahp.RootURI, "uri": big, "data": data, "encoding": "base64"})
 	wantCode(t, err, ahp.CodeInvalidParams, "write limit")
+	if exists(filepath.Join(e.workDir, "big.bin")) {
+		t.Fatal("the refused write created the file")
+	}
 	// A file over the read limit is refused too.
 	if err := os.WriteFile(filepath.Join(e.workDir, "huge.bin"), make([]byte, resources.MaxBytes+1), 0o644); err != nil {
 		t.Fatal(err)
@@ -430,8 +436,8 @@ func TestTerminalOnlyForOwnerOrRoot(t *testing.T) {
 // replay log its envelopes), and the terminal's state holds the newest
 // output only.
 func TestTerminalPrintingForeverStaysBounded(t *testing.T) {
-	if testing.Short() {
-		t.Skip("prints 100 MiB")
+	if testing.Short() || raceEnabled {
+		t.Skip("prints 100 MiB; runs without -short and -race")
 	}
 	t.Setenv("SHELL", "/bin/sh")
 	e := newEnv(t, func(c *daemon.Config) { c.ReplayLog = 256 })

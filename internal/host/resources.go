@@ -207,6 +207,10 @@ func (h *Host) resourceCommand(cl *client, method string, params json.RawMessage
 		if p.Data == nil {
 			return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.data: required")
 		}
+		if len(*p.Data) > resources.MaxBytes*4/3+4 {
+			// Over the limit in any encoding: refused before it is decoded.
+			return nil, ahp.Errorf(ahp.ErrInvalidParams, "write %s: %d bytes of data is over the %d-byte write limit", path, len(*p.Data), resources.MaxBytes)
+		}
 		data, err := decodeContent(*p.Data, p.Encoding)
 		if err != nil {
 			return nil, err
