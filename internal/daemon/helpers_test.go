@@ -177,12 +177,15 @@ func sessionList(t testing.TB, c *ahptest.Client) []ahp.SessionSummary {
 func jsonUnmarshal(raw []byte, v any) error { return json.Unmarshal(raw, v) }
 
 // benchEnv starts a daemon for a benchmark.
-func benchEnv(b *testing.B, reg *agent.Registry) *testEnv {
+func benchEnv(b *testing.B, reg *agent.Registry, mutate ...func(*daemon.Config)) *testEnv {
 	b.Helper()
 	cfg := daemon.Defaults()
 	cfg.Port = 0
 	cfg.DataDir = benchDataDir(b)
 	cfg.Paths = []string{b.TempDir()}
+	for _, m := range mutate {
+		m(&cfg)
+	}
 	d, err := daemon.Start(context.Background(), cfg, daemon.Options{Agents: reg, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)

@@ -103,7 +103,7 @@ func (h *Host) registerFromCatalogue(ctx context.Context, uri, provider string, 
 		return nil, err
 	}
 	h.sessionsMu.Lock()
-	h.summaries[uri] = sum
+	h.summaries.put(uri, sum)
 	h.sessionsMu.Unlock()
 	legacy := &ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum}
 	legacy.Summary.Chats, legacy.Summary.DefaultChat = nil, ""

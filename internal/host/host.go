@@ -74,7 +74,7 @@ type Host struct {
 	// sessionsMu guards sessions, summaries and chatIndex.
 	sessionsMu sync.Mutex
 	sessions   map[string]*session.Session
-	summaries  map[string]ahp.SessionSummary
+	summaries  summaryIndex
 	chatIndex  map[string]string // chat URI → session URI
 
 	// catalogueMu serialises registering sessions found in a backend's
@@ -113,7 +113,7 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		log:       opts.Env.Logger,
 		bus:       opts.Env.Bus,
 		sessions:  make(map[string]*session.Session),
-		summaries: make(map[string]ahp.SessionSummary),
+		summaries: newSummaryIndex(),
 		chatIndex: make(map[string]string),
 		lanes:     newLanes(opts.Env.Logger),
 		conns:     make(map[*rpc.Conn]*client),
@@ -207,7 +207,7 @@ func (h *Host) openSession(ctx context.Context, r store.SessionRecord) (*session
 	}
 	h.sessionsMu.Lock()
 	h.sessions[uri] = s
-	h.summaries[uri] = sum
+	h.summaries.put(uri, sum)
 	for _, c := range recs {
 		h.chatIndex[c.URI] = uri
 	}
@@ -234,12 +234,12 @@ func (h *Host) recoverRunningTurns(ctx context.Context) error {
 // what changed (root/sessionSummaryChanged).
 func (h *Host) sessionSummaryChanged(uri string, sum ahp.SessionSummary) {
 	h.sessionsMu.Lock()
-	old, ok := h.summaries[uri]
+	old, ok := h.summaries.get(uri)
 	if ok {
 		// Only a session the catalogue holds is updated: a summary a
 		// session's actor sent while it was being disposed must not list
 		// it again.
-		h.summaries[uri] = sum
+		h.summaries.put(uri, sum)
 	}
 	h.sessionsMu.Unlock()
 	if !ok {

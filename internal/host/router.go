@@ -405,8 +405,8 @@ func channelRefuses(channel, actionType string) string {
 func (h *Host) defaultChatLane(session string) string {
 	h.sessionsMu.Lock()
 	defer h.sessionsMu.Unlock()
-	if def := h.summaries[session].DefaultChat; def != "" {
-		return def
+	if sum, _ := h.summaries.get(session); sum.DefaultChat != "" {
+		return sum.DefaultChat
 	}
 	return session
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -135,7 +134,7 @@ func (h *Host) createSession(ctx context.Context, cl *client, params json.RawMes
 		return nil, err
 	}
 	h.sessionsMu.Lock()
-	h.summaries[p.Channel] = sum
+	h.summaries.put(p.Channel, sum)
 	h.sessionsMu.Unlock()
 	legacy := &ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum}
 	legacy.Summary.Chats, legacy.Summary.DefaultChat = nil, ""
@@ -233,7 +232,7 @@ func (h *Host) disposeSession(ctx context.Context, cl *client, params json.RawMe
 	s, ok := h.sessions[p.Channel]
 	if ok {
 		delete(h.sessions, p.Channel)
-		delete(h.summaries, p.Channel)
+		h.summaries.drop(p.Channel)
 	}
 	var chats []string
 	for c, su := range h.chatIndex {
@@ -294,29 +293,19 @@ func (h *Host) listSessions(ctx context.Context, cl *client, params json.RawMess
 		offset = n
 	}
 	h.sessionsMu.Lock()
-	items := make([]ahp.SessionSummary, 0, len(h.summaries))
-	for _, s := range h.summaries {
-		items = append(items, s)
-	}
+	items, more := h.summaries.page(offset, limit)
 	h.sessionsMu.Unlock()
-	slices.SortFunc(items, func(a, b ahp.SessionSummary) int {
-		if c := strings.Compare(b.ModifiedAt, a.ModifiedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Resource, b.Resource)
-	})
 	if !ahp.SummaryChatsKnownTo(cl.negotiated()) {
 		for i := range items {
 			items[i].Chats, items[i].DefaultChat = nil, ""
 		}
 	}
 	res := ahp.ListSessionsResult{}
-	if offset < len(items) {
-		end := min(len(items), offset+limit)
-		res.Items = items[offset:end]
-		if end < len(items) {
-			res.NextCursor = listCursor(end)
-		}
+	if len(items) > 0 {
+		res.Items = items
+	}
+	if more {
+		res.NextCursor = listCursor(offset + len(items))
 	}
 	return res, nil
 }

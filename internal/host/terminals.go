@@ -171,7 +171,7 @@ func (h *Host) mayOpenTerminal(ctx context.Context, cl *client, claim *ahp.Termi
 	}
 	h.sessionsMu.Lock()
 	var candidates []string
-	for uri, sum := range h.summaries {
+	for uri, sum := range h.summaries.byURI {
 		if claim.Kind == "session" && uri != claim.Session {
 			continue
 		}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -373,7 +375,18 @@ type markers struct {
 	think, tool, confirm, slow, hold, prep, exit, deaf, late, stubborn, worker bool
 	// fail: [error] or [error:resumable]; resumable: the latter.
 	fail, resumable bool
+	// burst is [burst:N]: N deltas of burstChunk at once, no delay, so a
+	// benchmark's producer is never its bottleneck.
+	burst int
 }
+
+// burstChunk is one delta of a [burst:N] answer; maxBurst bounds N.
+const (
+	burstChunk = "lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do. "
+	maxBurst   = 100000
+)
+
+var burstRE = regexp.MustCompile(`\[burst:(\d+)\]`)
 
 func parseMarkers(text string) markers {
 	has := func(m string) bool { return strings.Contains(text, m) }
@@ -391,7 +404,20 @@ func parseMarkers(text string) markers {
 		worker:    has("[worker"),
 		fail:      has("[error]") || has("[error:resumable]"),
 		resumable: has("[error:resumable]"),
+		burst:     burstOf(text),
 	}
+}
+
+func burstOf(text string) int {
+	m := burstRE.FindStringSubmatch(text)
+	if m == nil {
+		return 0
+	}
+	n, err := strconv.Atoi(m[1])
+	if err != nil || n > maxBurst {
+		return maxBurst
+	}
+	return n
 }
 
 // turnRun runs one turn on the loop goroutine.
@@ -482,6 +508,14 @@ func (r *turnRun) body() error {
 		}
 	}
 
+	if r.m.burst > 0 {
+		for range r.m.burst {
+			if err := r.text(burstChunk); err != nil {
+				return err
+			}
+		}
+		return r.finish(&agent.End{Outcome: agent.OutcomeComplete, Point: r.point})
+	}
 	answer := "echo: " + t.Text
 	if t.HostContext != "" {
 		answer = fmt.Sprintf("(context: %d chars) %s", utf8.RuneCountInString(t.HostContext), answer)

@@ -1,0 +1,518 @@
+package daemon_test
+
+// The figures of docs/PERFORMANCE.md (`make bench`), each against a
+// baseline measured in the same run and reported with it: every benchmark
+// here reports the ahpd figure, the baseline's and their ratio as metrics,
+// which internal/perf/benchtable prints as one table. None is a timed unit
+// test: they run under -bench only, and CI runs each once (-benchtime=1x).
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/agent/script"
+	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/daemon"
+	"github.com/ahpd/ahpd/internal/store"
+	"github.com/ahpd/ahpd/internal/testutil/ahptest"
+	"github.com/gorilla/websocket"
+)
+
+// fanoutDeltas is how many deltas the benchmark turn streams ([burst:N]).
+const fanoutDeltas = 2000
+
+// rawWatcher is a websocket client that counts frames and looks for a
+// marker, and decodes nothing: the clients must never be what is measured.
+type rawWatcher struct {
+	ws     *websocket.Conn
+	frames int
+	done   chan struct{}
+}
+
+func dialWatcher(b *testing.B, url string) *rawWatcher {
+	b.Helper()
+	ws, _, err := ahptest.DialRaw(url, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = ws.Close() })
+	return &rawWatcher{ws: ws}
+}
+
+func (w *rawWatcher) send(b *testing.B, frame string) {
+	if err := w.ws.WriteMessage(websocket.TextMessage, []byte(frame)); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// readUntil reads until a frame holds marker.
+func (w *rawWatcher) readUntil(b *testing.B, marker string) {
+	for {
+		_, data, err := w.ws.ReadMessage()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if bytes.Contains(data, []byte(marker)) {
+			return
+		}
+	}
+}
+
+// watch counts frames on a goroutine of its own until one holds marker.
+func (w *rawWatcher) watch(marker string) {
+	w.frames, w.done = 0, make(chan struct{})
+	go func() {
+		defer close(w.done)
+		for {
+			_, r, err := w.ws.NextReader()
+			if err != nil {
+				return
+			}
+			var buf bytes.Buffer
+			if _, err := buf.ReadFrom(r); err != nil {
+				return
+			}
+			w.frames++
+			if bytes.Contains(buf.Bytes(), []byte(marker)) {
+				return
+			}
+		}
+	}()
+}
+
+// BenchmarkFanout: one turn streaming fanoutDeltas deltas as fast as the
+// script agent can, watched by N clients; against a bare gorilla server
+// broadcasting the same number of frames of the same size to N clients.
+// Reported: envelopes delivered per second by each, and ahpd's share.
+func BenchmarkFanout(b *testing.B) {
+	for _, n := range []int{1, 10, 100} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			sc := script.New(script.Options{})
+			reg, err := agent.NewRegistry(sc)
+			if err != nil {
+				b.Fatal(err)
+			}
+			e := benchEnv(b, reg)
+			setup := ahptest.Dial(b, e.d.URL(), "")
+			setup.Initialize("setup")
+			sess := "ahp-session:/fa000000-0000-4000-8000-000000000001"
+			setup.MustCall("createSession", map[string]any{"channel": sess})
+			var st struct {
+				DefaultChat string `json:"defaultChat"`
+			}
+			raw, _ := setup.Subscribe(sess)
+			if err := json.Unmarshal(raw, &st); err != nil {
+				b.Fatal(err)
+			}
+			watchers := make([]*rawWatcher, n)
+			for i := range watchers {
+				w := dialWatcher(b, e.d.URL())
+				w.send(b, fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"channel":"ahp-root://","protocolVersions":["1.0.0"],"clientId":"w%d"}}`, i))
+				w.readUntil(b, `"id":1`)
+				w.send(b, `{"jsonrpc":"2.0","id":2,"method":"subscribe","params":{"channel":"`+st.DefaultChat+`"}}`)
+				w.readUntil(b, `"id":2`)
+				watchers[i] = w
+			}
+			driver := watchers[0]
+			var ahpdRate, rawRate float64
+			var frameSize int
+			for i := range b.N {
+				for _, w := range watchers[1:] {
+					w.watch(`"chat/turnComplete"`)
+				}
+				start := time.Now()
+				driver.send(b, fmt.Sprintf(`{"jsonrpc":"2.0","method":"dispatchAction","params":{"channel":%q,"clientSeq":%d,"action":{"type":"chat/turnStarted","turnId":"f%d","startedAt":"2026-12-02T00:00:00Z","message":{"text":"[burst:%d]","origin":{"kind":"user"}}}}}`, st.DefaultChat, i+1, i, fanoutDeltas))
+				driver.watch(`"chat/turnComplete"`)
+				total := 0
+				for _, w := range watchers {
+					<-w.done
+					total += w.frames
+				}
+				elapsed := time.Since(start)
+				ahpdRate = float64(total) / elapsed.Seconds()
+				frameSize = 300 // a delta envelope is about this size
+				rawRate = rawBroadcast(b, n, total/n, frameSize)
+			}
+			b.ReportMetric(ahpdRate, "ahpd-env/s")
+			b.ReportMetric(rawRate, "raw-env/s")
+			b.ReportMetric(ahpdRate/rawRate, "ratio")
+		})
+	}
+}
+
+// rawBroadcast is the baseline: a bare gorilla server writes frames frames
+// of size bytes to each of n clients, one writer goroutine per client, as
+// fast as they read; it returns frames delivered per second.
+func rawBroadcast(b *testing.B, n, frames, size int) float64 {
+	b.Helper()
+	conns := make(chan *websocket.Conn, n)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		conns <- ws
+	}))
+	defer ts.Close()
+	url := "ws" + strings.TrimPrefix(ts.URL, "http")
+	var readers sync.WaitGroup
+	for range n {
+		ws, _, err := websocket.DefaultDialer.Dial(url, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer ws.Close()
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			for range frames {
+				_, r, err := ws.NextReader()
+				if err != nil {
+					return
+				}
+				var buf bytes.Buffer
+				if _, err := buf.ReadFrom(r); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	server := make([]*websocket.Conn, 0, n)
+	for range n {
+		server = append(server, <-conns)
+	}
+	frame := bytes.Repeat([]byte("x"), size)
+	start := time.Now()
+	var writers sync.WaitGroup
+	for _, ws := range server {
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			for range frames {
+				if err := ws.WriteMessage(websocket.TextMessage, frame); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	writers.Wait()
+	readers.Wait()
+	rate := float64(n*frames) / time.Since(start).Seconds()
+	for _, ws := range server {
+		_ = ws.Close()
+	}
+	return rate
+}
+
+// BenchmarkIdleSessionMemory: the heap each session costs with its chat
+// loaded and idle, and after its chat unloads (chatIdleSeconds 1), at 1,000
+// sessions; against the heap of a bare map holding the same sessions'
+// records (the least a host must keep). Reported in bytes per session.
+func BenchmarkIdleSessionMemory(b *testing.B) {
+	const sessions = 1000
+	for range b.N {
+		loaded := sessionHeap(b, sessions, false)
+		unloaded := sessionHeap(b, sessions, true)
+		baseline := recordBaseline(sessions)
+		b.ReportMetric(loaded, "loaded-B/session")
+		b.ReportMetric(unloaded, "unloaded-B/session")
+		b.ReportMetric(baseline, "raw-B/session")
+		b.ReportMetric(loaded/baseline, "ratio")
+	}
+}
+
+// sessionHeap is the heap per session of a daemon holding n sessions,
+// each with its chat subscribed once and left; with unload, after every
+// chat has unloaded.
+func sessionHeap(b *testing.B, n int, unload bool) float64 {
+	sc := script.New(script.Options{})
+	reg, err := agent.NewRegistry(sc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := benchEnv(b, reg, func(c *daemon.Config) {
+		if unload {
+			c.ChatIdleSeconds = 1
+		}
+	})
+	// A raw client keeps nothing it reads, so the heap is the daemon's.
+	w := dialWatcher(b, e.d.URL())
+	w.send(b, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"channel":"ahp-root://","protocolVersions":["1.0.0"],"clientId":"memory"}}`)
+	w.readUntil(b, `"id":0`)
+	before := heapInUse()
+	for i := range n {
+		sess := fmt.Sprintf("script:/3e300000-0000-4000-8000-%012d", i)
+		w.send(b, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"createSession","params":{"channel":%q,"provider":"script"}}`, 2*i+1, sess))
+		w.readUntil(b, fmt.Sprintf(`"id":%d`, 2*i+1))
+		def := ahp.DefaultChatURI(sess)
+		w.send(b, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"subscribe","params":{"channel":%q}}`, 2*i+2, def))
+		w.readUntil(b, fmt.Sprintf(`"id":%d`, 2*i+2))
+		w.send(b, fmt.Sprintf(`{"jsonrpc":"2.0","method":"unsubscribe","params":{"channel":%q}}`, def))
+	}
+	ctx := context.Background()
+	if unload {
+		deadline := time.Now().Add(2 * time.Minute)
+		for e.d.Host().OpenChats(ctx) != 0 {
+			if time.Now().After(deadline) {
+				b.Fatalf("%d chats never unloaded", e.d.Host().OpenChats(ctx))
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	} else if open := e.d.Host().OpenChats(ctx); open != n {
+		b.Fatalf("%d chats loaded, want %d", open, n)
+	}
+	after := heapInUse()
+	runtime.KeepAlive(e)
+	return float64(after-before) / float64(n)
+}
+
+// recordBaseline is the heap a map of n session-and-chat records takes.
+func recordBaseline(n int) float64 {
+	type rec struct {
+		uri, provider, title, chat, dir string
+		created, modified               time.Time
+	}
+	before := heapInUse()
+	m := make(map[string]*rec, n)
+	for i := range n {
+		uri := fmt.Sprintf("ahp-session:/3e300000-0000-4000-8000-%012d", i)
+		m[uri] = &rec{uri: uri, provider: "script", title: "New Chat", chat: "ahp-chat:/" + uri[14:], dir: "file:///srv/work", created: time.Now(), modified: time.Now()}
+	}
+	after := heapInUse()
+	runtime.KeepAlive(m)
+	return float64(after-before) / float64(n)
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse
+}
+
+// BenchmarkWholeTurn: turns of the script agent through the daemon (the
+// echo, the answer's parts and deltas, the ending, the stored turn), one
+// after another on a client that only looks for each ending; against one
+// frame's round trip through a bare gorilla server (goal ≤ 15×).
+func BenchmarkWholeTurn(b *testing.B) {
+	const turns = 300
+	for range b.N {
+		sc := script.New(script.Options{})
+		reg, err := agent.NewRegistry(sc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		e := benchEnv(b, reg)
+		w := dialWatcher(b, e.d.URL())
+		w.send(b, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"channel":"ahp-root://","protocolVersions":["1.0.0"],"clientId":"turns"}}`)
+		w.readUntil(b, `"id":1`)
+		sess := "script:/70e70000-0000-4000-8000-000000000001"
+		w.send(b, `{"jsonrpc":"2.0","id":2,"method":"createSession","params":{"channel":"`+sess+`","provider":"script"}}`)
+		w.readUntil(b, `"id":2`)
+		def := ahp.DefaultChatURI(sess)
+		w.send(b, `{"jsonrpc":"2.0","id":3,"method":"subscribe","params":{"channel":"`+def+`"}}`)
+		w.readUntil(b, `"id":3`)
+		start := time.Now()
+		for i := range turns {
+			w.send(b, fmt.Sprintf(`{"jsonrpc":"2.0","method":"dispatchAction","params":{"channel":%q,"clientSeq":%d,"action":{"type":"chat/turnStarted","turnId":"w%d","startedAt":"2026-12-02T00:00:00Z","message":{"text":"benchmark turn","origin":{"kind":"user"}}}}}`, def, i+1, i))
+			w.readUntil(b, `"chat/turnComplete"`)
+		}
+		turn := time.Since(start) / turns
+		rt := rawRoundTrip(b, turns)
+		b.ReportMetric(float64(turn.Microseconds()), "ahpd-µs/turn")
+		b.ReportMetric(float64(rt.Nanoseconds())/1000, "raw-µs/roundtrip")
+		b.ReportMetric(float64(turn)/float64(rt), "ratio")
+	}
+}
+
+// rawRoundTrip is the mean time of n one-frame round trips through a bare
+// gorilla echo server.
+func rawRoundTrip(b *testing.B, n int) time.Duration {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer ws.Close()
+		for {
+			mt, data, err := ws.ReadMessage()
+			if err != nil {
+				return
+			}
+			if err := ws.WriteMessage(mt, data); err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ws.Close()
+	frame := []byte(`{"jsonrpc":"2.0","method":"action","params":{"channel":"ahp-chat:/x","action":{"type":"chat/delta","turnId":"t","partId":"p","content":"benchmark turn"},"serverSeq":1}}`)
+	start := time.Now()
+	for range n {
+		if err := ws.WriteMessage(websocket.TextMessage, frame); err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := ws.ReadMessage(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return time.Since(start) / time.Duration(n)
+}
+
+// seedStore writes sessions sessions of turnsEach complete turns each into
+// a data dir's store, as a daemon that ran them would have left it.
+func seedStore(b *testing.B, dataDir string, sessions, turnsEach int) {
+	st, err := store.Open(filepath.Join(dataDir, "ahpd.db"), slog.New(slog.DiscardHandler))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	now := time.Now()
+	body := json.RawMessage(`{"id":"t","message":{"text":"a stored question","origin":{"kind":"user"}},"responseParts":[{"kind":"markdown","id":"p","content":"a stored answer"}],"state":"complete","startedAt":"2026-12-01T00:00:00Z"}`)
+	for i := range sessions {
+		sess := fmt.Sprintf("script:/5eed0000-0000-4000-8000-%012d", i)
+		chat := ahp.DefaultChatURI(sess)
+		if err := st.PutSession(ctx, store.SessionRecord{URI: sess, Provider: "script", Title: fmt.Sprintf("Session %d", i),
+			CreatedAt: now, ModifiedAt: now.Add(time.Duration(i) * time.Second), WorkingDirectories: []string{}, DefaultChat: chat}); err != nil {
+			b.Fatal(err)
+		}
+		if err := st.PutChat(ctx, store.ChatRecord{URI: chat, Session: sess, Title: "chat", ConversationID: fmt.Sprintf("conv-%d", i), CreatedAt: now, ModifiedAt: now}); err != nil {
+			b.Fatal(err)
+		}
+		if turnsEach == 0 {
+			continue
+		}
+		ops := make([]store.Op, 0, turnsEach)
+		for j := range turnsEach {
+			r := store.TurnRecord{Chat: chat, ID: fmt.Sprintf("t%d", j), Seq: j, State: store.TurnComplete, StartedAt: now, Body: body}
+			ops = append(ops, func(ctx context.Context, s *store.Store) error { return s.PutTurn(ctx, r) })
+		}
+		if err := st.CommitAll(ctx, ops...); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// startOn starts a daemon on a data dir and returns how long it took to
+// listen (start-up recovery included).
+func startOn(b *testing.B, dataDir string) (*daemon.Daemon, time.Duration) {
+	sc := script.New(script.Options{})
+	reg, err := agent.NewRegistry(sc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := daemon.Defaults()
+	cfg.Port = 0
+	cfg.DataDir = dataDir
+	cfg.Paths = []string{b.TempDir()}
+	start := time.Now()
+	d, err := daemon.Start(context.Background(), cfg, daemon.Options{Agents: reg, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	took := time.Since(start)
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = d.Close(ctx)
+	})
+	return d, took
+}
+
+// BenchmarkColdStart: a daemon starting on 100,000 stored turns in 1,000
+// sessions, against one starting on an empty data dir (goal < 100 ms,
+// independent of history).
+func BenchmarkColdStart(b *testing.B) {
+	for range b.N {
+		full := b.TempDir()
+		seedStore(b, full, 1000, 100)
+		_, took := startOn(b, full)
+		_, empty := startOn(b, b.TempDir())
+		b.ReportMetric(float64(took.Milliseconds()), "ahpd-ms")
+		b.ReportMetric(float64(empty.Milliseconds()), "empty-ms")
+		b.ReportMetric(float64(took)/float64(empty), "ratio")
+	}
+}
+
+// BenchmarkListSessionsPage: a 100-session page of listSessions at 1,000
+// and 10,000 sessions, paged through whole; against marshalling the same
+// page of summaries (goal ≤ 5 ms per page at any size).
+func BenchmarkListSessionsPage(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
+			for range b.N {
+				dir := b.TempDir()
+				seedStore(b, dir, n, 0)
+				d, _ := startOn(b, dir)
+				w := dialWatcher(b, d.URL())
+				w.send(b, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"channel":"ahp-root://","protocolVersions":["1.0.0"],"clientId":"pages"}}`)
+				w.readUntil(b, `"id":1`)
+				pages, cursor := 0, ""
+				var lastPage []byte
+				start := time.Now()
+				for {
+					params := `{"channel":"ahp-root://","limit":100}`
+					if cursor != "" {
+						params = fmt.Sprintf(`{"channel":"ahp-root://","limit":100,"cursor":%q}`, cursor)
+					}
+					w.send(b, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"listSessions","params":%s}`, pages+10, params))
+					var res struct {
+						Result struct {
+							Items      json.RawMessage `json:"items"`
+							NextCursor string          `json:"nextCursor"`
+						} `json:"result"`
+					}
+					for {
+						_, data, err := w.ws.ReadMessage()
+						if err != nil {
+							b.Fatal(err)
+						}
+						if bytes.Contains(data, []byte(fmt.Sprintf(`"id":%d`, pages+10))) {
+							if err := json.Unmarshal(data, &res); err != nil {
+								b.Fatal(err)
+							}
+							break
+						}
+					}
+					pages++
+					lastPage = res.Result.Items
+					cursor = res.Result.NextCursor
+					if cursor == "" {
+						break
+					}
+				}
+				perPage := time.Since(start) / time.Duration(pages)
+				var items []ahp.SessionSummary
+				_ = json.Unmarshal(lastPage, &items)
+				t0 := time.Now()
+				for range 20 {
+					if _, err := json.Marshal(items); err != nil {
+						b.Fatal(err)
+					}
+				}
+				marshal := time.Since(t0) / 20
+				b.ReportMetric(float64(perPage.Microseconds())/1000, "ahpd-ms/page")
+				b.ReportMetric(float64(marshal.Microseconds())/1000, "raw-ms/page")
+				b.ReportMetric(float64(perPage)/float64(marshal), "ratio")
+			}
+		})
+	}
+}
