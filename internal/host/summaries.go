@@ -104,4 +104,3 @@ func (x *summaryIndex) all(fn func(uri string, sum ahp.SessionSummary)) {
 		fn(uri, sum)
 	}
 }
-
