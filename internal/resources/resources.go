@@ -54,12 +54,22 @@ const (
 type FS struct {
 	roots []string
 	// mu serialises writes, so two appends or inserts to one file do not
-	// interleave their read of the tail with the other's write.
+	// interleave their read of the tail with the other's write. It guards
+	// gens and gen.
 	mu sync.Mutex
+	// gens is the write each file last had through this FS (by real path):
+	// a file's modification time moves only once a clock tick, so two
+	// writes of one size within a tick would otherwise share an etag.
+	gens map[string]uint64
+	gen  uint64
 }
 
+// maxGens bounds gens; past it the map starts over, and an etag taken
+// before reads as stale (a spurious Conflict, never a lost update).
+const maxGens = 10000
+
 // New returns the files under roots (absolute local paths).
-func New(roots []string) *FS { return &FS{roots: slices.Clone(roots)} }
+func New(roots []string) *FS { return &FS{roots: slices.Clone(roots), gens: make(map[string]uint64)} }
 
 // Entry is one directory entry.
 type Entry struct {
@@ -255,14 +265,25 @@ func (f *FS) Read(path string) ([]byte, error) {
 	return data, nil
 }
 
-// ETag is the version of a file: inode, size and modification time, so
-// any write through any path changes it.
-func ETag(st fs.FileInfo) string {
+// etag is the version of the file at real: inode, size and modification
+// time, so a write from anywhere changes it, and the write it last had
+// here, so two writes within one clock tick do too. Called with mu held.
+func (f *FS) etag(real string, st fs.FileInfo) string {
 	ino := uint64(0)
 	if s, ok := st.Sys().(*syscall.Stat_t); ok {
 		ino = s.Ino
 	}
-	return strconv.FormatUint(ino, 36) + "-" + strconv.FormatInt(st.Size(), 36) + "-" + strconv.FormatInt(st.ModTime().UnixNano(), 36)
+	return strconv.FormatUint(ino, 36) + "-" + strconv.FormatInt(st.Size(), 36) + "-" +
+		strconv.FormatInt(st.ModTime().UnixNano(), 36) + "-" + strconv.FormatUint(f.gens[real], 36)
+}
+
+// wrote notes a write to real. Called with mu held.
+func (f *FS) wrote(real string) {
+	if len(f.gens) >= maxGens {
+		f.gens = make(map[string]uint64)
+	}
+	f.gen++
+	f.gens[real] = f.gen
 }
 
 // Write places data in file path as opts say; a missing file is created,
@@ -298,7 +319,7 @@ func (f *FS) Write(path string, data []byte, opts WriteOptions) error {
 	if opts.CreateOnly && exists {
 		return ahp.Errorf(ahp.ErrAlreadyExists, "write %s: the file exists and createOnly is set", path)
 	}
-	if opts.IfMatch != nil && (!exists || ETag(st) != *opts.IfMatch) {
+	if opts.IfMatch != nil && (!exists || f.etag(real, st) != *opts.IfMatch) {
 		return ahp.Errorf(ahp.ErrConflict, "write %s: the file is not at version %q", path, *opts.IfMatch)
 	}
 	flags := os.O_RDWR | os.O_CREATE | syscall.O_NOFOLLOW
@@ -310,6 +331,7 @@ func (f *FS) Write(path string, data []byte, opts WriteOptions) error {
 		return mapErr("write", path, err)
 	}
 	defer file.Close()
+	f.wrote(real)
 	size := int64(0)
 	if exists {
 		size = st.Size()
@@ -424,7 +446,9 @@ func (f *FS) Resolve(path string, follow bool) (Info, error) {
 		info.Type = TypeFile
 		size := st.Size()
 		info.Size = &size
-		info.ETag = ETag(st)
+		f.mu.Lock()
+		info.ETag = f.etag(real, st)
+		f.mu.Unlock()
 	}
 	return info, nil
 }
@@ -444,6 +468,7 @@ func (f *FS) Move(src, dst string, failIfExists bool) error {
 	if err := f.clear(to, from); err != nil {
 		return mapErr("move", dst, err)
 	}
+	f.wrote(to)
 	err = os.Rename(from, to)
 	if errors.Is(err, syscall.EXDEV) {
 		// Across file systems (two served roots): copy, then delete.
@@ -474,6 +499,7 @@ func (f *FS) Copy(src, dst string, failIfExists bool) error {
 	if err := f.clear(to, from); err != nil {
 		return mapErr("copy", dst, err)
 	}
+	f.wrote(to)
 	return mapErr("copy", src, copyTree(from, to))
 }
 
