@@ -367,7 +367,10 @@ let rafPending = false;
 function scheduleRender() {
   if (rafPending) return;
   rafPending = true;
-  requestAnimationFrame(() => {
+  // A hidden tab gets no animation frames; it still keeps its DOM current
+  // (screen readers, a second window on the same chat).
+  const later = document.hidden ? (f) => setTimeout(f, 50) : requestAnimationFrame;
+  later(() => {
     rafPending = false;
     renderChat(false);
   });
@@ -561,7 +564,8 @@ function renderPending() {
       ),
     );
   });
-  box.replaceChildren(...(items.length ? [el('h2', { class: 'sr-only', text: 'Waiting messages' }), el('ul', {}, ...items)] : []));
+  const hint = q.length && !st.activeTurn ? el('p', { class: 'hint', text: 'The queue waits: the next turn you start runs first, then these.' }) : null;
+  box.replaceChildren(...(items.length ? [el('h2', { class: 'sr-only', text: 'Waiting messages' }), el('ul', {}, ...items), hint] : []).filter(Boolean));
 }
 
 // ---- compose ----------------------------------------------------------------
@@ -680,6 +684,7 @@ function renameStart() {
   $('rename').hidden = true;
   $('rename-input').value = (app.chatState && app.chatState.title) || '';
   $('rename-input').focus();
+  $('rename-input').select();
 }
 
 function renameSave(ev) {

@@ -1,0 +1,278 @@
+package daemon_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+)
+
+// The web console's browser tests drive Debian's Chromium, headless.
+const chromiumHint = "chromium is not installed: apt-get update && apt-get install -y chromium (make test does this when apt is available), or set AHPD_CHROMIUM"
+
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{os.Getenv("AHPD_CHROMIUM"), "/usr/bin/chromium", "/usr/bin/chromium-browser"} {
+		if p == "" {
+			continue
+		}
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			return p
+		}
+	}
+	t.Skip(chromiumHint)
+	return ""
+}
+
+// browser is one headless Chromium; each page is a tab of it.
+type browser struct {
+	t     *testing.T
+	first context.Context
+	shots string
+}
+
+func newBrowser(t *testing.T) *browser {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromiumPath(t)),
+		chromedp.NoSandbox,
+		chromedp.Flag("disable-gpu", true),
+		chromedp.WindowSize(1280, 900),
+	)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(alloc, chromedp.WithLogf(func(string, ...any) {}))
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	b := &browser{t: t, first: ctx}
+	b.shots = os.Getenv("ARTIFACTS_DIR")
+	if b.shots == "" {
+		dir, err := os.MkdirTemp("", "ahpd-console-shots-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.shots = dir
+	} else {
+		b.shots = filepath.Join(b.shots, "console")
+		_ = os.MkdirAll(b.shots, 0o755)
+	}
+	t.Logf("console screenshots go to %s", b.shots)
+	return b
+}
+
+// page is one tab, with the page's console output and uncaught errors in
+// the test log.
+type page struct {
+	t      *testing.T
+	name   string
+	ctx    context.Context
+	b      *browser
+	mu     sync.Mutex
+	errors []string
+}
+
+// bind makes pages report to t (a subtest) until the returned func runs.
+func bind(t *testing.T, pages ...*page) func() {
+	old := make([]*testing.T, len(pages))
+	for i, p := range pages {
+		old[i], p.t = p.t, t
+	}
+	return func() {
+		for i, p := range pages {
+			p.t = old[i]
+		}
+	}
+}
+
+func (b *browser) page(name string) *page {
+	b.t.Helper()
+	ctx, cancel := chromedp.NewContext(b.first)
+	b.t.Cleanup(cancel)
+	p := &page{t: b.t, name: name, ctx: ctx, b: b}
+	if err := chromedp.Do(ctx); err != nil {
+		b.t.Fatalf("open tab %s: %v", name, err)
+	}
+	_ = chromedp.Listen(ctx, func(ev any) {
+		switch ev := ev.(type) {
+		case *runtime.EventConsoleAPICalled:
+			var parts []string
+			for _, a := range ev.Args {
+				parts = append(parts, string(a.Value)+a.Description)
+			}
+			b.t.Logf("[%s console.%s] %s", name, ev.Type, strings.Join(parts, " "))
+		case *runtime.EventExceptionThrown:
+			msg := ev.ExceptionDetails.Text
+			if ev.ExceptionDetails.Exception != nil {
+				msg += " " + ev.ExceptionDetails.Exception.Description
+			}
+			p.mu.Lock()
+			p.errors = append(p.errors, msg)
+			p.mu.Unlock()
+			b.t.Logf("[%s uncaught] %s", name, msg)
+		}
+	})
+	return p
+}
+
+// do runs actions; a failure fails the test.
+func (p *page) do(what string, actions ...chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		p.t.Fatalf("%s: %s: %v", p.name, what, err)
+	}
+}
+
+// wait polls a JavaScript expression until it is truthy.
+func (p *page) wait(what, expr string) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, 25*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		dump, _ := chromedp.Run(p.ctx, chromedp.Evaluate[string](`JSON.stringify({pending: document.getElementById('pending')?.innerText, turns: [...document.querySelectorAll('.turn')].map((n) => n.dataset.state + ': ' + n.innerText.slice(0, 300)), conn: document.getElementById('conn')?.textContent, error: document.getElementById('compose-error')?.textContent})`))
+		p.t.Fatalf("%s: waiting for %s (%s): %v\npage: %s", p.name, what, expr, err, dump)
+	}
+}
+
+func evalAs[T any](p *page, expr string) T {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		p.t.Fatalf("%s: eval %s: %v", p.name, expr, err)
+	}
+	return v
+}
+
+func (p *page) str(expr string) string { return evalAs[string](p, expr) }
+
+func (p *page) click(sel string) {
+	p.t.Helper()
+	p.do("click "+sel, chromedp.Click(chromedp.CSS(sel)))
+}
+
+// typeText focuses the message box and types text as keystrokes.
+func (p *page) typeText(sel, text string) {
+	p.t.Helper()
+	p.do("type into "+sel, chromedp.SendKeys(chromedp.CSS(sel), text))
+}
+
+func (p *page) screenshot(name string) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, 15*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		p.t.Fatalf("screenshot %s: %v", name, err)
+	}
+	path := filepath.Join(p.b.shots, name+".png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		p.t.Fatal(err)
+	}
+	p.t.Logf("screenshot %s", path)
+}
+
+func (p *page) noErrors() {
+	p.t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.errors) > 0 {
+		p.t.Errorf("%s: uncaught page errors: %q", p.name, p.errors)
+	}
+}
+
+// cutProxy forwards TCP connections to target and can cut every one it
+// holds at once, as a network drop does; it keeps accepting new ones.
+type cutProxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	conns  []net.Conn
+}
+
+func newCutProxy(t *testing.T, target string) *cutProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{ln: ln, target: target}
+	t.Cleanup(func() { ln.Close(); p.cut() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, up)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(up, c); up.Close() }()
+			go func() { _, _ = io.Copy(c, up); c.Close() }()
+		}
+	}()
+	return p
+}
+
+func (p *cutProxy) url() string { return fmt.Sprintf("http://%s/", p.ln.Addr()) }
+
+// cut closes every connection open now.
+func (p *cutProxy) cut() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(p.conns)
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.conns = nil
+	return n / 2
+}
+
+// jsq quotes s as a JavaScript string literal.
+func jsq(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20:
+			fmt.Fprintf(&b, "\\u%04x", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// newForeignPage serves html from another origin (its own 127.0.0.1 port).
+func newForeignPage(t *testing.T, html string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = io.WriteString(w, html)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/"
+}

@@ -1,0 +1,382 @@
+package daemon_test
+
+import (
+	"encoding/json"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+	"github.com/google/uuid"
+
+	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/agent/script"
+	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/daemon"
+)
+
+// newConsoleEnv is a daemon on 127.0.0.1:0 with the script agent, its
+// [slow] answers slow enough (20 deltas 150 ms apart) for a browser to be
+// seen mid-stream.
+func newConsoleEnv(t *testing.T, mutate ...func(*daemon.Config)) *testEnv {
+	t.Helper()
+	sc := script.New(script.Options{SlowDelay: 150 * time.Millisecond})
+	reg, err := agent.NewRegistry(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvWith(t, reg, mutate...)
+	e.script = sc
+	return e
+}
+
+func consoleURL(e *testEnv) string { return "http" + strings.TrimPrefix(e.d.URL(), "ws") + "/" }
+
+// turnJS is a JavaScript expression for the rendered turn whose message is text.
+func turnJS(text string) string {
+	return `([...document.querySelectorAll('.turn')].find((n) => n.querySelector('.user-msg .text')?.textContent === ` + jsq(text) + `))`
+}
+
+func answerJS(text string) string {
+	return `(` + turnJS(text) + `?.querySelector('.response')?.textContent ?? '')`
+}
+
+func (p *page) send(text string) {
+	p.t.Helper()
+	p.wait("the composer is ready", `!document.getElementById('send').disabled`)
+	p.typeText("#message", text)
+	p.click("#send")
+}
+
+func (p *page) awaitTurn(text, state string) {
+	p.t.Helper()
+	p.wait("turn "+text+" "+state, turnJS(text)+`?.dataset.state === `+jsq(state))
+}
+
+func (p *page) online() {
+	p.t.Helper()
+	p.wait("online", `document.getElementById('conn').dataset.status === 'online'`)
+}
+
+// TestConsole drives the web console served by the daemon in two (and a
+// third) headless Chromium tabs against the script agent: the live
+// sessions list; a session created in the page; two pages on one chat see
+// the same stream; send, queue, reorder, take back, steer, stop; confirm and
+// deny a tool call; resume a failed turn; the shared draft; completions and
+// an attached file; ! commands; markdown that cannot become markup; fork,
+// side chat, rename, close; reconnect after the socket is cut mid-stream
+// with no lost or doubled output; a narrow screen. Screenshots of each main
+// view go to $ARTIFACTS_DIR/console (or a temp dir named in the log).
+func TestConsole(t *testing.T) {
+	chromiumPath(t)
+	e := newConsoleEnv(t)
+	g := e.client("go")
+	b := newBrowser(t)
+	base := consoleURL(e)
+
+	a := b.page("A")
+	a.do("open the console", chromedp.Navigate(base))
+	a.online()
+
+	// The sessions list is live: a session another client creates shows up.
+	goSess, goChat := e.createSession(g, "ahp-session:/"+uuid.NewString())
+	a.wait("the Go client's session in the list", `!!document.querySelector('#sessions-list li[data-session=`+jsq(goSess)+`]')`)
+	g.Subscribe(goChat)
+	sendTurn(t, g, goChat, "g1", "named from go")
+	a.wait("its title and status from root notifications", `document.querySelector('#sessions-list li[data-session=`+jsq(goSess)+`] .title')?.textContent !== '(untitled)' && document.querySelector('#sessions-list li[data-session=`+jsq(goSess)+`] .status').textContent === 'idle'`)
+	a.typeText("#filter", "no-such-session")
+	a.wait("the filter hides it", `document.querySelectorAll('#sessions-list li').length === 0`)
+	a.do("clear the filter", chromedp.Evaluate[chromedp.Void](`(() => { const f = document.getElementById('filter'); f.value = ''; f.dispatchEvent(new Event('input')); })()`))
+	a.wait("the filter cleared", `document.querySelectorAll('#sessions-list li').length === 1`)
+
+	// A session made in the page, on the script agent.
+	a.wait("the script agent offered", `document.getElementById('provider').value === 'script'`)
+	a.click("#new-session")
+	a.wait("the new session open on its default chat", `ahpdConsole.session && ahpdConsole.session !== `+jsq(goSess)+` && ahpdConsole.chatState && document.querySelectorAll('#tabs [role=tab]').length === 1`)
+	sess := a.str(`ahpdConsole.session`)
+	chat := a.str(`ahpdConsole.chat`)
+	a.wait("the new session listed", `document.querySelectorAll('#sessions-list li').length === 2`)
+	a.screenshot("sessions")
+
+	// A second page opens the same chat from the list.
+	bp := b.page("B")
+	bp.do("open the console", chromedp.Navigate(base))
+	bp.online()
+	bp.wait("the session listed", `!!document.querySelector('#sessions-list li[data-session=`+jsq(sess)+`] button')`)
+	bp.click(`#sessions-list li[data-session="` + sess + `"] button`)
+	bp.wait("the chat open", `ahpdConsole.chat === `+jsq(chat)+` && !!ahpdConsole.chatState`)
+
+	t.Run("two pages see one stream", func(t *testing.T) {
+		defer bind(t, a, bp)()
+		msg := "[slow] streaming to both pages"
+		a.send(msg)
+		bp.wait("B sees the turn mid-stream", turnJS(msg)+`?.dataset.state === 'running' && `+answerJS(msg)+`.length > 12`)
+		bp.screenshot("chat-mid-stream")
+		a.awaitTurn(msg, "complete")
+		bp.awaitTurn(msg, "complete")
+		want := "echo: " + msg
+		for _, p := range []*page{a, bp} {
+			if got := p.str(`(` + turnJS(msg) + `.querySelector('.part-md').textContent)`); got != want {
+				t.Errorf("%s shows %q, want %q", p.name, got, want)
+			}
+		}
+	})
+
+	t.Run("send, queue, reorder, take back, stop", func(t *testing.T) {
+		defer bind(t, a, bp)()
+		a.send("[hold] hold on")
+		bp.awaitTurn("[hold] hold on", "running")
+		a.wait("the send button queues while a turn runs", `document.getElementById('send').textContent === 'Queue'`)
+		a.send("queued one")
+		a.send("queued two")
+		bp.wait("B sees both queued in order", `[...document.querySelectorAll('#pending li.queued .text')].map((n) => n.textContent).join('|') === 'queued one|queued two'`)
+		bp.click(`#pending li.queued button.down`)
+		a.wait("A sees the new order", `[...document.querySelectorAll('#pending li.queued .text')].map((n) => n.textContent).join('|') === 'queued two|queued one'`)
+		a.click(`#pending li.queued button.take-back`)
+		bp.wait("B sees it taken back", `[...document.querySelectorAll('#pending li.queued .text')].map((n) => n.textContent).join('|') === 'queued one'`)
+		bp.click("#stop")
+		a.awaitTurn("[hold] hold on", "cancelled")
+		// C-TURN-37: after a stop the queue waits for a turn the person starts.
+		a.wait("the queue still waiting", `document.getElementById('send').textContent === 'Send' && document.querySelector('#pending li.queued .text')?.textContent === 'queued one'`)
+		bp.send("after the stop")
+		a.awaitTurn("after the stop", "complete")
+		a.awaitTurn("queued one", "complete")
+		bp.awaitTurn("queued one", "complete")
+		if n := evalAs[int](a, `document.querySelectorAll('.turn').length`); n != 4 {
+			t.Errorf("A shows %d turns, want 4 (the taken-back message never ran)", n)
+		}
+	})
+
+	t.Run("steer", func(t *testing.T) {
+		defer bind(t, a, bp)()
+		msg := "[slow] steer target"
+		a.send(msg)
+		a.awaitTurn(msg, "running")
+		a.wait("steer enabled", `!document.getElementById('steer').disabled`)
+		a.typeText("#message", "go left")
+		a.click("#steer")
+		a.awaitTurn(msg, "complete")
+		bp.wait("B sees the steering read by the turn", answerJS(msg)+`.includes('[steered: go left]')`)
+	})
+
+	t.Run("confirm and deny a tool call", func(t *testing.T) {
+		defer bind(t, a, bp)()
+		msg := "[confirm] run the tool"
+		a.send(msg)
+		bp.wait("B sees the confirmation", `!!`+turnJS(msg)+`?.querySelector('.tool[data-status=pending-confirmation] button.approve')`)
+		bp.screenshot("tool-confirmation")
+		bp.click(`.tool[data-status=pending-confirmation] button.approve`)
+		a.awaitTurn(msg, "complete")
+		a.wait("the tool completed with its result", `!!`+turnJS(msg)+`.querySelector('.tool[data-status=completed]') && `+answerJS(msg)+`.includes('Echoed')`)
+
+		deny := "[confirm] deny this"
+		a.send(deny)
+		a.wait("the confirmation", `!!`+turnJS(deny)+`?.querySelector('button.deny')`)
+		a.click(`.tool[data-status=pending-confirmation] button.deny`)
+		a.awaitTurn(deny, "complete")
+		bp.wait("B sees it denied", `!!`+turnJS(deny)+`?.querySelector('.tool[data-status=cancelled]')`)
+	})
+
+	t.Run("resume a failed turn", func(t *testing.T) {
+		defer bind(t, a, bp)()
+		msg := "[error:resumable] flaky"
+		a.send(msg)
+		bp.awaitTurn(msg, "error")
+		bp.click(`.turn[data-state=error] button.resume`)
+		a.awaitTurn(msg, "complete")
+	})
+
+	t.Run("shared draft", func(t *testing.T) {
+		defer bind(t, a, bp)()
+		a.typeText("#message", "a draft from A")
+		bp.wait("B sees A's draft", `document.getElementById('message').value === 'a draft from A'`)
+		a.do("clear the draft", chromedp.Evaluate[chromedp.Void](`(() => { const m = document.getElementById('message'); m.value = ''; m.dispatchEvent(new Event('input')); })()`))
+		bp.wait("B sees it cleared", `document.getElementById('message').value === ''`)
+	})
+
+	t.Run("completions and an attached file", func(t *testing.T) {
+		defer bind(t, a, bp)()
+		if err := os.WriteFile(filepath.Join(e.workDir, "notes-console.txt"), []byte("notes\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		upload := filepath.Join(t.TempDir(), "upload.txt")
+		if err := os.WriteFile(upload, []byte("uploaded bytes\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		a.typeText("#message", "read @notes-con")
+		a.wait("the @ completion", `!document.getElementById('completions').hidden && document.getElementById('completions').textContent.includes('notes-console.txt')`)
+		a.typeText("#message", kb.Enter)
+		a.wait("the completion inserted", `document.getElementById('message').value.includes('notes-console.txt') && document.querySelectorAll('#attachments li').length === 1`)
+		a.do("attach a file", chromedp.SetUploadFiles(chromedp.CSS("#attach"), []string{upload}))
+		a.wait("the file listed", `document.getElementById('attachments').textContent.includes('upload.txt')`)
+		a.click("#send")
+		a.wait("the turn shows its attachments", `[...document.querySelectorAll('.turn .attachments')].some((n) => n.textContent.includes('upload.txt'))`)
+		raw, _ := g.Subscribe(chat)
+		st := chatState(t, raw)
+		var labels []string
+		for _, tr := range append(st.Turns, turnsOf(st.ActiveTurn)...) {
+			for _, at := range tr.Message.Attachments {
+				labels = append(labels, at.Type+":"+at.Label)
+			}
+		}
+		if got := strings.Join(labels, " "); !strings.Contains(got, ":notes-console.txt") || !strings.Contains(got, ":upload.txt") {
+			t.Errorf("stored attachments %q, want the completion's file and upload.txt", got)
+		}
+	})
+
+	t.Run("a ! command", func(t *testing.T) {
+		defer bind(t, a, bp)()
+		a.send("!echo console-bang")
+		a.wait("its output", answerJS("!echo console-bang")+`.includes('console-bang') && `+turnJS("!echo console-bang")+`.dataset.state !== 'running'`)
+	})
+
+	t.Run("markdown cannot become markup", func(t *testing.T) {
+		defer bind(t, a, bp)()
+		msg := "**bold** <img src=x onerror=window.pwned=1> [bad](javascript:window.pwned=1) [ok](https://example.com/x)"
+		a.send(msg)
+		a.awaitTurn(msg, "complete")
+		md := turnJS(msg) + `.querySelector('.part-md')`
+		if got := a.str(`[` + md + `.querySelectorAll('strong').length, ` + md + `.querySelectorAll('img').length, [...` + md + `.querySelectorAll('a')].map((x) => x.getAttribute('href')).join(' '), String(window.pwned)].join(',')`); got != "1,0,https://example.com/x,undefined" {
+			t.Errorf("rendered strong,img,links,pwned = %q, want 1,0,https://example.com/x,undefined", got)
+		}
+	})
+
+	t.Run("fork, side chat, rename, close", func(t *testing.T) {
+		defer bind(t, a, bp)()
+		first := "[slow] streaming to both pages"
+		a.do("fork at the first turn", chromedp.Evaluate[chromedp.Void](turnJS(first)+`.querySelector('button.fork').focus()`))
+		a.do("press Enter on the focused button", chromedp.KeyEvent(kb.Enter))
+		a.wait("the fork open", `ahpdConsole.chat !== `+jsq(chat)+` && !!ahpdConsole.chatState && document.querySelectorAll('.turn').length === 1`)
+		fork := a.str(`ahpdConsole.chat`)
+		bp.wait("B sees the fork's tab", `!!document.querySelector('#tabs [data-chat=`+jsq(fork)+`]')`)
+		if got := a.str(`document.querySelector('.turn .user-msg .text').textContent`); got != first {
+			t.Errorf("the fork holds %q, want the first turn", got)
+		}
+		a.send("in the fork")
+		a.awaitTurn("in the fork", "complete")
+
+		a.click(`#tabs [data-chat="` + chat + `"]`)
+		a.wait("back on the main chat", `ahpdConsole.chat === `+jsq(chat)+` && !!`+turnJS(first))
+		a.click(`.turn button.side-chat`)
+		a.wait("the side chat open", `ahpdConsole.chat !== `+jsq(chat)+` && ahpdConsole.chat !== `+jsq(fork)+` && !!ahpdConsole.chatState`)
+		side := a.str(`ahpdConsole.chat`)
+		bp.wait("B sees three tabs", `document.querySelectorAll('#tabs [role=tab]').length === 3 && document.querySelector('#tabs [data-chat=`+jsq(side)+`]').dataset.origin === 'sideChat'`)
+
+		a.click("#rename")
+		a.wait("the title selected for typing over", `document.activeElement.id === 'rename-input' && document.getElementById('rename-input').selectionEnd === document.getElementById('rename-input').value.length`)
+		a.do("clear it", chromedp.Evaluate[chromedp.Void](`document.getElementById('rename-input').value = ''`))
+		a.typeText("#rename-input", "Renamed side")
+		a.click("#rename-save")
+		bp.wait("B sees the new title", `document.querySelector('#tabs [data-chat=`+jsq(side)+`]')?.textContent === 'Renamed side'`)
+
+		a.click("#close-chat")
+		a.click("#close-chat")
+		bp.wait("B sees the chat closed", `!document.querySelector('#tabs [data-chat=`+jsq(side)+`]') && document.querySelectorAll('#tabs [role=tab]').length === 2`)
+		a.wait("A moved to another chat", `ahpdConsole.chat !== `+jsq(side))
+	})
+
+	t.Run("reconnect after the socket is cut", func(t *testing.T) {
+		defer bind(t, a, bp)()
+		proxy := newCutProxy(t, strings.TrimPrefix(e.d.URL(), "ws://"))
+		c := b.page("C")
+		c.t = t
+		c.do("open through the proxy", chromedp.Navigate(proxy.url()+"#"+url.Values{"s": {sess}, "c": {chat}}.Encode()))
+		c.online()
+		c.wait("the chat open", `ahpdConsole.chat === `+jsq(chat)+` && !!ahpdConsole.chatState`)
+		msg := "[slow] across a cut in the network"
+		c.send(msg)
+		c.wait("some of the answer", turnJS(msg)+`?.dataset.state === 'running' && `+answerJS(msg)+`.length > 8`)
+		if n := proxy.cut(); n == 0 {
+			t.Fatal("the proxy held no connection to cut")
+		}
+		c.wait("a reconnect", `Number(document.getElementById('conn').dataset.reconnects || 0) >= 1 && document.getElementById('conn').dataset.status === 'online'`)
+		c.awaitTurn(msg, "complete")
+		want := "echo: " + msg
+		if got := c.str(`(` + turnJS(msg) + `.querySelector('.part-md').textContent)`); got != want {
+			t.Errorf("after the cut C shows %q, want %q (nothing lost, nothing doubled)", got, want)
+		}
+		if n := evalAs[int](c, `[...document.querySelectorAll('.turn')].filter((n) => n.querySelector('.user-msg .text').textContent === `+jsq(msg)+`).length`); n != 1 {
+			t.Errorf("C shows the turn %d times", n)
+		}
+		c.noErrors()
+	})
+
+	t.Run("narrow screen", func(t *testing.T) {
+		defer bind(t, a, bp)()
+		a.do("a phone's viewport", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
+		a.wait("the chat fills the screen", `getComputedStyle(document.getElementById('sessions')).display === 'none' && getComputedStyle(document.getElementById('back')).display !== 'none'`)
+		a.screenshot("narrow-chat")
+		a.click("#back")
+		a.wait("the sessions list", `getComputedStyle(document.getElementById('sessions')).display !== 'none' && getComputedStyle(document.getElementById('session')).display === 'none'`)
+		a.screenshot("narrow-sessions")
+	})
+
+	a.noErrors()
+	bp.noErrors()
+}
+
+func turnsOf(at *ahp.ActiveTurn) []ahp.Turn {
+	if at == nil {
+		return nil
+	}
+	return []ahp.Turn{{ID: at.ID, Message: at.Message}}
+}
+
+// TestConsoleToken: with a token configured the page asks for it, refuses
+// a wrong one, and connects with the right one, which it keeps in
+// sessionStorage and never puts in the page's URL; the websocket carries it
+// as a subprotocol.
+func TestConsoleToken(t *testing.T) {
+	chromiumPath(t)
+	e := newConsoleEnv(t, func(c *daemon.Config) { c.ConnectionToken = "console-secret-token" })
+	b := newBrowser(t)
+	p := b.page("T")
+	p.do("open the console", chromedp.Navigate(consoleURL(e)))
+	p.wait("the token page", `!document.getElementById('token-page').hidden && document.getElementById('app').hidden`)
+	p.screenshot("token")
+	p.typeText("#token-input", "wrong")
+	p.click("#token-submit")
+	p.wait("the refusal", `document.getElementById('token-error').textContent.includes('not accepted')`)
+	p.typeText("#token-input", "console-secret-token")
+	p.click("#token-submit")
+	p.online()
+	p.wait("the sessions view", `!document.getElementById('app').hidden`)
+	if got := p.str(`location.href + ' ' + document.referrer`); strings.Contains(got, "secret") {
+		t.Errorf("the token is in the page's URL: %q", got)
+	}
+	if got := p.str(`sessionStorage.getItem('ahpd.token')`); got != "console-secret-token" {
+		t.Errorf("sessionStorage holds %q", got)
+	}
+	// A reload reconnects with the kept token, without the token page.
+	p.do("reload", chromedp.Reload())
+	p.online()
+	p.noErrors()
+}
+
+// TestConsoleForeignOrigin: the daemon's own page connects without a token
+// (TestConsole), but a page of another origin that opens a websocket to the
+// daemon is refused at the door, in a real browser.
+func TestConsoleForeignOrigin(t *testing.T) {
+	chromiumPath(t)
+	e := newConsoleEnv(t)
+	b := newBrowser(t)
+	wsURL, _ := json.Marshal(e.d.URL() + "/")
+	srv := newForeignPage(t, `<!doctype html><title>foreign</title><script>
+const ws = new WebSocket(`+string(wsURL)+`, ['ahpd']);
+ws.onopen = () => { document.title = 'opened'; };
+ws.onerror = () => { document.title = 'refused'; };
+</script>`)
+	p := b.page("F")
+	p.do("open a foreign page", chromedp.Navigate(srv))
+	p.wait("the outcome", `document.title === 'opened' || document.title === 'refused'`)
+	if got := p.str(`document.title`); got != "refused" {
+		t.Errorf("a foreign origin's websocket %s, want refused", got)
+	}
+	own := b.page("O")
+	own.do("open the console", chromedp.Navigate(consoleURL(e)))
+	own.online()
+}
