@@ -549,3 +549,42 @@ func TestCanvasesSurviveUnload(t *testing.T) {
 		t.Fatalf("file canvas after an unload: %d %q", code, body)
 	}
 }
+
+// TestCanvasReconnect: a client that lost its socket while a canvas was
+// drawn on gets that drawing replayed on reconnect, and a canvas closed
+// meanwhile is answered missing.
+func TestCanvasReconnect(t *testing.T) {
+	e := newEnv(t)
+	a := e.client("a")
+	_, def := e.createSession(a, "ahp-session:/ca000008-0000-4000-8000-000000000001")
+	a.Subscribe(def)
+	tools := toolsOf(t, e, a, def)
+	dev := devServer(t)
+	live := showPage(t, tools, map[string]any{"url": dev, "title": "Live"})
+	gone := showPage(t, tools, map[string]any{"url": dev, "title": "Gone"})
+	a.Subscribe(live)
+	a.Subscribe(gone)
+	seen := lastSeq(a)
+	a.Close()
+
+	showPage(t, tools, map[string]any{"url": dev, "canvas": live, "status": "Redrawn while a was away"})
+	if text, isErr := hostTool(t, tools, "close_page", map[string]any{"canvas": gone}); isErr {
+		t.Fatal(text)
+	}
+	a2 := ahptest.Dial(t, e.d.URL(), e.cfg.ConnectionToken)
+	a2.ID = "a"
+	raw := a2.MustCall("reconnect", map[string]any{"channel": ahp.RootURI, "clientId": "a", "lastSeenServerSeq": seen, "subscriptions": []string{ahp.RootURI, def, live, gone}})
+	var res reconnectResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatal(err)
+	}
+	redrawn := false
+	for _, env := range res.Actions {
+		if strings.Contains(string(env), `"channel":"`+live+`"`) && strings.Contains(string(env), "Redrawn while a was away") {
+			redrawn = true
+		}
+	}
+	if res.Type != "replay" || !redrawn || len(res.Missing) != 1 || res.Missing[0] != gone {
+		t.Fatalf("reconnect: %s", raw)
+	}
+}
