@@ -24,6 +24,14 @@ import (
 func TestBotTurn(t *testing.T) {
 	e := newBotEnv(t, false)
 	c := e.client("c1")
+	var root ahp.RootState
+	raw, _ := c.Subscribe(ahp.RootURI)
+	if err := json.Unmarshal(raw, &root); err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(root.Agents, func(a ahp.AgentInfo) bool { return a.Provider == "bot" }); i < 0 || strings.Contains(root.Agents[i].Description, "unavailable") {
+		t.Fatalf("root agents %+v: want bot, available", root.Agents)
+	}
 	b := createBot(t, c, map[string]any{"slug": "helper", "name": "Helper", "instructions": "You are Helper.", "agent": "script"})
 	if b.Session == "" || b.Folder != filepath.Join(e.cfg.DataDir, "bots", "helper") || b.Owner == "" {
 		t.Fatalf("bot %+v", b)
@@ -45,7 +53,7 @@ func TestBotTurn(t *testing.T) {
 		t.Fatalf("work session turns %q: the instructions first, then the bot's turn", got)
 	}
 	var sess ahp.SessionState
-	raw, _ := c.Subscribe(b.Session)
+	raw, _ = c.Subscribe(b.Session)
 	if err := json.Unmarshal(raw, &sess); err != nil {
 		t.Fatal(err)
 	}

@@ -142,9 +142,10 @@ func (a *Agent) Info(ctx context.Context) agent.Info {
 		DisplayName: "Bot",
 		Description: "A named, standing agent: each turn goes to the bot's work session.",
 	}
-	st, h := a.bound()
-	if st == nil || h == nil {
-		info.Unavailable = "the bot backend is not bound to a daemon"
+	st, _ := a.bound()
+	if st == nil {
+		// Not bound yet (the root state's agents list is read before the
+		// daemon binds the backend): nothing to offer, nothing missing.
 		return info
 	}
 	prop := agent.ConfigProperty{Key: ConfigKey, Title: "Bot", Description: "The bot this session talks to"}

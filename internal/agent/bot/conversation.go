@@ -42,6 +42,11 @@ type conversation struct {
 	owner string // the bot chat's session owner
 	log   *slog.Logger
 
+	// ctx bounds every call into the host; Close cancels it, so a
+	// conversation closing never waits out a slow host call.
+	ctx    context.Context
+	cancel context.CancelFunc
+
 	events chan agent.Event
 	cmds   chan func()
 	seen   chan json.RawMessage
@@ -98,6 +103,7 @@ func newConversation(st *store.Store, h Host, slug, owner string, log *slog.Logg
 		done:     make(chan struct{}),
 		loopDone: make(chan struct{}),
 	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
 	go c.loop()
 	return c
 }
@@ -146,7 +152,10 @@ func (c *conversation) Stop(context.Context) error { return c.push(c.stop) }
 func (c *conversation) Events() <-chan agent.Event { return c.events }
 
 func (c *conversation) Close() error {
-	c.closeOnce.Do(func() { close(c.done) })
+	c.closeOnce.Do(func() {
+		close(c.done)
+		c.cancel()
+	})
 	<-c.loopDone
 	return nil
 }
@@ -232,7 +241,7 @@ func (c *conversation) send(t agent.Turn) {
 		c.queue = append(c.queue, t)
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), hostWait)
+	ctx, cancel := context.WithTimeout(c.ctx, hostWait)
 	defer cancel()
 	b, ok, err := c.st.Bot(ctx, c.slug)
 	switch {
@@ -285,7 +294,7 @@ func (c *conversation) steer(s agent.Steering) {
 		c.emit(agent.Event{Kind: agent.EventSteeringReturned, TurnID: s.TurnID, SteeringID: s.ID})
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), hostWait)
+	ctx, cancel := context.WithTimeout(c.ctx, hostWait)
 	defer cancel()
 	set := ahp.ChatPendingMessageSet{Kind: ahp.PendingQueued, ID: s.ID, Message: ahp.Message{Text: s.Text, Origin: ahp.MessageOrigin{Kind: "user"}}}
 	seq, err := r.watch.Dispatch(ctx, set)
@@ -303,7 +312,7 @@ func (c *conversation) confirm(turnID, toolCallID string, approved bool) {
 	if r == nil || r.id != turnID || r.current == "" {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), hostWait)
+	ctx, cancel := context.WithTimeout(c.ctx, hostWait)
 	defer cancel()
 	if _, err := r.watch.Dispatch(ctx, ahp.ChatToolCallConfirmed{TurnID: r.current, ToolCallID: toolCallID, Approved: approved}); err != nil {
 		c.log.Warn("hand a confirmation to the work session", "tool", toolCallID, "err", err)
@@ -319,7 +328,7 @@ func (c *conversation) stop() {
 		return
 	}
 	r.stopping = true
-	ctx, cancel := context.WithTimeout(context.Background(), hostWait)
+	ctx, cancel := context.WithTimeout(c.ctx, hostWait)
 	defer cancel()
 	c.withdrawHandoffs(ctx, r)
 	target := r.current
@@ -357,7 +366,7 @@ func (c *conversation) finish(end agent.End) {
 	c.turn = nil
 	c.accepting.Store(false)
 	if len(r.handoffs) > 0 && !r.stopping {
-		ctx, cancel := context.WithTimeout(context.Background(), hostWait)
+		ctx, cancel := context.WithTimeout(c.ctx, hostWait)
 		c.withdrawHandoffs(ctx, r)
 		cancel()
 	}
