@@ -298,28 +298,49 @@ func (t *Terminal) start(s Spec) error {
 }
 
 // readLoop publishes the process's output. Owned by this goroutine: the
-// pty's read side and the partial UTF-8 sequence carried between reads.
+// partial UTF-8 sequence carried between reads. A pty read gives at most a
+// few KiB; what reads gave while the last batch was published goes out as
+// one action (up to readChunk), so a fast printer costs few actions.
 func (t *Terminal) readLoop(done chan<- struct{}) {
 	defer close(done)
-	buf := make([]byte, readChunk)
+	chunks := make(chan []byte, 16)
+	go func() {
+		// Owned by this goroutine: the pty's read side.
+		defer close(chunks)
+		for {
+			buf := make([]byte, 4096)
+			n, err := t.ptmx.Read(buf)
+			if n > 0 {
+				chunks <- buf[:n]
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
 	var carry []byte
-	for {
-		n, err := t.ptmx.Read(buf[len(carry):])
-		if n > 0 {
-			chunk := buf[:len(carry)+n]
-			cut := validPrefix(chunk)
-			if cut > 0 {
-				t.output(string(chunk[:cut]))
+	for chunk := range chunks {
+		batch := append(carry, chunk...)
+	gather:
+		for len(batch) < readChunk {
+			select {
+			case more, ok := <-chunks:
+				if !ok {
+					break gather
+				}
+				batch = append(batch, more...)
+			default:
+				break gather
 			}
-			carry = append(carry[:0], chunk[cut:]...)
-			copy(buf, carry)
 		}
-		if err != nil {
-			if len(carry) > 0 {
-				t.output(string(carry))
-			}
-			return
+		cut := validPrefix(batch)
+		if cut > 0 {
+			t.output(string(batch[:cut]))
 		}
+		carry = append([]byte(nil), batch[cut:]...)
+	}
+	if len(carry) > 0 {
+		t.output(string(carry))
 	}
 }
 
