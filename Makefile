@@ -3,7 +3,7 @@
 GO ?= go
 AGENTS_STAMP := testdata/agents/node_modules/.package-lock.json
 
-.PHONY: all build run test vet fmt generate agents bench clean
+.PHONY: all build run test vet fmt generate agents chromium bench clean
 
 all: build
 
@@ -20,10 +20,21 @@ agents: $(AGENTS_STAMP)
 $(AGENTS_STAMP): testdata/agents/package.json testdata/agents/package-lock.json
 	npm ci --prefix testdata/agents --no-audit --no-fund
 
-test: agents
+# Debian's Chromium, for the web console's browser tests (internal/daemon/console_test.go):
+# installed with apt only when it is missing and apt can run (root, or sudo without a password).
+# Without it those tests skip with the install hint.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; \
+	  elif command -v apt-get >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo apt-get update && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; \
+	  else echo "chromium is missing and apt cannot install it here: the browser tests will skip (apt-get install -y chromium)"; fi; }
+
+test: agents chromium
 	@unformatted="$$(gofmt -l cmd internal testdata/fakemodel)"; test -z "$$unformatted" || { echo "gofmt needed: $$unformatted"; exit 1; }
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m ./...
+	@# Every benchmark once, briefly, so none rots (the figures: make bench).
+	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 15m ./...
 
 vet:
 	$(GO) vet ./...
@@ -35,8 +46,12 @@ fmt:
 generate:
 	$(GO) generate ./...
 
+# The figures of docs/PERFORMANCE.md, each against a baseline measured in
+# the same run, as one table (internal/perf/benchtable).
+PERF_BENCH := Fanout|IdleSessionMemory|WholeTurn|ColdStart|ListSessionsPage|Persist200Parts
+
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./internal/...
+	$(GO) test -run '^$$' -bench '$(PERF_BENCH)' -benchtime=1x -timeout 30m ./internal/daemon ./internal/store | $(GO) run ./internal/perf/benchtable
 
 clean:
 	rm -f ahpd
