@@ -71,7 +71,7 @@ func (h *Host) createTerminal(ctx context.Context, cl *client, params json.RawMe
 	if err := requireChannel(p.Channel, false); err != nil {
 		return nil, err
 	}
-	if err := h.freeTerminalURI(ctx, p.Channel); err != nil {
+	if err := h.freeTerminalURI(p.Channel); err != nil {
 		return nil, err
 	}
 	if !cl.principal.Can(auth.TerminalWrite) {
@@ -113,7 +113,7 @@ func (h *Host) createTerminal(ctx context.Context, cl *client, params json.RawMe
 }
 
 // freeTerminalURI checks a client-chosen terminal URI names nothing else.
-func (h *Host) freeTerminalURI(ctx context.Context, uri string) error {
+func (h *Host) freeTerminalURI(uri string) error {
 	u, err := url.Parse(uri)
 	switch {
 	case err != nil || u.Scheme == "":
@@ -124,7 +124,7 @@ func (h *Host) freeTerminalURI(ctx context.Context, uri string) error {
 	if _, ok := h.opts.Env.Terminals.Get(uri); ok {
 		return ahp.Errorf(ahp.ErrAlreadyExists, "terminal %s exists", uri)
 	}
-	if _, ok := h.sessionOrCatalogue(ctx, uri); ok {
+	if _, ok := h.session(uri); ok {
 		return ahp.Errorf(ahp.ErrInvalidParams, "params.channel: %s is a session", uri)
 	}
 	return nil
