@@ -369,6 +369,21 @@ type ToolCall struct {
 	// Terminal is the terminal the call ran in (a ! command's), named in
 	// its result with TerminalTitle.
 	Terminal, TerminalTitle string
+	// Before is the file the call is about to change, as a backend that
+	// runs its own edit tools read it just before (cofold): the host's
+	// changeset takes it over its own read, which could come after the
+	// edit. nil: the host reads the file itself.
+	Before *FileSnapshot
+}
+
+// FileSnapshot is a file as read at one moment.
+type FileSnapshot struct {
+	// Path is the file's real path (symlinks resolved).
+	Path string
+	// Exists: the file was there. Data is its contents, nil when absent or
+	// larger than the reader keeps.
+	Exists bool
+	Data   []byte
 }
 
 // End says how a turn ended.

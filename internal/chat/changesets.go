@@ -120,7 +120,19 @@ func (c *Chat) captureBefore(turn string, tc *agent.ToolCall) {
 	if c.cs.open == nil {
 		c.cs.open = make(map[string]*changeCapture)
 	}
-	c.cs.open[tc.ID] = &changeCapture{turn: turn, call: tc.ID, tool: tc.Name, path: path, before: readSide(path)}
+	before := readSide(path)
+	if b := tc.Before; b != nil && b.Path == path && (b.Data != nil || !b.Exists) {
+		// The backend read it just before its own edit ran: exact, where
+		// the read above may come after the edit.
+		before = fileSide{exists: b.Exists}
+		if b.Exists {
+			before.data, before.size = b.Data, int64(len(b.Data))
+			if before.skipped = changeset.Skip(b.Data); before.skipped != "" {
+				before.data = nil
+			}
+		}
+	}
+	c.cs.open[tc.ID] = &changeCapture{turn: turn, call: tc.ID, tool: tc.Name, path: path, before: before}
 }
 
 // confinedPath resolves p (relative to the chat's first directory) inside

@@ -10,51 +10,59 @@ import (
 )
 
 // TestChangesetsCofold (C-TURN-19): cofold's own tools, write_file and
-// edit_file, asked and confirmed in default mode, fill the turn's
-// changeset from the disk: one file created then edited is one entry with
-// no before and the last after. Undoing the turn removes the created file
-// and restores the edited one.
+// edit_file, fill the turn's changeset from the disk: one file created
+// then edited is one entry with no before and the last after. In default
+// mode each edit waits for its confirmation; in acceptEdits nothing waits,
+// and the before cofold read just ahead of its edit (agent.ToolCall.Before)
+// is what the host records. Undoing the turn removes the created file and
+// restores the edited one.
 func TestChangesetsCofold(t *testing.T) {
 	cofoldEach(t, func(t *testing.T, fake *fakemodel.Server, api string) {
-		ce := newCofoldEnv(t, fake, api, map[string]any{"permissionMode": "default"}, nil)
-		a := ce.client("a")
-		chat := ce.session(a, "ahp-session:/c0f01d00-0000-4000-8000-0000000000c5")
-		old := filepath.Join(ce.workDir, "old.txt")
-		if err := os.WriteFile(old, []byte("alpha\nbeta\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		loop := callJSON("write_file", map[string]any{"path": "notes.txt", "content": "one two"}) +
-			callJSON("read_file", map[string]any{"path": "notes.txt"}) +
-			callJSON("edit_file", map[string]any{"path": "notes.txt", "old_string": "two", "new_string": "three"}) +
-			callJSON("read_file", map[string]any{"path": "old.txt"}) +
-			callJSON("edit_file", map[string]any{"path": "old.txt", "old_string": "beta", "new_string": "gamma"})
-		a.Dispatch(chat, turnStarted("t1", loop))
-		mustEnd(t, csConfirmAll(t, a, chat, "t1"), "chat/turnComplete")
-		notes := filepath.Join(ce.workDir, "notes.txt")
-		if got := mustRead(t, notes); got != "one three" {
-			t.Fatalf("notes.txt = %q", got)
-		}
-		t1 := changeset.TurnURI(chat, "t1")
-		cs := csSubscribe(t, a, t1)
-		n, o := csByPath(cs, notes), csByPath(cs, old)
-		if len(cs.Files) != 2 || n == nil || o == nil || n.Edit.Before != nil || o.Edit.Before == nil {
-			t.Fatalf("t1's changeset: %s", clJSON(t, cs))
-		}
-		if csRead(t, a, n.Edit.After.Content.URI) != "one three" || n.Meta["ahpd.tool"] != "edit_file" {
-			t.Errorf("notes.txt: %s", clJSON(t, n))
-		}
-		if csRead(t, a, o.Edit.Before.Content.URI) != "alpha\nbeta\n" || csRead(t, a, o.Edit.After.Content.URI) != "alpha\ngamma\n" ||
-			o.Edit.Diff == nil || o.Edit.Diff.Added != 1 || o.Edit.Diff.Removed != 1 {
-			t.Errorf("old.txt: %s", clJSON(t, o))
-		}
-		if _, err := csInvoke(a, t1, "undo", ""); err != nil {
-			t.Fatalf("undo the turn: %v", err)
-		}
-		if clExists(notes) || mustRead(t, old) != "alpha\nbeta\n" {
-			t.Errorf("after undoing the turn: notes.txt exists %v, old.txt %q", clExists(notes), mustRead(t, old))
-		}
-		if cs := csSubscribe(t, a, t1); len(cs.Files) != 0 {
-			t.Errorf("t1 after the undo: %s", clJSON(t, cs))
+		for _, mode := range []string{"default", "acceptEdits"} {
+			t.Run(mode, func(t *testing.T) { changesetsCofold(t, fake, api, mode) })
 		}
 	})
+}
+
+func changesetsCofold(t *testing.T, fake *fakemodel.Server, api, mode string) {
+	ce := newCofoldEnv(t, fake, api, map[string]any{"permissionMode": mode}, nil)
+	a := ce.client("a")
+	chat := ce.session(a, "ahp-session:/c0f01d00-0000-4000-8000-0000000000c5")
+	old := filepath.Join(ce.workDir, "old.txt")
+	if err := os.WriteFile(old, []byte("alpha\nbeta\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	loop := callJSON("write_file", map[string]any{"path": "notes.txt", "content": "one two"}) +
+		callJSON("read_file", map[string]any{"path": "notes.txt"}) +
+		callJSON("edit_file", map[string]any{"path": "notes.txt", "old_string": "two", "new_string": "three"}) +
+		callJSON("read_file", map[string]any{"path": "old.txt"}) +
+		callJSON("edit_file", map[string]any{"path": "old.txt", "old_string": "beta", "new_string": "gamma"})
+	a.Dispatch(chat, turnStarted("t1", loop))
+	mustEnd(t, csConfirmAll(t, a, chat, "t1"), "chat/turnComplete")
+	notes := filepath.Join(ce.workDir, "notes.txt")
+	if got := mustRead(t, notes); got != "one three" {
+		t.Fatalf("notes.txt = %q", got)
+	}
+	t1 := changeset.TurnURI(chat, "t1")
+	cs := csSubscribe(t, a, t1)
+	n, o := csByPath(cs, notes), csByPath(cs, old)
+	if len(cs.Files) != 2 || n == nil || o == nil || n.Edit.Before != nil || o.Edit.Before == nil {
+		t.Fatalf("t1's changeset: %s", clJSON(t, cs))
+	}
+	if csRead(t, a, n.Edit.After.Content.URI) != "one three" || n.Meta["ahpd.tool"] != "edit_file" {
+		t.Errorf("notes.txt: %s", clJSON(t, n))
+	}
+	if csRead(t, a, o.Edit.Before.Content.URI) != "alpha\nbeta\n" || csRead(t, a, o.Edit.After.Content.URI) != "alpha\ngamma\n" ||
+		o.Edit.Diff == nil || o.Edit.Diff.Added != 1 || o.Edit.Diff.Removed != 1 {
+		t.Errorf("old.txt: %s", clJSON(t, o))
+	}
+	if _, err := csInvoke(a, t1, "undo", ""); err != nil {
+		t.Fatalf("undo the turn: %v", err)
+	}
+	if clExists(notes) || mustRead(t, old) != "alpha\nbeta\n" {
+		t.Errorf("after undoing the turn: notes.txt exists %v, old.txt %q", clExists(notes), mustRead(t, old))
+	}
+	if cs := csSubscribe(t, a, t1); len(cs.Files) != 0 {
+		t.Errorf("t1 after the undo: %s", clJSON(t, cs))
+	}
 }

@@ -121,6 +121,11 @@ func (c *conversation) runCall(r *run, mode string, call Call) Result {
 		ask, refused = false, false
 	}
 	tc.NeedsConfirmation = ask && known
+	if toolClass(call.Name) == "edit" && !refused {
+		// The host's changeset takes the file as it is before the edit
+		// from here: a call that asks nothing runs before the host reads.
+		tc.Before = c.tools.snapshot(in.Path)
+	}
 	c.push(agent.Event{Kind: agent.EventToolReady, TurnID: r.turn.ID, ToolCall: tc})
 	switch {
 	case !known:

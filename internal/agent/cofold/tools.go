@@ -18,6 +18,8 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/changeset"
 	"github.com/ahpd/ahpd/internal/confine"
 )
 
@@ -155,6 +157,31 @@ func (t *tools) run(ctx context.Context, name, input string) (string, error) {
 		return t.bash(ctx, in.Command)
 	}
 	return "", fmt.Errorf("no tool named %q", name)
+}
+
+// snapshot is the file p names as it is now, for the host's changeset
+// (agent.ToolCall.Before); nil when p does not resolve inside the chat's
+// directories.
+func (t *tools) snapshot(p string) *agent.FileSnapshot {
+	path, err := t.fs.resolve(p)
+	if err != nil {
+		return nil
+	}
+	s := &agent.FileSnapshot{Path: path}
+	info, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return s
+	}
+	if err != nil {
+		return nil // the host reads it itself
+	}
+	s.Exists = true
+	if info.Mode().IsRegular() && info.Size() <= changeset.MaxFileBytes {
+		if data, err := os.ReadFile(path); err == nil {
+			s.Data = data
+		}
+	}
+	return s
 }
 
 func (t *tools) read(p string) (string, error) {
