@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -379,4 +380,53 @@ ws.onerror = () => { document.title = 'refused'; };
 	own := b.page("O")
 	own.do("open the console", chromedp.Navigate(consoleURL(e)))
 	own.online()
+}
+
+// TestConsolePagingAndWorkers: a long chat opens on its latest turns and
+// pages older ones in with fetchTurns when scrolled to the top; a worker
+// chat is linked under the tool call that spawned it and opens from there.
+func TestConsolePagingAndWorkers(t *testing.T) {
+	chromiumPath(t)
+	e := newConsoleEnv(t)
+	g := e.client("go")
+	sess, chat := e.createSession(g, "ahp-session:/"+uuid.NewString())
+	g.Subscribe(chat)
+	const total = 45
+	for i := range total {
+		sendTurn(t, g, chat, "old-"+strconv.Itoa(i), "old turn "+strconv.Itoa(i))
+	}
+	b := newBrowser(t)
+	p := b.page("P")
+	p.do("open the chat", chromedp.Navigate(consoleURL(e)+"#"+url.Values{"s": {sess}, "c": {chat}}.Encode()))
+	p.online()
+	p.wait("the latest turns", `!!ahpdConsole.chatState && document.querySelectorAll('.turn').length > 0 && !!`+turnJS("old turn "+strconv.Itoa(total-1)))
+	first := evalAs[int](p, `document.querySelectorAll('.turn').length`)
+	if first >= total {
+		t.Fatalf("the chat opened with all %d turns; want a page", first)
+	}
+	if !evalAs[bool](p, `!!document.querySelector('#turns .older')`) {
+		t.Error("no hint that older turns exist")
+	}
+	for range 10 {
+		if evalAs[int](p, `document.querySelectorAll('.turn').length`) == total {
+			break
+		}
+		n := evalAs[int](p, `document.querySelectorAll('.turn').length`)
+		p.do("scroll to the top", chromedp.Evaluate[chromedp.Void](`document.getElementById('turns').scrollTop = 0; document.getElementById('turns').dispatchEvent(new Event('scroll'))`))
+		p.wait("older turns paged in", `document.querySelectorAll('.turn').length > `+strconv.Itoa(n))
+	}
+	if got := evalAs[string](p, `document.querySelector('.turn .user-msg .text').textContent`); got != "old turn 0" {
+		t.Errorf("the first turn shown after paging is %q, want old turn 0", got)
+	}
+	if evalAs[bool](p, `!!document.querySelector('#turns .older')`) {
+		t.Error("the older-turns hint stays after the last page")
+	}
+
+	p.send("[worker] go")
+	p.awaitTurn("[worker] go", "complete")
+	p.wait("the worker linked under its call", `!!`+turnJS("[worker] go")+`.querySelector('.tool .worker-link')`)
+	p.do("open the worker", chromedp.Evaluate[chromedp.Void](turnJS("[worker] go")+`.querySelector('.tool details.tool-output').open = true`))
+	p.click(`.tool .worker-link`)
+	p.wait("the worker chat open with its turn", `ahpdConsole.chat !== `+jsq(chat)+` && !!`+turnJS("work on: [worker] go")+` && document.querySelector('#tabs [aria-selected=true]').dataset.origin === 'tool'`)
+	p.noErrors()
 }
