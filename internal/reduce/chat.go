@@ -402,7 +402,7 @@ func appendToPart(s *ahp.ChatState, turnID, partID, kind, text string) {
 			continue
 		}
 		if p.Kind == kind {
-			p.Content += text
+			p.AppendContent(text)
 			t.ResponseParts[i] = p
 		}
 		return
