@@ -435,6 +435,17 @@ func TestCanvasesSurviveRestart(t *testing.T) {
 	file := showPage(t, tools, map[string]any{"path": "page.html", "title": "Page"})
 	raw, _ := a.Subscribe(file)
 	before := canvasState(t, raw)
+	// Stored before it was said: the record holds both canvases the moment
+	// show_page has answered, with no flush, and never a url.
+	rec, ok, err := e.d.Store().Chat(context.Background(), def)
+	if err != nil || !ok {
+		t.Fatalf("chat record: %v %v", ok, err)
+	}
+	meta := chat.ParseRecordMeta(rec.Meta)
+	if len(meta.Canvases) != 2 || meta.Canvases[0].URI != server || meta.Canvases[1].URI != file ||
+		strings.Contains(string(rec.Meta), dev) || strings.Contains(string(rec.Meta), canvas.FilesPath) {
+		t.Fatalf("stored canvases: %s", rec.Meta)
+	}
 
 	e.restart()
 	b := e.client("b")
