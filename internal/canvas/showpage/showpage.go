@@ -165,7 +165,9 @@ func (p *Pages) Show(ctx context.Context, r Request) (Shown, error) {
 		err = p.board.Open(ctx, uri, d)
 	}
 	if err != nil {
-		if r.Canvas == "" {
+		if src.Kind == "file" {
+			// Serve already replaced the canvas's token: nothing shows
+			// the new one, and a canvas gone must not stay served.
 			p.files.Revoke(uri)
 		}
 		return Shown{}, err

@@ -248,6 +248,12 @@ func TestShowPage(t *testing.T) {
 		t.Fatalf("file canvas revived after a restart: %q (was %q)", st.URL, fd.State.URL)
 	}
 
+	// Drawing a file page on a canvas that is gone serves nothing.
+	servedBefore := files.Served()
+	if _, err := p.Show(ctx, Request{Chat: chat, Dirs: []string{dir}, Path: "page.html", Canvas: canvas.NewURI(chat)}); err == nil || files.Served() != servedBefore {
+		t.Fatalf("a page on a canvas that is gone: %v, %d served (was %d)", err, files.Served(), servedBefore)
+	}
+
 	// Closed: the board closes it and its files are no longer served.
 	if err := p.Close(ctx, chat, file.Canvas); err != nil {
 		t.Fatal(err)
