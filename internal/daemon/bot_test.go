@@ -393,3 +393,42 @@ func TestBotLinkedSession(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// A steering message left in the work session's queue by a turn a restart
+// ended is taken back before the bot chat's next turn: the bot chat, which
+// still holds it, runs it as a turn of its own, and the work session runs
+// it that once, never on its own as well.
+func TestBotRestartTakesBackHandOff(t *testing.T) {
+	e := newBotEnv(t, false)
+	c := e.client("c1")
+	b := createBot(t, c, map[string]any{"slug": "restarts", "name": "Restarts", "agent": "script"})
+	work := workChat(t, c, b.Session)
+	_, chat := botChat(t, c, "restarts")
+
+	startTurn(c, chat, "t1", "[hold] work")
+	awaitPart(t, c, chat, "t1")
+	awaitAccepted(t, c, setPending(c, chat, ahp.PendingSteering, "s1", "stale word"))
+	c.AwaitEnvelope("the hand-off in the work session", func(e ahptest.Envelope) bool {
+		return e.Channel == work && e.Type() == "chat/pendingMessageSet" && field(e, "id") == "s1"
+	})
+	e.restart()
+	c2 := e.client("c2")
+	if ws := stateOf(t, c2, work); len(ws.QueuedMessages) != 1 || ws.QueuedMessages[0].Message.Meta == nil {
+		t.Fatalf("after the restart the work session holds %+v", ws.QueuedMessages)
+	}
+	c2.Subscribe(chat)
+	if end := sendTurn(t, c2, chat, "t2", "next"); end.Type() != "chat/turnComplete" {
+		t.Fatalf("t2 ended %s", end.Raw)
+	}
+	awaitRemoval(t, c2, work, "s1")
+	own := awaitStartOf(t, c2, chat, "s1")
+	awaitEnd(t, c2, chat, turnID(own))
+	time.Sleep(300 * time.Millisecond)
+	ws := stateOf(t, c2, work)
+	if n := countText(ws, "stale word"); n != 1 || len(ws.QueuedMessages) != 0 {
+		t.Fatalf("the work session ran the message %d times; queue %+v; turns %q", n, ws.QueuedMessages, texts(ws.Turns))
+	}
+	if got := answerOf(turnOf(t, stateOf(t, c2, chat), turnID(own))); got != "echo: stale word" {
+		t.Fatalf("the bot chat's own turn of the message answered %q", got)
+	}
+}

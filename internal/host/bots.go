@@ -16,6 +16,7 @@ import (
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/auth"
 	"github.com/ahpd/ahpd/internal/chat"
+	"github.com/ahpd/ahpd/internal/sessionconfig"
 	"github.com/ahpd/ahpd/internal/store"
 	"github.com/google/uuid"
 )
@@ -347,7 +348,7 @@ func (h *Host) makeWorkSession(ctx context.Context, b store.BotRecord) (string, 
 	now := h.opts.Env.Now()
 	values := map[string]any{}
 	if b.Model != "" {
-		values["model"] = b.Model
+		values[sessionconfig.KeyModel] = b.Model
 	}
 	schema, resolved := h.sessionConfig(ctx, b.Agent, folder, values)
 	cfg, err := json.Marshal(ahp.SessionConfig{Schema: schema, Values: resolved})
@@ -455,7 +456,7 @@ func (bh botHost) Watch(ctx context.Context, owner, chatURI string, see func(jso
 		}
 		var st ahp.ChatState
 		if raw, ok := snap.State.(json.RawMessage); ok && json.Unmarshal(raw, &st) == nil {
-			w.busy = st.ActiveTurn != nil
+			w.queued = st.QueuedMessages
 		}
 		w.actor = c
 		return nil
@@ -469,14 +470,14 @@ func (bh botHost) Watch(ctx context.Context, owner, chatURI string, see func(jso
 // botWatch is a bot conversation's subscription to its work chat: a bus
 // subscriber like a connection, whose envelopes go to the conversation.
 type botWatch struct {
-	h     *Host
-	chat  string
-	id    string
-	see   func(json.RawMessage)
-	cl    chat.Client
-	actor *chat.Chat
-	busy  bool
-	seq   atomic.Int64
+	h      *Host
+	chat   string
+	id     string
+	see    func(json.RawMessage)
+	cl     chat.Client
+	actor  *chat.Chat
+	queued []ahp.PendingMessage
+	seq    atomic.Int64
 }
 
 func (w *botWatch) Deliver(method string, params json.RawMessage) {
@@ -484,9 +485,9 @@ func (w *botWatch) Deliver(method string, params json.RawMessage) {
 		w.see(params)
 	}
 }
-func (w *botWatch) Knows(string) bool { return true }
-func (w *botWatch) ClientID() string  { return w.id }
-func (w *botWatch) Busy() bool        { return w.busy }
+func (w *botWatch) Knows(string) bool            { return true }
+func (w *botWatch) ClientID() string             { return w.id }
+func (w *botWatch) Queued() []ahp.PendingMessage { return w.queued }
 func (w *botWatch) Done() <-chan struct{} {
 	return w.actor.Done()
 }

@@ -25,6 +25,7 @@ import (
 	"sync"
 
 	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/store"
 )
 
@@ -52,9 +53,8 @@ type Host interface {
 type Watch interface {
 	// ClientID is who the watch's actions are said by (their origin).
 	ClientID() string
-	// Busy says whether the chat had a turn running or waiting when the
-	// watch began.
-	Busy() bool
+	// Queued are the messages the chat's queue held when the watch began.
+	Queued() []ahp.PendingMessage
 	// Dispatch hands the chat a client action as the owner and returns its
 	// clientSeq; a refusal arrives as an envelope with that origin.
 	Dispatch(ctx context.Context, a any) (int64, error)
@@ -187,7 +187,9 @@ func (a *Agent) Open(ctx context.Context, p agent.OpenParams) (agent.Conversatio
 	if log == nil {
 		log = slog.Default()
 	}
-	return newConversation(st, h, slug, p.Owner, log.With("bot", slug), a.opts.BeforeHandOff), nil
+	c := newConversation(st, h, slug, p.Owner, log.With("bot", slug), a.opts.BeforeHandOff)
+	c.id = p.ConversationID
+	return c, nil
 }
 
 // Delete: a bot's chat keeps nothing of its own beyond the chat's record.

@@ -28,16 +28,20 @@ const (
 	hostWait = 30 * time.Second
 )
 
-// SteeringMetaKey names, in a turn's systemNotification part, the steering
-// message that went into the turn: the record holds what was said.
-const SteeringMetaKey = "ahpd.steering"
+// HandOffMetaKey marks, in _meta, a steering message a bot's chat sent to
+// its work session's queue, with the bot chat's conversation id: one left
+// there by a turn that ended without it (a restart) is taken back before
+// the chat's next turn, so the work session never runs it on its own.
+const HandOffMetaKey = "ahpd.botHandOff"
 
 // conversation is one bot chat's conversation. Its loop goroutine owns
 // everything below mu-free fields; the chat actor's calls only push
 // commands, so none of them blocks.
 type conversation struct {
-	st    *store.Store
-	host  Host
+	st   *store.Store
+	host Host
+	// id is the bot chat's conversation id (OpenParams.ConversationID).
+	id    string
 	slug  string
 	owner string // the bot chat's session owner
 	log   *slog.Logger
@@ -267,6 +271,7 @@ func (c *conversation) send(t agent.Turn) {
 		c.fail(t.ID, "workSessionUnavailable", "Following bot %q's work session: %v", c.slug, err)
 		return
 	}
+	c.takeBackStale(ctx, w)
 	r := &run{id: t.ID, watch: w, expect: uuid.NewString(), ours: map[string]bool{}, handoffs: map[string]*handoff{}, start: time.Now()}
 	r.ours[r.expect] = true
 	c.turn = r
@@ -278,6 +283,23 @@ func (c *conversation) send(t agent.Turn) {
 	start := ahp.ChatTurnStarted{TurnID: r.expect, StartedAt: isoNow(), Message: ahp.Message{Text: text, Origin: ahp.MessageOrigin{Kind: "user"}}}
 	if _, err := w.Dispatch(ctx, start); err != nil {
 		c.finish(agent.End{Outcome: agent.OutcomeError, ErrorType: "workSessionUnavailable", Message: fmt.Sprintf("Handing the turn to bot %q's work session: %v", c.slug, err)})
+	}
+}
+
+// takeBackStale takes out of the work chat's queue the messages this chat
+// handed to a turn that is over: no turn of this chat runs now.
+func (c *conversation) takeBackStale(ctx context.Context, w Watch) {
+	if c.id == "" {
+		return
+	}
+	for _, q := range w.Queued() {
+		if q.Message.Meta[HandOffMetaKey] != c.id {
+			continue
+		}
+		c.log.Info("taking back a steering message a past turn left in the work session", "steering", q.ID)
+		if _, err := w.Dispatch(ctx, ahp.ChatPendingMessageRemoved{Kind: ahp.PendingQueued, ID: q.ID}); err != nil {
+			c.log.Warn("take back a stale steering message", "steering", q.ID, "err", err)
+		}
 	}
 }
 
@@ -296,7 +318,11 @@ func (c *conversation) steer(s agent.Steering) {
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, hostWait)
 	defer cancel()
-	set := ahp.ChatPendingMessageSet{Kind: ahp.PendingQueued, ID: s.ID, Message: ahp.Message{Text: s.Text, Origin: ahp.MessageOrigin{Kind: "user"}}}
+	msg := ahp.Message{Text: s.Text, Origin: ahp.MessageOrigin{Kind: "user"}}
+	if c.id != "" {
+		msg.Meta = map[string]any{HandOffMetaKey: c.id}
+	}
+	set := ahp.ChatPendingMessageSet{Kind: ahp.PendingQueued, ID: s.ID, Message: msg}
 	seq, err := r.watch.Dispatch(ctx, set)
 	if err != nil {
 		// C-TURN-99: taken out, the reason logged, the turn goes on.
