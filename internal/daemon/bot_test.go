@@ -432,3 +432,37 @@ func TestBotRestartTakesBackHandOff(t *testing.T) {
 		t.Fatalf("the bot chat's own turn of the message answered %q", got)
 	}
 }
+
+// A tool call of the work session that waits for confirmation waits in the
+// bot's chat too, and the answer given there goes to the work session.
+func TestBotToolConfirmation(t *testing.T) {
+	e := newBotEnv(t, false)
+	c := e.client("c1")
+	b := createBot(t, c, map[string]any{"slug": "tools", "name": "Tools", "agent": "script"})
+	work := workChat(t, c, b.Session)
+	_, chat := botChat(t, c, "tools")
+
+	startTurn(c, chat, "t1", "[confirm] go")
+	ready := awaitTyped(t, c, chat, "chat/toolCallReady", "t1")
+	call := field(ready, "toolCallId")
+	if call == "" {
+		t.Fatalf("tool call %s", ready.Raw)
+	}
+	awaitAccepted(t, c, c.Dispatch(chat, map[string]any{"type": "chat/toolCallConfirmed", "turnId": "t1", "toolCallId": call, "approved": true}))
+	c.AwaitEnvelope("the confirmation in the work session", func(e ahptest.Envelope) bool {
+		return e.Channel == work && e.Type() == "chat/toolCallConfirmed" && field(e, "toolCallId") == call
+	})
+	if end := awaitEnd(t, c, chat, "t1"); end.Type() != "chat/turnComplete" {
+		t.Fatalf("bot turn ended %s", end.Raw)
+	}
+	tr := turnOf(t, stateOf(t, c, chat), "t1")
+	var done bool
+	for _, p := range tr.ResponseParts {
+		if p.Kind == ahp.PartToolCall && p.ToolCall != nil && p.ToolCall.ToolCallID == call && p.ToolCall.Status == "completed" {
+			done = true
+		}
+	}
+	if !done || answerOf(tr) != "echo: [confirm] go" {
+		t.Fatalf("bot turn: tool done %v, answered %q", done, answerOf(tr))
+	}
+}
