@@ -41,7 +41,7 @@ type rawWatcher struct {
 	done   chan struct{}
 }
 
-func dialWatcher(b *testing.B, url string) *rawWatcher {
+func dialWatcher(b testing.TB, url string) *rawWatcher {
 	b.Helper()
 	ws, _, err := ahptest.DialRaw(url, "")
 	if err != nil {
@@ -51,14 +51,14 @@ func dialWatcher(b *testing.B, url string) *rawWatcher {
 	return &rawWatcher{ws: ws}
 }
 
-func (w *rawWatcher) send(b *testing.B, frame string) {
+func (w *rawWatcher) send(b testing.TB, frame string) {
 	if err := w.ws.WriteMessage(websocket.TextMessage, []byte(frame)); err != nil {
 		b.Fatal(err)
 	}
 }
 
 // readUntil reads until a frame holds marker.
-func (w *rawWatcher) readUntil(b *testing.B, marker string) {
+func (w *rawWatcher) readUntil(b testing.TB, marker string) {
 	for {
 		_, data, err := w.ws.ReadMessage()
 		if err != nil {

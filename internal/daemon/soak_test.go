@@ -1,0 +1,85 @@
+package daemon_test
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/daemon"
+)
+
+// TestSoak: chats opening, streaming, closing and unloading for a while end
+// with the daemon's heap within 10% (and 2 MiB of slack) of where it
+// settled after the first quarter of the run (issue 18). AHPD_SOAK sets the
+// length (a Go duration, "10m" for the issue's soak); 20 s otherwise, and
+// it is skipped under -short.
+func TestSoak(t *testing.T) {
+	if testing.Short() {
+		t.Skip("soak")
+	}
+	length := 20 * time.Second
+	if v := os.Getenv("AHPD_SOAK"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("AHPD_SOAK=%q: %v", v, err)
+		}
+		length = d
+	}
+	e := newEnv(t, func(c *daemon.Config) { c.ChatIdleSeconds = 1 })
+	const workers = 8
+	stop := time.Now().Add(length)
+	settleAt := time.Now().Add(length / 4)
+	var settled uint64
+	var once sync.Once
+	var wg sync.WaitGroup
+	rounds := make([]int, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// A raw client keeps nothing it reads: the heap is the daemon's.
+			c := dialWatcher(t, e.d.URL())
+			c.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"channel":"ahp-root://","protocolVersions":["1.0.0"],"clientId":"soak-%d"}}`, w))
+			c.readUntil(t, `"id":0`)
+			sess := fmt.Sprintf("script:/50a50000-0000-4000-8000-%012d", w)
+			c.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"createSession","params":{"channel":%q,"provider":"script"}}`, sess))
+			c.readUntil(t, `"id":1`)
+			id := 1
+			call := func(method, params string) {
+				id++
+				c.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, id, method, params))
+				c.readUntil(t, fmt.Sprintf(`"id":%d,`, id))
+			}
+			for i := 0; time.Now().Before(stop); i++ {
+				chat := ahp.DerivedChatURI(sess, fmt.Sprintf("c%d", i))
+				call("createChat", fmt.Sprintf(`{"channel":%q,"chat":%q}`, sess, chat))
+				call("subscribe", fmt.Sprintf(`{"channel":%q}`, chat))
+				c.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","method":"dispatchAction","params":{"channel":%q,"clientSeq":%d,"action":{"type":"chat/turnStarted","turnId":"s%d-%d","startedAt":"2026-12-04T00:00:00Z","message":{"text":"[burst:50]","origin":{"kind":"user"}}}}}`, chat, i+1, w, i))
+				c.readUntil(t, `"chat/turnComplete"`)
+				c.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","method":"unsubscribe","params":{"channel":%q}}`, chat))
+				call("disposeChat", fmt.Sprintf(`{"channel":%q}`, chat))
+				rounds[w]++
+				if time.Now().After(settleAt) {
+					once.Do(func() { settled = heapInUse() })
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	time.Sleep(1500 * time.Millisecond) // the last chats unload
+	end := heapInUse()
+	total := 0
+	for _, r := range rounds {
+		total += r
+	}
+	t.Logf("%d chats opened, streamed and closed in %s; heap settled at %d KiB, ended at %d KiB", total, length, settled>>10, end>>10)
+	if settled == 0 {
+		t.Fatal("the run never reached its settling point")
+	}
+	if limit := settled + settled/10 + 2<<20; end > limit {
+		t.Fatalf("heap grew from %d KiB to %d KiB over the soak", settled>>10, end>>10)
+	}
+}
