@@ -369,6 +369,10 @@ type ToolCall struct {
 	// Terminal is the terminal the call ran in (a ! command's), named in
 	// its result with TerminalTitle.
 	Terminal, TerminalTitle string
+	// Paths are the files the backend says the call touches (an ACP tool
+	// call's locations); with a file-changing kind (edit, delete, move)
+	// they are what the host's changeset watches.
+	Paths []string
 	// Before is the file the call is about to change, as a backend that
 	// runs its own edit tools read it just before (cofold): the host's
 	// changeset takes it over its own read, which could come after the

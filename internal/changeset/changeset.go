@@ -67,6 +67,12 @@ func Target(tool, input string) (path string, ok bool) {
 	return p, p != ""
 }
 
+// ChangesFiles reports whether a call of kind (an ACP tool kind, which the
+// ACP backend names its calls by) changes the files it names.
+func ChangesFiles(kind string) bool {
+	return kind == "edit" || kind == "delete" || kind == "move"
+}
+
 // Skip says why content is not kept ("" when it is).
 func Skip(content []byte) string {
 	switch {

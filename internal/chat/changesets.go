@@ -2,6 +2,7 @@ package chat
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -78,8 +79,11 @@ func (a fileSide) hash() string {
 
 // changesetBook is the actor's changeset bookkeeping.
 type changesetBook struct {
-	open map[string]*changeCapture // by tool call id
+	open map[captureKey]*changeCapture
 }
+
+// captureKey is one file of one call (an ACP call may name several).
+type captureKey struct{ call, path string }
 
 // trackChanges takes one agent event into the changeset record.
 func (c *Chat) trackChanges(ev agent.Event) {
@@ -90,35 +94,48 @@ func (c *Chat) trackChanges(ev agent.Event) {
 		}
 	case agent.EventToolDone:
 		if ev.ToolCall != nil {
-			if cp := c.cs.open[ev.ToolCall.ID]; cp != nil {
-				c.settleChange(cp)
-			}
+			c.settleWhere(func(cp *changeCapture) bool { return cp.call == ev.ToolCall.ID })
 		}
 	case agent.EventTurnEnd:
 		c.settleChanges(ev.TurnID)
 	}
 }
 
-// captureBefore reads the file a call is about to change. A path outside
+// captureBefore reads the files a call is about to change. A path outside
 // the chat's directories is not recorded: the host never writes there.
 func (c *Chat) captureBefore(turn string, tc *agent.ToolCall) {
 	if turn == "" || tc.ID == "" {
 		return
 	}
-	if c.cs.open[tc.ID] != nil {
-		return // ready said again (a permission ask after the stream's)
+	for k := range c.cs.open {
+		if k.call == tc.ID {
+			return // ready said again (a permission ask after the stream's)
+		}
 	}
-	p, ok := changeset.Target(tc.Name, tc.Input)
-	if !ok {
-		return
+	var paths []string
+	if p, ok := changeset.Target(tc.Name, tc.Input); ok {
+		paths = []string{p}
 	}
+	if changeset.ChangesFiles(tc.Name) && len(tc.Paths) > 0 {
+		paths = tc.Paths // what the backend says the call touches
+	}
+	for _, p := range paths {
+		c.captureFile(turn, tc, p)
+	}
+}
+
+func (c *Chat) captureFile(turn string, tc *agent.ToolCall, p string) {
 	path, err := c.confinedPath(p)
 	if err != nil {
 		c.log.Info("changeset: a call names a file outside the chat's directories", "call", tc.ID, "path", p, "err", err)
 		return
 	}
 	if c.cs.open == nil {
-		c.cs.open = make(map[string]*changeCapture)
+		c.cs.open = make(map[captureKey]*changeCapture)
+	}
+	key := captureKey{tc.ID, path}
+	if c.cs.open[key] != nil {
+		return
 	}
 	before := readSide(path)
 	if b := tc.Before; b != nil && b.Path == path && (b.Data != nil || !b.Exists) {
@@ -132,7 +149,7 @@ func (c *Chat) captureBefore(turn string, tc *agent.ToolCall) {
 			}
 		}
 	}
-	c.cs.open[tc.ID] = &changeCapture{turn: turn, call: tc.ID, tool: tc.Name, path: path, before: before}
+	c.cs.open[key] = &changeCapture{turn: turn, call: tc.ID, tool: tc.Name, path: path, before: before}
 }
 
 // confinedPath resolves p (relative to the chat's first directory) inside
@@ -149,13 +166,20 @@ func (c *Chat) confinedPath(p string) (string, error) {
 
 // settleChanges settles every open capture of turn ("" every turn's).
 func (c *Chat) settleChanges(turn string) {
+	c.settleWhere(func(cp *changeCapture) bool { return turn == "" || cp.turn == turn })
+}
+
+// settleWhere settles the open captures match picks, in a stable order.
+func (c *Chat) settleWhere(match func(*changeCapture) bool) {
 	var caps []*changeCapture
 	for _, cp := range c.cs.open {
-		if turn == "" || cp.turn == turn {
+		if match(cp) {
 			caps = append(caps, cp)
 		}
 	}
-	slices.SortFunc(caps, func(a, b *changeCapture) int { return strings.Compare(a.call, b.call) })
+	slices.SortFunc(caps, func(a, b *changeCapture) int {
+		return cmp.Or(strings.Compare(a.call, b.call), strings.Compare(a.path, b.path))
+	})
 	for _, cp := range caps {
 		c.settleChange(cp)
 	}
@@ -164,7 +188,7 @@ func (c *Chat) settleChanges(turn string) {
 // settleChange reads the file again and records what changed, stored
 // before it is published.
 func (c *Chat) settleChange(cp *changeCapture) {
-	delete(c.cs.open, cp.call)
+	delete(c.cs.open, captureKey{cp.call, cp.path})
 	after := readSide(cp.path)
 	if cp.before.same(after) {
 		return
@@ -174,7 +198,7 @@ func (c *Chat) settleChange(cp *changeCapture) {
 		BeforeExists: cp.before.exists, BeforeHash: cp.before.hash(),
 		AfterExists: after.exists, AfterHash: after.hash(),
 	}
-	f.Skipped = cmpOr(cp.before.skipped, after.skipped)
+	f.Skipped = cmp.Or(cp.before.skipped, after.skipped)
 	if f.Skipped == "" {
 		f.Added, f.Removed = changeset.Diff(cp.before.data, after.data)
 	}
@@ -201,13 +225,6 @@ func (c *Chat) settleChange(cp *changeCapture) {
 	c.changesetCatalogue()
 	c.cfg.Env.Bus.Publish(changeset.TurnURI(c.cfg.URI, stored.Turn), ahp.ChangesetFileSet{File: c.changesetFile(stored)}, nil)
 	c.publishChatWide(ctx, stored.Path)
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // readSide reads path as it is now, bounded.
@@ -313,7 +330,7 @@ func chatWide(files []store.ChangesetFile) []store.ChangesetFile {
 		m.Turn, m.ToolCall, m.Tool = f.Turn, f.ToolCall, f.Tool
 		m.AfterExists, m.AfterHash = f.AfterExists, f.AfterHash
 		m.Reviewed = m.Reviewed && f.Reviewed
-		m.Skipped = cmpOr(m.Skipped, f.Skipped)
+		m.Skipped = cmp.Or(m.Skipped, f.Skipped)
 	}
 	return out
 }

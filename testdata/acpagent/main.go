@@ -61,6 +61,9 @@ var (
 	readRE  = regexp.MustCompile(`\[read:([^\]]*)\]`)
 	writeRE = regexp.MustCompile(`\[write:([^\]]*)\]`)
 	termRE  = regexp.MustCompile(`\[term:([^|\]]*)\|([^\]]*)\]`)
+	// editRE: an edit tool call naming PATH in its locations, asked, then
+	// the file written (through the client) with CONTENT.
+	editRE = regexp.MustCompile(`\[edit:([^|\]]*)\|([^\]]*)\]`)
 )
 
 func main() {
@@ -247,6 +250,14 @@ func (f *fake) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptRespo
 		answer := f.runTerminal(ctx, sid, m[1], m[2])
 		f.say(ctx, sid, answer)
 		return end(answer)
+	case editRE.MatchString(text):
+		m := editRE.FindStringSubmatch(text)
+		answer := f.editFile(ctx, sid, m[1], m[2])
+		if ctx.Err() != nil {
+			return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
+		}
+		f.say(ctx, sid, answer)
+		return end(answer)
 	case strings.Contains(text, "[perm]"):
 		_ = f.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: sid, Update: acp.StartToolCall("call-1", "Run a thing",
 			acp.WithStartKind(acp.ToolKindExecute), acp.WithStartStatus(acp.ToolCallStatusPending))})
@@ -388,4 +399,30 @@ func (f *fake) runTerminal(ctx context.Context, sid acp.SessionId, cwd, cmd stri
 		code = *w.ExitCode
 	}
 	return fmt.Sprintf("term exit %d: %s", code, strings.TrimSpace(out.Output))
+}
+
+// editFile is an edit tool call on path, as agents that edit report it:
+// kind edit, the file in its locations, permission asked first; allowed,
+// the file is written through the client.
+func (f *fake) editFile(ctx context.Context, sid acp.SessionId, path, content string) string {
+	_ = f.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: sid, Update: acp.StartToolCall("edit-1", "Edit "+path,
+		acp.WithStartKind(acp.ToolKindEdit), acp.WithStartStatus(acp.ToolCallStatusPending),
+		acp.WithStartLocations([]acp.ToolCallLocation{{Path: path}}), acp.WithStartRawInput(map[string]any{"path": path}))})
+	r, err := f.conn.RequestPermission(ctx, acp.RequestPermissionRequest{SessionId: sid,
+		ToolCall: acp.ToolCallUpdate{ToolCallId: "edit-1"},
+		Options: []acp.PermissionOption{
+			{Kind: acp.PermissionOptionKindAllowOnce, Name: "Allow", OptionId: "allow"},
+			{Kind: acp.PermissionOptionKindRejectOnce, Name: "Reject", OptionId: "reject"},
+		}})
+	if err != nil || r.Outcome.Selected == nil || r.Outcome.Selected.OptionId != "allow" {
+		_ = f.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: sid, Update: acp.UpdateToolCall("edit-1", acp.WithUpdateStatus(acp.ToolCallStatusFailed))})
+		return "edit not allowed"
+	}
+	_, err = f.conn.WriteTextFile(ctx, acp.WriteTextFileRequest{SessionId: sid, Path: path, Content: content})
+	st, answer := acp.ToolCallStatusCompleted, "edited"
+	if err != nil {
+		st, answer = acp.ToolCallStatusFailed, "edit refused: "+err.Error()
+	}
+	_ = f.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: sid, Update: acp.UpdateToolCall("edit-1", acp.WithUpdateStatus(st))})
+	return answer
 }

@@ -195,7 +195,11 @@ func (ts *toolState) call(id acpsdk.ToolCallId) *agent.ToolCall {
 		}
 		inv += " (" + strings.Join(locs, ", ") + ")"
 	}
-	return &agent.ToolCall{ID: string(id), Name: ts.name, DisplayName: ts.display(), Input: input, Invocation: inv}
+	tc := &agent.ToolCall{ID: string(id), Name: ts.name, DisplayName: ts.display(), Input: input, Invocation: inv}
+	for _, l := range ts.locations {
+		tc.Paths = append(tc.Paths, l.Path)
+	}
+	return tc
 }
 
 // toolOutput is a tool call's content as text: its text blocks, its diffs
