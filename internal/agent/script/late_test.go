@@ -88,7 +88,7 @@ func TestLogs(t *testing.T) {
 	r.conv.Confirm("t1", "t1-tool-1", true)
 	r.end("t1")
 	open(t, s, agent.OpenParams{Mode: agent.OpenResume, ConversationID: "c1"})
-	if got := s.Opens(); len(got) != 2 || got[0] != (OpenRecord{"c1", agent.OpenNew}) || got[1] != (OpenRecord{"c1", agent.OpenResume}) {
+	if got := s.Opens(); len(got) != 2 || got[0].Conversation != "c1" || got[0].Mode != agent.OpenNew || got[1].Conversation != "c1" || got[1].Mode != agent.OpenResume {
 		t.Errorf("Opens = %+v", got)
 	}
 	if got := s.Sent(); len(got) != 1 || got[0].ID != "t1" {
