@@ -276,3 +276,56 @@ func newForeignPage(t *testing.T, html string) string {
 	t.Cleanup(srv.Close)
 	return srv.URL + "/"
 }
+
+// a11yJS lists what the page gets wrong for a keyboard or screen reader
+// person: visible form fields without a label, buttons and tabs without a
+// name, and visible text whose contrast with its background is under 4.5:1
+// (WCAG AA for normal text).
+const a11yJS = `(() => {
+  const bad = [];
+  const visible = (n) => n.getClientRects().length > 0 && getComputedStyle(n).visibility !== 'hidden';
+  for (const f of document.querySelectorAll('input, select, textarea')) {
+    if (!visible(f) || f.type === 'hidden') continue;
+    const named = (f.id && document.querySelector('label[for="' + f.id + '"]')) || f.closest('label') || f.getAttribute('aria-label');
+    if (!named) bad.push('unlabelled field #' + f.id);
+  }
+  for (const b of document.querySelectorAll('button, [role=tab], a[href]')) {
+    if (!visible(b)) continue;
+    if (!(b.getAttribute('aria-label') || b.textContent.trim())) bad.push('nameless ' + b.tagName + ' ' + b.className);
+    if (b.tabIndex < 0 && b.getAttribute('role') !== 'tab') bad.push('unfocusable ' + b.textContent.trim());
+  }
+  const rgb = (s) => (s.match(/[\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => {
+    const c = [r, g, b].map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+    return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2];
+  };
+  const bgOf = (n) => {
+    for (; n; n = n.parentElement) {
+      const c = rgb(getComputedStyle(n).backgroundColor);
+      if (c.length === 3 || (c.length === 4 && c[3] > 0)) return c.slice(0, 3);
+    }
+    return [255, 255, 255];
+  };
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  const seen = new Set();
+  for (let t = walker.nextNode(); t; t = walker.nextNode()) {
+    const n = t.parentElement;
+    if (!t.textContent.trim() || seen.has(n) || !visible(n)) continue;
+    seen.add(n);
+    const st = getComputedStyle(n);
+    if (parseFloat(st.opacity) < 1 || n.closest('button:disabled')) continue;
+    const fg = rgb(st.color).slice(0, 3), bg = bgOf(n);
+    const [hi, lo] = [lum(fg), lum(bg)].sort((x, y) => y - x);
+    const ratio = (hi + 0.05) / (lo + 0.05);
+    if (ratio < 4.5) bad.push('contrast ' + ratio.toFixed(2) + ' for "' + t.textContent.trim().slice(0, 30) + '"');
+  }
+  return bad.join('; ');
+})()`
+
+// accessible fails the test with what a11yJS finds.
+func (p *page) accessible(view string) {
+	p.t.Helper()
+	if bad := p.str(a11yJS); bad != "" {
+		p.t.Errorf("%s: %s: %s", p.name, view, bad)
+	}
+}

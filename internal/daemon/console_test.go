@@ -102,6 +102,7 @@ func TestConsole(t *testing.T) {
 	chat := a.str(`ahpdConsole.chat`)
 	a.wait("the new session listed", `document.querySelectorAll('#sessions-list li').length === 2`)
 	a.screenshot("sessions")
+	a.accessible("the sessions view")
 
 	// A second page opens the same chat from the list.
 	bp := b.page("B")
@@ -170,6 +171,7 @@ func TestConsole(t *testing.T) {
 		a.send(msg)
 		bp.wait("B sees the confirmation", `!!`+turnJS(msg)+`?.querySelector('.tool[data-status=pending-confirmation] button.approve')`)
 		bp.screenshot("tool-confirmation")
+		bp.accessible("a tool confirmation")
 		bp.click(`.tool[data-status=pending-confirmation] button.approve`)
 		a.awaitTurn(msg, "complete")
 		a.wait("the tool completed with its result", `!!`+turnJS(msg)+`.querySelector('.tool[data-status=completed]') && `+answerJS(msg)+`.includes('Echoed')`)
@@ -311,6 +313,7 @@ func TestConsole(t *testing.T) {
 		a.do("a phone's viewport", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
 		a.wait("the chat fills the screen", `getComputedStyle(document.getElementById('sessions')).display === 'none' && getComputedStyle(document.getElementById('back')).display !== 'none'`)
 		a.screenshot("narrow-chat")
+		a.accessible("the narrow chat view")
 		a.click("#back")
 		a.wait("the sessions list", `getComputedStyle(document.getElementById('sessions')).display !== 'none' && getComputedStyle(document.getElementById('session')).display === 'none'`)
 		a.screenshot("narrow-sessions")
@@ -339,6 +342,7 @@ func TestConsoleToken(t *testing.T) {
 	p.do("open the console", chromedp.Navigate(consoleURL(e)))
 	p.wait("the token page", `!document.getElementById('token-page').hidden && document.getElementById('app').hidden`)
 	p.screenshot("token")
+	p.accessible("the token page")
 	p.typeText("#token-input", "wrong")
 	p.click("#token-submit")
 	p.wait("the refusal", `document.getElementById('token-error').textContent.includes('not accepted')`)
@@ -380,6 +384,18 @@ ws.onerror = () => { document.title = 'refused'; };
 	own := b.page("O")
 	own.do("open the console", chromedp.Navigate(consoleURL(e)))
 	own.online()
+
+	// The accessibility check the console views pass can fail: a page with
+	// an unlabelled field, a nameless button and grey-on-white text.
+	bad := newForeignPage(t, `<!doctype html><title>bad</title><input id="x"><button></button><p style="color:#bbb;background:#fff">faint</p>`)
+	bp := b.page("bad")
+	bp.do("open a bad page", chromedp.Navigate(bad))
+	got := bp.str(a11yJS)
+	for _, want := range []string{"unlabelled field #x", "nameless BUTTON", `"faint"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the accessibility check found %q; want it to name %s", got, want)
+		}
+	}
 }
 
 // TestConsolePagingAndWorkers: a long chat opens on its latest turns and
