@@ -576,8 +576,8 @@ func (h *Host) channelExists(ctx context.Context, ch string) bool {
 func isAnnotations(channel string) bool { _, ok := ahp.AnnotationsSession(channel); return ok }
 
 func readGrant(channel string) string {
-	if ahp.IsChatURI(channel) || canvas.Is(channel) {
-		return auth.ChatTurns
+	if ahp.IsChatURI(channel) || canvas.Is(channel) || changeset.IsChannel(channel) {
+		return auth.ChatTurns // a canvas or a changeset is its chat's
 	}
 	return auth.SessionState
 }
