@@ -343,6 +343,16 @@ func TestBotGrants(t *testing.T) {
 		t.Fatalf("bob's turn reached alice's work session: %q", got)
 	}
 
+	// The bot setting lists nobody's bots.
+	if cfg := bob.MustCall("resolveSessionConfig", map[string]any{"channel": ahp.RootURI, "provider": "bot"}); strings.Contains(string(cfg), "private") || !strings.Contains(string(cfg), `"bot"`) {
+		t.Fatalf("resolveSessionConfig of bot: %s", cfg)
+	}
+	// A bot session naming no bot talks to none.
+	_, none := botChat(t, bob, "")
+	if end := sendTurn(t, bob, none, "n1", "anyone?"); end.Type() != "chat/error" {
+		t.Fatalf("a turn of a session naming no bot ended %s", end.Raw)
+	}
+
 	var list struct{ Items []host.BotInfo }
 	if err := json.Unmarshal(bob.MustCall(host.MethodListBots, map[string]any{"channel": ahp.RootURI}), &list); err != nil {
 		t.Fatal(err)

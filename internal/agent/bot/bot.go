@@ -134,34 +134,18 @@ func (a *Agent) DefaultFolder(slug string) string {
 
 func (a *Agent) Provider() string { return Provider }
 
-// Info lists the bots as the values of the session setting "bot": a chat
-// of a session whose config names one talks to it.
-func (a *Agent) Info(ctx context.Context) agent.Info {
-	info := agent.Info{
+// Info declares the session setting "bot": the slug of the bot a chat of
+// the session talks to. It lists no bots: the slugs and names of other
+// owners' bots are theirs, and with no default a session never talks to a
+// bot nobody named.
+func (a *Agent) Info(context.Context) agent.Info {
+	return agent.Info{
 		Provider:    Provider,
 		DisplayName: "Bot",
 		Description: "A named, standing agent: each turn goes to the bot's work session.",
+		Config: []agent.ConfigProperty{{Key: ConfigKey, Title: "Bot",
+			Description: "The slug of the bot this session talks to (ahpd bot list)"}},
 	}
-	st, _ := a.bound()
-	if st == nil {
-		// Not bound yet (the root state's agents list is read before the
-		// daemon binds the backend): nothing to offer, nothing missing.
-		return info
-	}
-	prop := agent.ConfigProperty{Key: ConfigKey, Title: "Bot", Description: "The bot this session talks to"}
-	bots, err := st.Bots(ctx)
-	if err != nil {
-		slog.Default().Warn("list bots for the session config", "err", err)
-	}
-	for _, b := range bots {
-		prop.Enum = append(prop.Enum, b.Slug)
-		prop.EnumLabels = append(prop.EnumLabels, b.Name)
-	}
-	if len(prop.Enum) > 0 {
-		prop.Default = prop.Enum[0]
-		info.Config = []agent.ConfigProperty{prop}
-	}
-	return info
 }
 
 // Capabilities: a bot's chat steers (through its work session's queue)
