@@ -738,15 +738,6 @@ func TestSendModesAndWatch(t *testing.T) {
 	}
 	waitFor(t, "the held turn's first text", func() bool { return strings.Contains(hout.String(), "echo") })
 
-	// --queue: waits behind the held turn, runs once it ends.
-	queued := exec.Command(binary, "send", "--chat", chat, "--queue", "queued one")
-	queued.Env = append(cleanEnv(t), env...)
-	qout := &lockedBuf{}
-	queued.Stdout = qout
-	if err := queued.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(500 * time.Millisecond)
 	if err := held.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
@@ -754,6 +745,28 @@ func TestSendModesAndWatch(t *testing.T) {
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 130 {
 		t.Fatalf("send after Ctrl-C: %v, want exit 130", err)
+	}
+
+	// --queue waits behind a running turn (one waiting on a confirmation,
+	// driven by a client here) and runs once it completes.
+	c := ahptest.Dial(t, p.url, "")
+	c.Initialize("driver", ahp.RootURI)
+	c.Subscribe(chat)
+	c.Dispatch(chat, map[string]any{
+		"type": "chat/turnStarted", "turnId": "tc", "startedAt": time.Now().UTC().Format(time.RFC3339Nano),
+		"message": map[string]any{"text": "[confirm] wait for me", "origin": map[string]any{"kind": "user"}},
+	})
+	c.AwaitAction(chat, "chat/toolCallReady")
+	queued := exec.Command(binary, "send", "--chat", chat, "--queue", "queued one")
+	queued.Env = append(cleanEnv(t), env...)
+	qout := &lockedBuf{}
+	queued.Stdout = qout
+	if err := queued.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c.AwaitAction(chat, "chat/pendingMessageSet")
+	if env := c.AwaitEcho(c.Dispatch(chat, map[string]any{"type": "chat/toolCallConfirmed", "turnId": "tc", "toolCallId": "tc-tool-1", "approved": true})); env.RejectionReason != "" {
+		t.Fatalf("confirm refused: %s", env.RejectionReason)
 	}
 	if err := queued.Wait(); err != nil || qout.String() != "echo: queued one\n" {
 		t.Errorf("send --queue: %v %q", err, qout.String())
