@@ -77,6 +77,8 @@ func (h *Host) createSession(ctx context.Context, cl *client, params json.RawMes
 	if ac := p.ActiveClient; ac != nil && ac.ClientID == "" {
 		return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.activeClient.clientId: required")
 	}
+	h.progress(cl, p.ProgressToken, 1, "checking the "+provider+" agent")
+	h.probeAgents(ctx)
 	h.sessionsMu.Lock()
 	_, exists := h.sessions[p.Channel]
 	h.sessionsMu.Unlock()
@@ -109,6 +111,7 @@ func (h *Host) createSession(ctx context.Context, cl *client, params json.RawMes
 	if err := h.opts.Env.Store.PutSession(ctx, rec); err != nil {
 		return nil, fmt.Errorf("create session %s: %w", p.Channel, err)
 	}
+	h.progress(cl, p.ProgressToken, 2, "session stored; opening its chat")
 	s, err := h.openSession(ctx, rec)
 	if err != nil {
 		return nil, fmt.Errorf("create session %s: %w", p.Channel, err)
@@ -139,6 +142,7 @@ func (h *Host) createSession(ctx context.Context, cl *client, params json.RawMes
 	legacy := &ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum}
 	legacy.Summary.Chats, legacy.Summary.DefaultChat = nil, ""
 	h.notifyRoot("root/sessionAdded", &ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum}, legacy)
+	h.progress(cl, p.ProgressToken, createProgress, "session ready")
 	return struct{}{}, nil
 }
 

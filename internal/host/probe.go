@@ -1,0 +1,49 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+
+	"github.com/ahpd/ahpd/internal/ahp"
+)
+
+// probeAgents asks every backend again whether it can run here (its CLI
+// is looked up anew) and publishes root/agentsChanged when the agents list
+// changed, so a CLI installed after the daemon started is offered from the
+// next createSession on.
+func (h *Host) probeAgents(ctx context.Context) {
+	infos := h.agentInfos(ctx)
+	h.rootMu.Lock()
+	same := reflect.DeepEqual(h.root.Agents, infos)
+	h.rootMu.Unlock()
+	if !same {
+		h.applyRoot(ahp.RootAgentsChanged{Agents: infos}, nil)
+	}
+}
+
+// progressParams is root/progress (AHP 0.5.0): how far a createSession
+// that carried a progressToken has come.
+type progressParams struct {
+	Channel       string `json:"channel"`
+	ProgressToken string `json:"progressToken"`
+	Progress      int    `json:"progress"`
+	Total         int    `json:"total,omitempty"`
+	Message       string `json:"message,omitempty"`
+}
+
+// createProgress is the number of steps createSession reports.
+const createProgress = 3
+
+// progress tells cl alone, when it gave a progress token, that step of
+// createProgress is reached.
+func (h *Host) progress(cl *client, token string, step int, message string) {
+	if token == "" || cl == nil {
+		return
+	}
+	raw, err := json.Marshal(progressParams{Channel: ahp.RootURI, ProgressToken: token, Progress: step, Total: createProgress, Message: message})
+	if err != nil {
+		return
+	}
+	cl.Deliver("root/progress", raw)
+}
