@@ -123,8 +123,8 @@ func TestLoadLayersAndSources(t *testing.T) {
 		t.Fatal(err)
 	}
 	l, err := daemon.Load(daemon.LoadInput{
-		File: file,
-		Env:  []string{"AHPD_TURNS_VIEW=11", "AHPD_PORT=1", "AHPD_URL=ignored"},
+		File:  file,
+		Env:   []string{"AHPD_TURNS_VIEW=11", "AHPD_PORT=1", "AHPD_URL=ignored"},
 		Flags: []daemon.Setting{{Key: "port", Source: "flag --port", Values: []string{"2"}}},
 	})
 	if err != nil {
