@@ -362,6 +362,26 @@ func TestSendHelloThenHealthMetricsAnd426(t *testing.T) {
 		}
 	}
 
+	// Without a token, /metrics and /status keep the door's Host and
+	// Origin rules: a rebound name or a foreign page is refused.
+	for _, h := range []struct{ host, origin string }{{"evil.example", ""}, {"", "https://evil.example"}} {
+		req, _ := http.NewRequest(http.MethodGet, p.httpURL()+"/status", nil)
+		if h.host != "" {
+			req.Host = h.host
+		}
+		if h.origin != "" {
+			req.Header.Set("Origin", h.origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("/status with Host %q Origin %q: %d, want 403", h.host, h.origin, resp.StatusCode)
+		}
+	}
+
 	table, _, code := ahpdRun(t, env, "sessions")
 	if code != 0 || !strings.Contains(table, "SESSION") || !strings.Contains(table, "script:/") || !strings.Contains(table, "hello") {
 		t.Fatalf("sessions: exit %d\n%s", code, table)
@@ -765,8 +785,24 @@ func TestSendModesAndWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.AwaitAction(chat, "chat/pendingMessageSet")
+	// --steer goes into the running turn and follows it to its end.
+	steer := exec.Command(binary, "send", "--chat", chat, "--steer", "and also this")
+	steer.Env = append(cleanEnv(t), env...)
+	sout := &lockedBuf{}
+	steer.Stdout = sout
+	if err := steer.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c.AwaitEnvelope("the steering message", func(e ahptest.Envelope) bool {
+		var kind string
+		_ = e.Field("kind", &kind)
+		return e.Channel == chat && e.Type() == "chat/pendingMessageSet" && kind == "steering"
+	})
 	if env := c.AwaitEcho(c.Dispatch(chat, map[string]any{"type": "chat/toolCallConfirmed", "turnId": "tc", "toolCallId": "tc-tool-1", "approved": true})); env.RejectionReason != "" {
 		t.Fatalf("confirm refused: %s", env.RejectionReason)
+	}
+	if err := steer.Wait(); err != nil {
+		t.Errorf("send --steer: %v %q", err, sout.String())
 	}
 	if err := queued.Wait(); err != nil || qout.String() != "echo: queued one\n" {
 		t.Errorf("send --queue: %v %q", err, qout.String())

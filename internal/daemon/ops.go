@@ -20,6 +20,7 @@ import (
 
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/console"
+	"github.com/ahpd/ahpd/internal/rpc"
 	"github.com/ahpd/ahpd/internal/turns"
 )
 
@@ -96,7 +97,7 @@ func (d *Daemon) readyz(w http.ResponseWriter) {
 
 // opsAuthorized lets /metrics and /status through when no token is
 // configured (the daemon then serves loopback only, or was told it may
-// not need one), or when the request presents any configured token as a
+// not need one) and the Host and Origin pass the door policy, or when the request presents any configured token as a
 // Bearer header or ?tkn=; it answers 401 otherwise. Counters and session
 // counts are not secret the way chats are, but they are no business of
 // anybody the websocket would refuse.
@@ -108,6 +109,14 @@ func (d *Daemon) opsAuthorized(w http.ResponseWriter, r *http.Request) bool {
 		}
 	}
 	if len(sums) == 0 {
+		// No token: the websocket's door rules hold here too, so a page
+		// reached through DNS rebinding (a foreign Host) or another site
+		// (a foreign Origin) reads nothing.
+		door := rpc.DoorPolicy{AllowedOrigins: d.cfg.AllowedOrigins, AllowedHosts: d.cfg.AllowedHosts}
+		if v := door.Check(r.Host, r.Header.Get("Origin"), false); v.Status != 0 {
+			http.Error(w, "forbidden: "+v.Reason, v.Status)
+			return false
+		}
 		return true
 	}
 	presented := r.URL.Query().Get("tkn")
