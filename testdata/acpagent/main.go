@@ -405,11 +405,15 @@ func (f *fake) runTerminal(ctx context.Context, sid acp.SessionId, cwd, cmd stri
 // kind edit, the file in its locations, permission asked first; allowed,
 // the file is written through the client.
 func (f *fake) editFile(ctx context.Context, sid acp.SessionId, path, content string) string {
-	_ = f.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: sid, Update: acp.StartToolCall("edit-1", "Edit "+path,
-		acp.WithStartKind(acp.ToolKindEdit), acp.WithStartStatus(acp.ToolCallStatusPending),
-		acp.WithStartLocations([]acp.ToolCallLocation{{Path: path}}), acp.WithStartRawInput(map[string]any{"path": path}))})
+	locs := []acp.ToolCallLocation{{Path: path}}
+	kind, title := acp.ToolKindEdit, "Edit "+path
+	_ = f.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: sid, Update: acp.StartToolCall("edit-1", title,
+		acp.WithStartKind(kind), acp.WithStartStatus(acp.ToolCallStatusPending),
+		acp.WithStartLocations(locs), acp.WithStartRawInput(map[string]any{"path": path}))})
+	// The request names the call in full, as agents that edit send it: the
+	// client may take it before the notification above.
 	r, err := f.conn.RequestPermission(ctx, acp.RequestPermissionRequest{SessionId: sid,
-		ToolCall: acp.ToolCallUpdate{ToolCallId: "edit-1"},
+		ToolCall: acp.ToolCallUpdate{ToolCallId: "edit-1", Kind: &kind, Title: &title, Locations: locs},
 		Options: []acp.PermissionOption{
 			{Kind: acp.PermissionOptionKindAllowOnce, Name: "Allow", OptionId: "allow"},
 			{Kind: acp.PermissionOptionKindRejectOnce, Name: "Reject", OptionId: "reject"},
