@@ -263,6 +263,25 @@ type Conversation interface {
 	Close() error
 }
 
+// ClientToolRunner is a Conversation some of whose tool calls a client runs
+// (ToolCall.Client): the client's run of the call (chat/toolCallComplete)
+// and the confirmation of its result (chat/toolCallResultConfirmed) are
+// handed to it, in any chat, and from a worker chat to the backend that
+// runs the worker (C-SUB-14).
+type ClientToolRunner interface {
+	ClientToolResult(turnID, toolCallID string, result ClientToolResult) error
+	ClientToolResultConfirmed(turnID, toolCallID string, approved bool) error
+}
+
+// ClientToolResult is what a client's run of a tool gave.
+type ClientToolResult struct {
+	Success bool
+	// Output is the text of the result's content.
+	Output string
+	// Error is the result's error, when it failed.
+	Error string
+}
+
 // Killer is a Conversation whose process can be ended at once, without
 // the polite shutdown Close gives it: for an agent that stopped answering
 // (agentSilenceSeconds). Its kept conversation stays, as with Close.
@@ -373,6 +392,10 @@ type ToolCall struct {
 	// call's locations); with a file-changing kind (edit, delete, move)
 	// they are what the host's changeset watches.
 	Paths []string
+	// Client, when set, is the id of the client that runs this call: one
+	// of the session's active clients' own tools. The call waits for that
+	// client's result, which the host hands back (ClientToolRunner).
+	Client string
 	// Before is the file the call is about to change, as a backend that
 	// runs its own edit tools read it just before (cofold): the host's
 	// changeset takes it over its own read, which could come after the

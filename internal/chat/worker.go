@@ -278,6 +278,30 @@ func (w workerConv) Stop(context.Context) error { w.c.workerStopped(); return ni
 func (w workerConv) Events() <-chan agent.Event { return nil }
 func (w workerConv) Close() error               { return nil }
 
+// ClientToolResult hands a client's run of a tool the worker called to the
+// backend that runs the worker, as an answer is (C-SUB-14).
+func (w workerConv) ClientToolResult(_, toolCallID string, result agent.ClientToolResult) error {
+	link := *w.c.cfg.Worker
+	w.c.relay(link.Root, func(rc *Chat) {
+		rc.onWorkerRunner(link.ToolCallID, func(r agent.ClientToolRunner, turnID string) error {
+			return r.ClientToolResult(turnID, toolCallID, result)
+		})
+	})
+	return nil
+}
+
+// ClientToolResultConfirmed hands the confirmation of that result the same
+// way (C-SUB-14).
+func (w workerConv) ClientToolResultConfirmed(_, toolCallID string, approved bool) error {
+	link := *w.c.cfg.Worker
+	w.c.relay(link.Root, func(rc *Chat) {
+		rc.onWorkerRunner(link.ToolCallID, func(r agent.ClientToolRunner, turnID string) error {
+			return r.ClientToolResultConfirmed(turnID, toolCallID, approved)
+		})
+	})
+	return nil
+}
+
 // BeginWorker opens the worker chat's turn with the prompt the parent agent
 // wrote; the session calls it once it announced the chat. Never blocks.
 func (c *Chat) BeginWorker(prompt string) error { return c.do(func() { c.workerBegin(prompt) }) }
@@ -341,6 +365,22 @@ func (c *Chat) stopWorker(id string) {
 func (c *Chat) workerConfirmed(toolCallID string, approved bool) {
 	link := *c.cfg.Worker
 	c.relay(link.Root, func(rc *Chat) { rc.confirmWorkerTool(link.ToolCallID, toolCallID, approved) })
+}
+
+// onWorkerRunner runs fn on this chat's conversation for a client's run of
+// a tool worker called, with the host turn the worker belongs to.
+func (c *Chat) onWorkerRunner(worker string, fn func(agent.ClientToolRunner, string) error) {
+	w := c.wk.spawned[worker]
+	if w == nil || c.conv == nil {
+		return
+	}
+	r, ok := c.conv.(agent.ClientToolRunner)
+	if !ok {
+		return
+	}
+	if err := fn(r, w.turnID); err != nil {
+		c.log.Warn("hand a client's run of a worker's tool", "worker", worker, "err", err)
+	}
 }
 
 func (c *Chat) confirmWorkerTool(worker, toolCallID string, approved bool) {

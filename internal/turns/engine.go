@@ -201,6 +201,8 @@ type Active struct {
 	lastKind       string
 	nextPart       int
 	tools          map[string]bool
+	// clientRun are the turn's calls a client runs (agent.ToolCall.Client).
+	clientRun map[string]bool
 }
 
 // on reports whether the turn belongs to conv: handed to it, or not handed
@@ -379,6 +381,10 @@ func (e *Engine) Client(from From, origin *ahp.ActionOrigin, a ahp.Action) {
 		e.kick() // C-TURN-36
 	case ahp.ChatToolCallConfirmed:
 		e.clientConfirm(from, origin, a)
+	case ahp.ChatToolCallComplete:
+		e.clientToolComplete(origin, a)
+	case ahp.ChatToolCallResultConfirmed:
+		e.clientToolResultConfirmed(origin, a)
 	default:
 		e.Apply(a, origin)
 	}
@@ -457,7 +463,7 @@ func (e *Engine) say(a ahp.ChatTurnStarted, origin *ahp.ActionOrigin, sender str
 	// Who sent it and its route go into the running record the host
 	// commits before the turn is said.
 	e.Remember(a.TurnID, TurnInfo{Sender: sender, Route: route})
-	t := &Active{ID: a.TurnID, Started: started, Sender: sender, Route: route, tools: map[string]bool{}}
+	t := &Active{ID: a.TurnID, Started: started, Sender: sender, Route: route, tools: map[string]bool{}, clientRun: map[string]bool{}}
 	e.active = t
 	e.Apply(a, origin)
 	return t
@@ -738,7 +744,7 @@ func (e *Engine) clientResume(from From, origin *ahp.ActionOrigin, a ahp.ChatTur
 		started = e.host.Now()
 	}
 	info := e.turns[last.ID]
-	t := &Active{ID: last.ID, Started: started, Sender: info.Sender, Route: info.Route, tools: map[string]bool{}}
+	t := &Active{ID: last.ID, Started: started, Sender: info.Sender, Route: info.Route, tools: map[string]bool{}, clientRun: map[string]bool{}}
 	e.active = t
 	e.Apply(a, origin)
 	_, atts, _ := e.host.Prepare(last.Message, nil)
@@ -873,6 +879,50 @@ func (e *Engine) clientConfirm(from From, origin *ahp.ActionOrigin, a ahp.ChatTo
 			e.host.Warn("confirm tool call", "tool", a.ToolCallID, "err", err)
 		}
 	}
+}
+
+// clientToolComplete is a client's run of a tool: said as every client's
+// action is, and, for a call the turn's backend left to a client, handed to
+// that backend (for a worker chat, the proxy to the backend running the
+// worker) (C-SUB-14).
+func (e *Engine) clientToolComplete(origin *ahp.ActionOrigin, a ahp.ChatToolCallComplete) {
+	e.Apply(a, origin)
+	t := e.active
+	if t == nil || a.TurnID != t.ID || !t.clientRun[a.ToolCallID] {
+		return
+	}
+	runner, ok := t.Conv.(agent.ClientToolRunner)
+	if !ok {
+		return
+	}
+	res := agent.ClientToolResult{Success: a.Result.Success, Output: toolResultText(a.Result), Error: string(a.Result.Error)}
+	if err := runner.ClientToolResult(a.TurnID, a.ToolCallID, res); err != nil {
+		e.host.Warn("hand a client's tool result", "tool", a.ToolCallID, "err", err)
+	}
+}
+
+// clientToolResultConfirmed is the confirmation of a client-run call's
+// result, handed to the backend as the result was.
+func (e *Engine) clientToolResultConfirmed(origin *ahp.ActionOrigin, a ahp.ChatToolCallResultConfirmed) {
+	e.Apply(a, origin)
+	t := e.active
+	if t == nil || a.TurnID != t.ID || !t.clientRun[a.ToolCallID] {
+		return
+	}
+	if runner, ok := t.Conv.(agent.ClientToolRunner); ok {
+		if err := runner.ClientToolResultConfirmed(a.TurnID, a.ToolCallID, a.Approved); err != nil {
+			e.host.Warn("hand a client's tool result confirmation", "tool", a.ToolCallID, "err", err)
+		}
+	}
+}
+
+// toolResultText is the text of a tool result's content.
+func toolResultText(r ahp.ToolCallResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		b.WriteString(c.Text)
+	}
+	return b.String()
 }
 
 // kick is a client queuing, taking back or reordering a message: while

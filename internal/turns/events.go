@@ -64,6 +64,12 @@ func (e *Engine) turnEvent(t *Active, conv agent.Conversation, ev agent.Event) {
 			return
 		}
 		t.tools[tc.ID] = true
+		if tc.Client != "" {
+			if t.clientRun == nil {
+				t.clientRun = map[string]bool{}
+			}
+			t.clientRun[tc.ID] = true
+		}
 		t.lastKind = ahp.PartToolCall
 		e.Apply(ToolStart(t.ID, tc), nil)
 	case agent.EventToolInput:
@@ -151,7 +157,12 @@ func ToolStart(turnID string, tc *agent.ToolCall) ahp.ChatToolCallStart {
 	if name == "" {
 		name = tc.Name
 	}
-	return ahp.ChatToolCallStart{TurnID: turnID, ToolCallID: tc.ID, ToolName: tc.Name, DisplayName: name}
+	a := ahp.ChatToolCallStart{TurnID: turnID, ToolCallID: tc.ID, ToolName: tc.Name, DisplayName: name}
+	if tc.Client != "" {
+		// A client's own tool: that client runs it (C-SUB-14).
+		a.Contributor = &ahp.ToolCallContributor{Kind: ahp.ContributorClient, ClientID: tc.Client}
+	}
+	return a
 }
 
 // ToolReady is chat/toolCallReady for call tc, with its full input; a call

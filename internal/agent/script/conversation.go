@@ -105,6 +105,9 @@ type active struct {
 	waitingTool string
 	// confirm carries Confirm's answer; 1-buffered, sent on at most once.
 	confirm chan bool
+	// client is the client-run call waiting for its result, nil when none
+	// (clienttool.go).
+	client *clientWait
 }
 
 func newConversation(s *Script, id, model string, logger *slog.Logger) *conversation {
@@ -517,6 +520,13 @@ func (r *turnRun) body() error {
 		return r.finish(&agent.End{Outcome: agent.OutcomeComplete, Point: r.point})
 	}
 	answer := "echo: " + t.Text
+	if m := clientToolRE.FindStringSubmatch(t.Text); m != nil {
+		said, err := r.clientToolCall(r.ids+"-client-1", m[1], "")
+		if err != nil {
+			return err
+		}
+		answer = said
+	}
 	if t.HostContext != "" {
 		answer = fmt.Sprintf("(context: %d chars) %s", utf8.RuneCountInString(t.HostContext), answer)
 	}

@@ -204,6 +204,15 @@ func (w *workerRun) body(wm workerMarkers) error {
 			return err
 		}
 	}
+	if m := workerClientToolRE.FindStringSubmatch(w.r.a.turn.Text); m != nil {
+		said, err := w.r.clientToolCall(w.id+"-client-1", m[1], w.id)
+		if err != nil {
+			return err
+		}
+		if err := w.text(" " + said); err != nil {
+			return err
+		}
+	}
 	if wm.nested {
 		nested := &workerRun{r: r, id: w.id + "-task-1", in: w.id, prompt: "nested: " + w.prompt}
 		r.c.mu.Lock()
