@@ -66,12 +66,12 @@ type conversation struct {
 	// is switched to ("" leaves the agent's own).
 	wantModel, wantMode string
 	// tools is the host's MCP endpoint for this conversation (nil: none).
-	tools *agent.HostTools
-	title       string
-	running     *turnRun
-	held        []agent.Turn
-	perms       map[acpsdk.ToolCallId]*permission
-	terms       *terminals
+	tools   *agent.HostTools
+	title   string
+	running *turnRun
+	held    []agent.Turn
+	perms   map[acpsdk.ToolCallId]*permission
+	terms   *terminals
 	// replay collects what a session/load replays (nil when none runs).
 	replay *replay
 	closed bool
