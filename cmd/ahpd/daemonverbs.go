@@ -66,8 +66,10 @@ func runServe(cmd *cobra.Command, cfg daemon.Config) error {
 		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "listening %s\n", d.URL())
-	fmt.Fprintf(cmd.OutOrStdout(), "web console: open %s/ in a browser\n", "http"+strings.TrimPrefix(d.URL(), "ws"))
+	// The first two lines are read by scripts and tests: the URL, then the
+	// VS Code entry; anything else goes after them.
 	fmt.Fprintf(cmd.OutOrStdout(), "vscode settings: \"chat.remoteAgentHosts\": [%s]\n", d.VSCodeEntry())
+	fmt.Fprintf(cmd.OutOrStdout(), "web console: open %s/ in a browser\n", "http"+strings.TrimPrefix(d.URL(), "ws"))
 	sig := <-signals
 	grace := time.Duration(cfg.ShutdownGraceSeconds) * time.Second
 	if grace <= 0 {
