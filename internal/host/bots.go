@@ -493,6 +493,16 @@ func (w *botWatch) Done() <-chan struct{} {
 }
 func (w *botWatch) Stop() { w.h.bus.Unsubscribe(w, w.chat) }
 
+// Disposed: the chat's actor ended while the host goes on.
+func (w *botWatch) Disposed() bool {
+	select {
+	case <-w.h.closing:
+		return false
+	default:
+		return true
+	}
+}
+
 // Dispatch hands the work chat an action as the bot's owner, as a client's
 // dispatchAction would reach it.
 func (w *botWatch) Dispatch(ctx context.Context, a any) (int64, error) {

@@ -58,9 +58,12 @@ type Watch interface {
 	// Dispatch hands the chat a client action as the owner and returns its
 	// clientSeq; a refusal arrives as an envelope with that origin.
 	Dispatch(ctx context.Context, a any) (int64, error)
-	// Done is closed when the chat's actor ended (the session was
-	// disposed): nothing more will be said.
+	// Done is closed when the chat's actor ended: nothing more will be
+	// said. Disposed then says whether its session was disposed (the turn
+	// ends) rather than the daemon stopping (the turn is left to the
+	// restart's recovery, as every running turn is).
 	Done() <-chan struct{}
+	Disposed() bool
 	// Stop ends the subscription.
 	Stop()
 }

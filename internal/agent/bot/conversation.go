@@ -89,7 +89,10 @@ type run struct {
 	handoffs map[string]*handoff
 	// byKind maps the work chat's part ids to the bot turn's, per work turn.
 	stopping bool
-	start    time.Time
+	// stopped: the work chat's actor ended with the daemon; nothing more
+	// comes from it.
+	stopped bool
+	start   time.Time
 }
 
 type handoff struct {
@@ -183,7 +186,7 @@ func (c *conversation) loop() {
 	}()
 	for {
 		var workDone <-chan struct{}
-		if c.turn != nil {
+		if c.turn != nil && !c.turn.stopped {
 			workDone = c.turn.watch.Done()
 		}
 		// What the work chat said goes first: a command then acts on the
@@ -203,6 +206,11 @@ func (c *conversation) loop() {
 		case env := <-c.seen:
 			c.onSeen(env)
 		case <-workDone:
+			if !c.turn.watch.Disposed() {
+				// The daemon is stopping: the turn stays as it is.
+				c.turn.stopped = true
+				continue
+			}
 			c.finish(agent.End{Outcome: agent.OutcomeError, ErrorType: "workSessionGone", Message: "The bot's work session closed while its turn ran."})
 		}
 		if c.overflow.Load() && c.turn != nil {
