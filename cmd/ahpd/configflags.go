@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -166,6 +167,9 @@ func newConfigCheck() *cobra.Command {
 // attributeAgents names where agents.<name> came from in a backend's
 // refusal of its settings.
 func attributeAgents(l daemon.Loaded, err error) error {
+	if err == nil || !errors.Is(err, daemon.ErrUsage) {
+		return err
+	}
 	msg := err.Error()
 	for _, name := range sortedAgentKeys(l.Config) {
 		if strings.Contains(msg, "agents."+name) {

@@ -38,7 +38,7 @@ func newServe() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return runServe(cmd, l.Config)
+			return attributeAgents(l, runServe(cmd, l.Config))
 		},
 	}
 	addConfigFlags(cmd.Flags(), &src)
