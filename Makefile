@@ -48,10 +48,12 @@ generate:
 
 # The figures of docs/PERFORMANCE.md, each against a baseline measured in
 # the same run, as one table (internal/perf/benchtable).
-PERF_BENCH := Fanout|IdleSessionMemory|WholeTurn|ColdStart|ListSessionsPage|Persist200Parts
+PERF_BENCH := Fanout|IdleSessionMemory|WholeTurn|ColdStart|ListSessionsPage|Persist200Parts|FirstSubscribe|Load
+# The load figure's chats (four clients each); each client is a socket on both ends.
+BENCH_LOAD_CHATS ?= 1000
 
 bench:
-	$(GO) test -run '^$$' -bench '$(PERF_BENCH)' -benchtime=1x -timeout 30m ./internal/daemon ./internal/store | $(GO) run ./internal/perf/benchtable
+	ulimit -n 65536 2>/dev/null; AHPD_BENCH_LOAD_CHATS=$(BENCH_LOAD_CHATS) $(GO) test -run '^$$' -bench '$(PERF_BENCH)' -benchtime=1x -timeout 30m ./internal/daemon ./internal/store | $(GO) run ./internal/perf/benchtable
 
 clean:
 	rm -f ahpd

@@ -9,13 +9,16 @@ package daemon_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -515,4 +518,258 @@ func BenchmarkListSessionsPage(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkFirstSubscribe: the first subscribe, with no view, to a chat of
+// 5,000 stored turns (the snapshot holds every turn: CHATS.md C-CMD-12);
+// against reading the same 5,000 turn bodies from the store's SQLite file
+// with a plain query.
+func BenchmarkFirstSubscribe(b *testing.B) {
+	for range b.N {
+		dir := b.TempDir()
+		seedStore(b, dir, 1, 5000)
+		d, _ := startOn(b, dir)
+		w := dialWatcher(b, d.URL())
+		w.send(b, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"channel":"ahp-root://","protocolVersions":["1.0.0"],"clientId":"first"}}`)
+		w.readUntil(b, `"id":1`)
+		chat := ahp.DefaultChatURI("script:/5eed0000-0000-4000-8000-000000000000")
+		start := time.Now()
+		w.send(b, `{"jsonrpc":"2.0","id":2,"method":"subscribe","params":{"channel":"`+chat+`"}}`)
+		size := 0
+		for {
+			_, data, err := w.ws.ReadMessage()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if bytes.Contains(data, []byte(`"id":2`)) {
+				size = len(data)
+				break
+			}
+		}
+		took := time.Since(start)
+		raw := rawReadTurns(b, filepath.Join(dir, "ahpd.db"), chat)
+		b.ReportMetric(float64(took.Microseconds())/1000, "ahpd-ms")
+		b.ReportMetric(float64(size)/1e6, "snapshot-MB")
+		b.ReportMetric(float64(raw.Microseconds())/1000, "raw-ms")
+		b.ReportMetric(float64(took)/float64(raw), "ratio")
+	}
+}
+
+// rawReadTurns reads a chat's turn bodies with a plain query.
+func rawReadTurns(b *testing.B, path, chat string) time.Duration {
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	start := time.Now()
+	rows, err := db.Query(`SELECT body FROM turns WHERE chat = ? ORDER BY seq`, chat)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	for rows.Next() {
+		var body []byte
+		if err := rows.Scan(&body); err != nil {
+			b.Fatal(err)
+		}
+		n += len(body)
+	}
+	rows.Close()
+	if n == 0 {
+		b.Fatal("no turns read")
+	}
+	return time.Since(start)
+}
+
+// loadChats is how many chats BenchmarkLoad drives (four clients each):
+// AHPD_BENCH_LOAD_CHATS, 1,000 in `make bench`, 50 otherwise.
+func loadChats() int {
+	if v := os.Getenv("AHPD_BENCH_LOAD_CHATS"); v != "" {
+		var n int
+		if _, err := fmt.Sscan(v, &n); err == nil && n > 0 {
+			return n
+		}
+	}
+	return 50
+}
+
+// loadTurnEnvelopes is how many frames a raw turn sends each watcher: the
+// script agent's short answer is about this many envelopes (echo, part,
+// deltas, usage, ending).
+const loadTurnEnvelopes = 7
+
+// BenchmarkLoad: chats × 4 clients, each chat's driver running turns back
+// to back for loadFor, the other three watching; against a bare gorilla
+// "turn server" that answers each turn with the same number of frames to
+// the same four connections. Reported: turns per second and the p99 from a
+// turn's dispatch to its ending.
+func BenchmarkLoad(b *testing.B) {
+	const loadFor = 5 * time.Second
+	chats := loadChats()
+	for range b.N {
+		sc := script.New(script.Options{})
+		reg, err := agent.NewRegistry(sc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		e := benchEnv(b, reg, func(c *daemon.Config) { c.MaxConnections = 4*chats + 10 })
+		setup := dialWatcher(b, e.d.URL())
+		setup.send(b, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"channel":"ahp-root://","protocolVersions":["1.0.0"],"clientId":"setup"}}`)
+		setup.readUntil(b, `"id":0`)
+		var drivers, watchers []*rawWatcher
+		var defs []string
+		for i := range chats {
+			sess := fmt.Sprintf("script:/10ad0000-0000-4000-8000-%012d", i)
+			setup.send(b, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"createSession","params":{"channel":%q,"provider":"script"}}`, i+1, sess))
+			setup.readUntil(b, fmt.Sprintf(`"id":%d,`, i+1))
+			def := ahp.DefaultChatURI(sess)
+			defs = append(defs, def)
+			for j := range 4 {
+				w := dialWatcher(b, e.d.URL())
+				w.send(b, fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"channel":"ahp-root://","protocolVersions":["1.0.0"],"clientId":"l%d-%d"}}`, i, j))
+				w.readUntil(b, `"id":1`)
+				w.send(b, `{"jsonrpc":"2.0","id":2,"method":"subscribe","params":{"channel":"`+def+`"}}`)
+				w.readUntil(b, `"id":2`)
+				if j == 0 {
+					drivers = append(drivers, w)
+				} else {
+					watchers = append(watchers, w)
+				}
+			}
+		}
+		// Watchers read everything, so no connection backs up.
+		for _, w := range watchers {
+			go func() {
+				for {
+					if _, _, err := w.ws.NextReader(); err != nil {
+						return
+					}
+				}
+			}()
+		}
+		turns, p99 := runLoad(loadFor, drivers, func(i, n int, w *rawWatcher) {
+			w.send(b, fmt.Sprintf(`{"jsonrpc":"2.0","method":"dispatchAction","params":{"channel":%q,"clientSeq":%d,"action":{"type":"chat/turnStarted","turnId":"l%d","startedAt":"2026-12-04T00:00:00Z","message":{"text":"load","origin":{"kind":"user"}}}}}`, defs[i], n+1, n))
+			w.readUntil(b, `"chat/turnComplete"`)
+		})
+		rawTurns, rawP99 := rawLoad(b, chats, loadFor)
+		b.ReportMetric(turns, "ahpd-turns/s")
+		b.ReportMetric(float64(p99.Milliseconds()), "ahpd-p99-ms")
+		b.ReportMetric(rawTurns, "raw-turns/s")
+		b.ReportMetric(float64(rawP99.Milliseconds()), "raw-p99-ms")
+		b.ReportMetric(turns/rawTurns, "ratio")
+	}
+}
+
+// runLoad runs turn on every driver back to back for d and returns turns
+// per second and the p99 latency of a turn.
+func runLoad(d time.Duration, drivers []*rawWatcher, turn func(i, n int, w *rawWatcher)) (float64, time.Duration) {
+	stop := time.Now().Add(d)
+	var mu sync.Mutex
+	var lat []time.Duration
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i, w := range drivers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine []time.Duration
+			for n := 0; time.Now().Before(stop); n++ {
+				t0 := time.Now()
+				turn(i, n, w)
+				mine = append(mine, time.Since(t0))
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if len(lat) == 0 {
+		return 0, 0
+	}
+	slices.Sort(lat)
+	return float64(len(lat)) / elapsed.Seconds(), lat[len(lat)*99/100]
+}
+
+// rawLoad is the baseline turn server: each turn frame a driver sends is
+// answered with loadTurnEnvelopes frames to each of its chat's four
+// connections, the last one saying the turn ended.
+func rawLoad(b *testing.B, chats int, d time.Duration) (float64, time.Duration) {
+	var mu sync.Mutex
+	rooms := map[string][]*websocket.Conn{}
+	locks := map[*websocket.Conn]*sync.Mutex{}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		room := r.URL.Query().Get("room")
+		mu.Lock()
+		rooms[room] = append(rooms[room], ws)
+		locks[ws] = &sync.Mutex{}
+		mu.Unlock()
+		frame := bytes.Repeat([]byte("x"), 200)
+		end := []byte(`"chat/turnComplete"`)
+		for {
+			if _, _, err := ws.ReadMessage(); err != nil {
+				return
+			}
+			mu.Lock()
+			members := slices.Clone(rooms[room])
+			mu.Unlock()
+			for _, m := range members {
+				l := locks[m]
+				l.Lock()
+				for k := range loadTurnEnvelopes {
+					msg := frame
+					if k == loadTurnEnvelopes-1 {
+						msg = end
+					}
+					_ = m.WriteMessage(websocket.TextMessage, msg)
+				}
+				l.Unlock()
+			}
+		}
+	}))
+	defer ts.Close()
+	url := "ws" + strings.TrimPrefix(ts.URL, "http")
+	var drivers []*rawWatcher
+	for i := range chats {
+		for j := range 4 {
+			ws, _, err := websocket.DefaultDialer.Dial(fmt.Sprintf("%s/?room=%d", url, i), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer ws.Close()
+			if j == 0 {
+				drivers = append(drivers, &rawWatcher{ws: ws})
+				continue
+			}
+			go func() {
+				for {
+					if _, _, err := ws.NextReader(); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}
+	for {
+		mu.Lock()
+		n := 0
+		for _, r := range rooms {
+			n += len(r)
+		}
+		mu.Unlock()
+		if n == 4*chats {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return runLoad(d, drivers, func(_, _ int, w *rawWatcher) {
+		w.send(b, "turn")
+		w.readUntil(b, `"chat/turnComplete"`)
+	})
 }

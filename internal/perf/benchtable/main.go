@@ -65,7 +65,7 @@ func main() {
 			switch {
 			case m.unit == "ratio":
 				ratio = strconv.FormatFloat(m.value, 'g', 3, 64)
-			case strings.HasPrefix(m.unit, "ahpd-"), strings.HasPrefix(m.unit, "loaded-"), strings.HasPrefix(m.unit, "unloaded-"):
+			case strings.HasPrefix(m.unit, "ahpd-"), strings.HasPrefix(m.unit, "loaded-"), strings.HasPrefix(m.unit, "unloaded-"), strings.HasPrefix(m.unit, "snapshot-"):
 				ahpd = append(ahpd, format(m))
 			case strings.HasPrefix(m.unit, "raw-"), strings.HasPrefix(m.unit, "empty-"):
 				base = append(base, format(m))
