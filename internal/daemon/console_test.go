@@ -93,6 +93,14 @@ func TestConsole(t *testing.T) {
 	a.wait("the filter hides it", `document.querySelectorAll('#sessions-list li').length === 0`)
 	a.do("clear the filter", chromedp.Evaluate[chromedp.Void](`(() => { const f = document.getElementById('filter'); f.value = ''; f.dispatchEvent(new Event('input')); })()`))
 	a.wait("the filter cleared", `document.querySelectorAll('#sessions-list li').length === 1`)
+	// A keyboard person's place in the list survives its live re-render.
+	before := a.str(`ahpdConsole.sessions.get(` + jsq(goSess) + `).modifiedAt`)
+	a.do("focus the session", chromedp.Evaluate[chromedp.Void](`document.querySelector('#sessions-list li[data-session=`+jsq(goSess)+`] button').focus()`))
+	sendTurn(t, g, goChat, "g2", "again from go")
+	a.wait("the list re-rendered", `ahpdConsole.sessions.get(`+jsq(goSess)+`).modifiedAt !== `+jsq(before))
+	if got := a.str(`document.activeElement.dataset.focusKey || document.activeElement.tagName`); got != "session:"+goSess {
+		t.Errorf("the focus moved to %q after a live update, want the session's button", got)
+	}
 
 	// A session made in the page, on the script agent.
 	a.wait("the script agent offered", `document.getElementById('provider').value === 'script'`)
@@ -441,8 +449,9 @@ func TestConsolePagingAndWorkers(t *testing.T) {
 	p.send("[worker] go")
 	p.awaitTurn("[worker] go", "complete")
 	p.wait("the worker linked under its call", `!!`+turnJS("[worker] go")+`.querySelector('.tool .worker-link')`)
-	p.do("open the worker", chromedp.Evaluate[chromedp.Void](turnJS("[worker] go")+`.querySelector('.tool details.tool-output').open = true`))
-	p.click(`.tool .worker-link`)
+	// By keyboard: the link focused, Enter pressed.
+	p.do("open the worker", chromedp.Evaluate[chromedp.Void](`(() => { const l = `+turnJS("[worker] go")+`.querySelector('.tool .worker-link'); l.closest('details').open = true; l.focus(); })()`),
+		chromedp.KeyEvent(kb.Enter))
 	p.wait("the worker chat open with its turn", `ahpdConsole.chat !== `+jsq(chat)+` && !!`+turnJS("work on: [worker] go")+` && document.querySelector('#tabs [aria-selected=true]').dataset.origin === 'tool'`)
 	p.noErrors()
 }

@@ -41,6 +41,30 @@ function el(tag, attrs = {}, ...children) {
   return n;
 }
 
+// keepFocus runs render, then gives the focus back to the element that had
+// it when render replaced that element with a new one of the same focus
+// key: a person tabbing through the list or a turn does not lose their
+// place when an envelope arrives.
+function keepFocus(container, render) {
+  const had = document.activeElement;
+  const key = had && container.contains(had) ? had.dataset.focusKey : undefined;
+  render();
+  if (key && !had.isConnected) {
+    const again = container.querySelector(`[data-focus-key="${CSS.escape(key)}"]`);
+    if (again) again.focus();
+  }
+}
+
+// place makes container's children be nodes, in order, moving only what
+// is out of place, so a node kept from the last render is never detached
+// (it keeps its focus, its open details and its scroll).
+function place(container, nodes) {
+  nodes.forEach((n, i) => {
+    if (container.children[i] !== n) container.insertBefore(n, container.children[i] || null);
+  });
+  while (container.children.length > nodes.length) container.lastElementChild.remove();
+}
+
 function showError(where, e) {
   const n = $(where);
   n.textContent = e ? String(e.message || e) : '';
@@ -221,21 +245,21 @@ function renderSessions() {
   const rows = [...app.sessions.values()]
     .filter((s) => !q || [s.title, s.provider, s.activity].some((v) => (v || '').toLowerCase().includes(q)))
     .sort((a, b) => String(b.modifiedAt).localeCompare(String(a.modifiedAt)));
-  $('sessions-list').replaceChildren(
+  keepFocus($('sessions-list'), () => $('sessions-list').replaceChildren(
     ...rows.map((s) =>
       el(
         'li',
         { dataset: { session: s.resource } },
         el(
           'button',
-          { type: 'button', class: 'session-item', 'aria-current': s.resource === app.session ? 'true' : null, onclick: () => openSession(s.resource) },
+          { type: 'button', class: 'session-item', 'aria-current': s.resource === app.session ? 'true' : null, dataset: { focusKey: 'session:' + s.resource }, onclick: () => openSession(s.resource) },
           el('span', { class: 'title', text: s.title || '(untitled)' }),
           el('span', { class: 'meta' }, el('span', { class: 'status', dataset: { status: statusText(s.status) }, text: statusText(s.status) }), ' · ', el('span', { class: 'provider', text: s.provider }), s.activity ? el('span', { class: 'activity', text: ' · ' + s.activity }) : null),
           el('time', { class: 'modified', datetime: s.modifiedAt, text: when(s.modifiedAt) }),
         ),
       ),
     ),
-  );
+  ));
 }
 
 async function createSession(ev) {
@@ -308,13 +332,13 @@ function renderSession() {
       'aria-selected': selected ? 'true' : 'false',
       tabindex: selected ? '0' : '-1',
       'aria-controls': 'chat-panel',
-      dataset: { chat: c.resource, status: statusText(c.status), origin: c.origin ? c.origin.kind : 'user' },
+      dataset: { chat: c.resource, status: statusText(c.status), origin: c.origin ? c.origin.kind : 'user', focusKey: 'tab:' + c.resource },
       onclick: () => openChat(c.resource),
       onkeydown: tabKeys,
       text: (c.title || 'Chat') + (c.resource === st.defaultChat ? '' : ''),
     });
   });
-  $('tabs').replaceChildren(...tabs);
+  keepFocus($('tabs'), () => $('tabs').replaceChildren(...tabs));
   $('chat-panel').setAttribute('aria-labelledby', 'tab-' + app.chat);
 }
 
@@ -401,7 +425,7 @@ function renderChat(scrollToEnd) {
     nodes.push(node);
   }
   for (const id of [...app.rendered.keys()]) if (!keep.has(id)) app.rendered.delete(id);
-  log.replaceChildren(...nodes);
+  keepFocus(log, () => place(log, nodes));
   if (nearEnd) log.scrollTop = log.scrollHeight;
   else if (firstBefore && firstBefore.isConnected) log.scrollTop += firstBefore.getBoundingClientRect().top - topBefore;
   $('chat-activity').textContent = st.activity || '';
@@ -418,13 +442,13 @@ function renderTurn(t, live, isLast) {
   const footer = el('footer', { class: 'turn-foot' }, el('span', { class: 'state', text: state + (t.duration !== undefined && !live ? ` · ${(t.duration / 1000).toFixed(1)} s` : '') }));
   if (!live && t.state === 'complete') {
     footer.append(
-      el('button', { type: 'button', class: 'fork', onclick: () => newChatFrom('fork', t.id), text: 'Fork here' }),
-      el('button', { type: 'button', class: 'side-chat', onclick: () => newChatFrom('sideChat', t.id), text: 'Side chat' }),
+      el('button', { type: 'button', class: 'fork', dataset: { focusKey: 'fork:' + t.id }, onclick: () => newChatFrom('fork', t.id), text: 'Fork here' }),
+      el('button', { type: 'button', class: 'side-chat', dataset: { focusKey: 'side:' + t.id }, onclick: () => newChatFrom('sideChat', t.id), text: 'Side chat' }),
     );
   }
   const lastPart = (t.responseParts || [])[(t.responseParts || []).length - 1];
   if (!live && isLast && t.state === 'error' && lastPart && lastPart.kind === 'error' && lastPart.resumable) {
-    footer.append(el('button', { type: 'button', class: 'resume', onclick: () => act({ type: 'chat/turnResume', turnId: t.id }), text: 'Resume' }));
+    footer.append(el('button', { type: 'button', class: 'resume', dataset: { focusKey: 'resume:' + t.id }, onclick: () => act({ type: 'chat/turnResume', turnId: t.id }), text: 'Resume' }));
   }
   return el('article', { class: 'turn', dataset: { turnId: t.id, state }, 'aria-label': 'Turn' }, user, parts, footer);
 }
@@ -467,8 +491,8 @@ function renderTool(tc, t, live) {
     box.append(
       el('div', { class: 'confirm', role: 'group', 'aria-label': 'Confirm the tool call' },
         el('span', { text: text(tc.confirmationTitle) || 'Run this tool?' }),
-        el('button', { type: 'button', class: 'approve', onclick: () => act({ type: 'chat/toolCallConfirmed', turnId: t.id, toolCallId: tc.toolCallId, approved: true }), text: 'Approve' }),
-        el('button', { type: 'button', class: 'deny', onclick: () => act({ type: 'chat/toolCallConfirmed', turnId: t.id, toolCallId: tc.toolCallId, approved: false, reason: 'denied' }), text: 'Deny' }),
+        el('button', { type: 'button', class: 'approve', dataset: { focusKey: 'approve:' + tc.toolCallId }, onclick: () => act({ type: 'chat/toolCallConfirmed', turnId: t.id, toolCallId: tc.toolCallId, approved: true }), text: 'Approve' }),
+        el('button', { type: 'button', class: 'deny', dataset: { focusKey: 'deny:' + tc.toolCallId }, onclick: () => act({ type: 'chat/toolCallConfirmed', turnId: t.id, toolCallId: tc.toolCallId, approved: false, reason: 'denied' }), text: 'Deny' }),
       ),
     );
   }
@@ -512,7 +536,7 @@ function renderContent(c) {
 }
 
 function workerLink(resource, title) {
-  return el('button', { type: 'button', class: 'worker-link', dataset: { chat: resource }, onclick: () => openChat(resource), text: 'Worker chat: ' + (title || resource) });
+  return el('button', { type: 'button', class: 'worker-link', dataset: { chat: resource, focusKey: 'worker:' + resource }, onclick: () => openChat(resource), text: 'Worker chat: ' + (title || resource) });
 }
 
 // renderDiff shows a file edit: the unified diff when the host sent one,
@@ -558,14 +582,14 @@ function renderPending() {
       el('li', { class: 'queued', dataset: { id: m.id } },
         el('span', { class: 'kind', text: `Queued ${i + 1}: ` }),
         el('span', { class: 'text', text: m.message.text }),
-        el('button', { type: 'button', class: 'up', disabled: i === 0, 'aria-label': 'Move up: ' + m.message.text, onclick: () => move(-1), text: '↑' }),
-        el('button', { type: 'button', class: 'down', disabled: i === q.length - 1, 'aria-label': 'Move down: ' + m.message.text, onclick: () => move(1), text: '↓' }),
-        el('button', { type: 'button', class: 'take-back', onclick: () => act({ type: 'chat/pendingMessageRemoved', kind: 'queued', id: m.id }), text: 'Take back' }),
+        el('button', { type: 'button', class: 'up', dataset: { focusKey: 'up:' + m.id }, disabled: i === 0, 'aria-label': 'Move up: ' + m.message.text, onclick: () => move(-1), text: '↑' }),
+        el('button', { type: 'button', class: 'down', dataset: { focusKey: 'down:' + m.id }, disabled: i === q.length - 1, 'aria-label': 'Move down: ' + m.message.text, onclick: () => move(1), text: '↓' }),
+        el('button', { type: 'button', class: 'take-back', dataset: { focusKey: 'take:' + m.id }, onclick: () => act({ type: 'chat/pendingMessageRemoved', kind: 'queued', id: m.id }), text: 'Take back' }),
       ),
     );
   });
   const hint = q.length && !st.activeTurn ? el('p', { class: 'hint', text: 'The queue waits: the next turn you start runs first, then these.' }) : null;
-  box.replaceChildren(...(items.length ? [el('h2', { class: 'sr-only', text: 'Waiting messages' }), el('ul', {}, ...items), hint] : []).filter(Boolean));
+  keepFocus(box, () => box.replaceChildren(...(items.length ? [el('h2', { class: 'sr-only', text: 'Waiting messages' }), el('ul', {}, ...items), hint] : []).filter(Boolean)));
 }
 
 // ---- compose ----------------------------------------------------------------
