@@ -1,11 +1,13 @@
 package daemon_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ahpd/ahpd/internal/agent"
 	"github.com/ahpd/ahpd/internal/agent/claude"
@@ -151,5 +153,50 @@ func TestLoadLayersAndSources(t *testing.T) {
 	}
 	if _, err := daemon.Load(daemon.LoadInput{File: filepath.Join(t.TempDir(), "none.json")}); err == nil {
 		t.Errorf("a named missing file was accepted")
+	}
+}
+
+// Daemon.Shutdown (SIGTERM) mid-turn: both clients see a notice that the
+// host is stopping and then chat/turnCancelled; the restarted daemon reads
+// the turn back cancelled with the notice (not hostRestarted).
+func TestShutdownEndsRunningTurnsCancelled(t *testing.T) {
+	e := newEnv(t)
+	a, b := e.client("a"), e.client("b")
+	_, chat := e.createSession(a, "script:/5d0c0a4e-8e53-4a4f-9a55-7f1c2b3a0010")
+	a.Subscribe(chat)
+	b.Subscribe(chat)
+	startTurn(a, chat, "t1", "[hold] stay")
+	a.AwaitAction(chat, "chat/responsePart")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.d.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	e.d = nil
+	for name, c := range map[string]*ahptest.Client{"a": a, "b": b} {
+		c.AwaitAction(chat, "chat/turnCancelled") // frames already sent may still be in flight
+		var notice, end int64
+		for _, env := range c.Envelopes() {
+			if env.Channel != chat {
+				continue
+			}
+			var part ahp.ResponsePart
+			if env.Type() == "chat/responsePart" && env.Field("part", &part) == nil && part.Kind == ahp.PartSystemNotification && strings.Contains(part.Content, "stopping") {
+				notice = env.ServerSeq
+			}
+			if env.Type() == "chat/turnCancelled" && turnID(env) == "t1" {
+				end = env.ServerSeq
+			}
+		}
+		if notice == 0 || end == 0 || notice > end {
+			t.Fatalf("client %s: notice at %d, cancelled at %d; want the notice, then the ending", name, notice, end)
+		}
+	}
+	e.start()
+	c := e.client("c")
+	raw, _ := c.Subscribe(chat)
+	cs := chatState(t, raw)
+	if len(cs.Turns) != 1 || cs.Turns[0].State != ahp.TurnCancelled {
+		t.Fatalf("after restart: %s", raw)
 	}
 }

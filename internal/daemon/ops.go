@@ -378,6 +378,16 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 	if err := d.host.CancelTurnsForShutdown(ctx); err != nil {
 		d.log.Warn("cancel running turns for shutdown", "err", err)
 	}
+	// Close the connections (after what is queued for them), then end any
+	// turn a client started meanwhile the same way: nobody sees that one,
+	// but it is stored cancelled rather than left to read back as
+	// interrupted.
+	if err := d.rpc.Shutdown(ctx); err != nil {
+		d.log.Warn("close connections", "err", err)
+	}
+	if err := d.host.CancelTurnsForShutdown(ctx); err != nil {
+		d.log.Warn("cancel running turns for shutdown", "err", err)
+	}
 	return d.Close(ctx)
 }
 
