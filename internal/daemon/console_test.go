@@ -455,3 +455,46 @@ func TestConsolePagingAndWorkers(t *testing.T) {
 	p.wait("the worker chat open with its turn", `ahpdConsole.chat !== `+jsq(chat)+` && !!`+turnJS("work on: [worker] go")+` && document.querySelector('#tabs [aria-selected=true]').dataset.origin === 'tool'`)
 	p.noErrors()
 }
+
+// TestConsoleChangesets: what an agent changed on disk shows as a diff, per
+// turn and for the whole chat, read through the changeset channels and
+// resourceRead (the in-repo fake ACP agent edits a file in the chat's
+// directory; its permission ask is approved in the page).
+func TestConsoleChangesets(t *testing.T) {
+	chromiumPath(t)
+	e := newACPFakeEnv(t)
+	g := e.client("go")
+	sess := "ahp-session:/" + uuid.NewString()
+	g.MustCall("createSession", map[string]any{"channel": sess, "provider": "fake-acp"})
+	chat := sessionState(t, g, sess).DefaultChat
+	notes := filepath.Join(e.workDir, "notes.txt")
+	if err := os.WriteFile(notes, []byte("first\nbefore\nlast\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t)
+	p := b.page("CS")
+	p.do("open the chat", chromedp.Navigate(consoleURL(e.testEnv)+"#"+url.Values{"s": {sess}, "c": {chat}}.Encode()))
+	p.online()
+	p.wait("the chat open", `ahpdConsole.chat === `+jsq(chat)+` && !!ahpdConsole.chatState`)
+	msg := "[edit:" + notes + "|first\nafter\nlast\n]"
+	p.do("write the message", chromedp.Evaluate[chromedp.Void](`document.getElementById('message').value = `+jsq(msg)))
+	p.click("#send")
+	p.wait("the turn complete, its asks approved", `(() => { document.querySelectorAll('.tool[data-status=pending-confirmation] button.approve').forEach((b) => b.click()); return `+turnJS(msg)+`?.dataset.state === 'complete'; })()`)
+	if got := mustRead(t, notes); got != "first\nafter\nlast\n" {
+		t.Fatalf("notes.txt = %q", got)
+	}
+	p.wait("the turn's Changes button", `!!`+turnJS(msg)+`.querySelector('button.changes')`)
+	p.do("open the turn's changes", chromedp.Evaluate[chromedp.Void](turnJS(msg)+`.querySelector('button.changes').focus()`), chromedp.KeyEvent(kb.Enter))
+	diffJS := `[...document.querySelectorAll('#changes-panel .diff span')].map((s) => s.className + ':' + s.textContent.trim()).join('|')`
+	p.wait("the diff", diffJS+`.includes('del:-before')`)
+	if got := p.str(diffJS); got != ":first|del:-before|add:+after|:last" {
+		t.Errorf("the turn's diff reads %q", got)
+	}
+	p.screenshot("changeset")
+	p.accessible("a changeset")
+	p.click("#changes-close")
+	p.wait("closed", `document.getElementById('changes-panel').hidden`)
+	p.click("#chat-changes")
+	p.wait("the chat's diff", `document.getElementById('changes-panel').textContent.includes('notes.txt') && `+diffJS+`.includes('add:+after')`)
+	p.noErrors()
+}

@@ -5,6 +5,7 @@
 import { Connection, ROOT, uuid } from './proto.js';
 import { reduceChat, reduceSession, statusText } from './reduce.js';
 import { renderMarkdown } from './markdown.js';
+import { hunks, lineDiff } from './diff.js';
 
 const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = 'ahpd.token';
@@ -188,6 +189,10 @@ function onAction(env) {
       openChat(app.sessionState.defaultChat || (app.sessionState.chats[0] || {}).resource);
     }
   }
+  if (app.changeset && env.channel === app.changeset.uri) {
+    reduceChangeset(app.changeset.state, a);
+    renderChangeset();
+  }
   if (env.channel === app.chat && app.chatState) {
     const mine = env.origin && env.origin.clientId === app.conn.clientId;
     reduceChat(app.chatState, a);
@@ -366,6 +371,7 @@ async function openChat(uri) {
   app.rendered.clear();
   $('turns').replaceChildren();
   app.attachments = [];
+  closeChangeset();
   history.replaceState(null, '', '#' + new URLSearchParams({ s: app.session, c: uri }).toString());
   renderSession();
   try {
@@ -429,6 +435,9 @@ function renderChat(scrollToEnd) {
   if (nearEnd) log.scrollTop = log.scrollHeight;
   else if (firstBefore && firstBefore.isConnected) log.scrollTop += firstBefore.getBoundingClientRect().top - topBefore;
   $('chat-activity').textContent = st.activity || '';
+  const whole = changesetFor(null);
+  $('chat-changes').hidden = !whole;
+  if (whole) $('chat-changes').onclick = () => openChangeset(whole.uri, whole.label);
   renderPending();
   renderComposer();
 }
@@ -446,6 +455,8 @@ function renderTurn(t, live, isLast) {
       el('button', { type: 'button', class: 'side-chat', dataset: { focusKey: 'side:' + t.id }, onclick: () => newChatFrom('sideChat', t.id), text: 'Side chat' }),
     );
   }
+  const perTurn = changesetFor('{turnId}', t.id);
+  if (!live && perTurn) footer.append(el('button', { type: 'button', class: 'changes', dataset: { focusKey: 'changes:' + t.id }, onclick: () => openChangeset(perTurn.uri, perTurn.label), text: 'Changes' }));
   const lastPart = (t.responseParts || [])[(t.responseParts || []).length - 1];
   if (!live && isLast && t.state === 'error' && lastPart && lastPart.kind === 'error' && lastPart.resumable) {
     footer.append(el('button', { type: 'button', class: 'resume', dataset: { focusKey: 'resume:' + t.id }, onclick: () => act({ type: 'chat/turnResume', turnId: t.id }), text: 'Resume' }));
@@ -554,6 +565,103 @@ function renderDiff(c) {
   }
   for (const l of lines) pre.append(el('span', { class: l.startsWith('+') ? 'add' : l.startsWith('-') ? 'del' : l.startsWith('@@') ? 'hunk' : '', text: l + '\n' }));
   return el('details', { class: 'file-edit', open: true }, el('summary', { text: 'Edit: ' + name }), pre);
+}
+
+// ---- changesets -----------------------------------------------------------
+
+// changesetFor finds the chat's advertised changeset whose template holds
+// placeholder (filled with value), or, with placeholder null, the one with
+// no placeholder (everything the chat changed).
+function changesetFor(placeholder, value) {
+  for (const c of (app.chatState && app.chatState.changesets) || []) {
+    const t = c.uriTemplate || '';
+    if (placeholder === null ? !t.includes('{') : t.includes(placeholder)) {
+      return { uri: placeholder === null ? t : t.replace(placeholder, encodeURIComponent(value)), label: c.label || 'Changes' };
+    }
+  }
+  return null;
+}
+
+function reduceChangeset(s, a) {
+  switch (a.type) {
+    case 'changeset/fileSet': {
+      const i = s.files.findIndex((f) => f.id === a.file.id);
+      if (i >= 0) s.files[i] = a.file;
+      else s.files.push(a.file);
+      return;
+    }
+    case 'changeset/fileRemoved':
+      s.files = s.files.filter((f) => f.id !== a.fileId);
+      return;
+    case 'changeset/contentChanged':
+      s.files = a.files || [];
+      return;
+    case 'changeset/cleared':
+      s.files = [];
+      return;
+    case 'changeset/statusChanged':
+      s.status = a.status;
+      return;
+  }
+}
+
+async function openChangeset(uri, label) {
+  closeChangeset();
+  app.changeset = { uri, label, state: { files: [] }, texts: new Map() };
+  try {
+    const st = await app.conn.subscribe(uri);
+    if (!app.changeset || app.changeset.uri !== uri) return;
+    app.changeset.state = st || { files: [] };
+    app.changeset.state.files = app.changeset.state.files || [];
+    renderChangeset();
+  } catch (e) {
+    alertError(e);
+  }
+}
+
+function closeChangeset() {
+  if (app.changeset) app.conn.unsubscribe(app.changeset.uri);
+  app.changeset = null;
+  $('changes-panel').hidden = true;
+  $('changes-panel').replaceChildren();
+}
+
+// readText reads a content URI once through resourceRead.
+function readText(uri) {
+  const cache = app.changeset.texts;
+  if (!cache.has(uri)) {
+    cache.set(uri, app.conn.call('resourceRead', { channel: ROOT, uri, encoding: 'utf-8' }).then((r) => (r.encoding === 'base64' ? atob(r.data || '') : r.data || '')));
+  }
+  return cache.get(uri);
+}
+
+function renderChangeset() {
+  const cs = app.changeset;
+  const panel = $('changes-panel');
+  panel.hidden = false;
+  const files = cs.state.files;
+  const body = el('div', { class: 'changes-files' });
+  if (!files.length) body.append(el('p', { class: 'hint', text: 'No changes.' }));
+  for (const f of files) {
+    const edit = f.edit || {};
+    const name = decodeURIComponent(String(f.id).replace(/^file:\/\//, ''));
+    const counts = edit.diff ? ` +${edit.diff.added || 0} −${edit.diff.removed || 0}` : '';
+    const pre = el('pre', { class: 'diff', 'aria-label': 'Diff of ' + name, text: 'loading…' });
+    body.append(el('details', { class: 'file-edit', open: true, dataset: { file: f.id } }, el('summary', { text: name + counts + (!edit.before ? ' (new)' : !edit.after ? ' (deleted)' : '') }), pre));
+    const side = (x) => (x && x.content && x.content.uri ? readText(x.content.uri) : Promise.resolve(''));
+    Promise.all([side(edit.before), side(edit.after)]).then(([b, a]) => {
+      const d = lineDiff(b, a);
+      if (!d) {
+        pre.textContent = 'too large to compare here';
+        return;
+      }
+      pre.replaceChildren(...hunks(d).map((x) => el('span', { class: x.op === '+' ? 'add' : x.op === '-' ? 'del' : x.op === '@' ? 'hunk' : '', text: (x.op === '@' ? '' : x.op) + x.line + '\n' })));
+    }, (e) => (pre.textContent = 'cannot read: ' + e.message));
+  }
+  panel.replaceChildren(
+    el('div', { class: 'row' }, el('h2', { text: cs.label }), el('button', { type: 'button', id: 'changes-close', onclick: closeChangeset, text: 'Close changes' })),
+    body,
+  );
 }
 
 // ---- waiting messages ------------------------------------------------------
