@@ -212,7 +212,9 @@ func running(dataDir string) (daemon.RunInfo, bool) {
 	if !ok {
 		return info, false
 	}
-	return info, alive(info.PID)
+	// A pid alone may have been reused since; the data dir's lock is held
+	// only while its daemon lives.
+	return info, alive(info.PID) && daemon.DataDirHeld(dataDir)
 }
 
 func alive(pid int) bool {

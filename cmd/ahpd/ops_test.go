@@ -600,6 +600,31 @@ func TestStartStatusStop(t *testing.T) {
 	if _, _, code := ahpdRun(t, nil, "stop", "--data-dir", data); code != 0 {
 		t.Fatalf("stop after restart: exit %d", code)
 	}
+
+	// A stale pid file whose pid now names another live process: status
+	// says not running and stop signals nothing (the data dir's lock is
+	// not held).
+	other := exec.Command("sleep", "30")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Process.Kill(); _ = other.Wait() })
+	pid := strconv.Itoa(other.Process.Pid)
+	if err := os.WriteFile(filepath.Join(data, "ahpd.pid"), []byte(pid+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(data, "ahpd.json"), []byte(`{"pid":`+pid+`,"url":"ws://127.0.0.1:1"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, code := ahpdRun(t, nil, "status", "--data-dir", data); code != 3 {
+		t.Errorf("status with a stale pid file: exit %d, want 3", code)
+	}
+	if _, _, code := ahpdRun(t, nil, "stop", "--data-dir", data); code != 3 {
+		t.Errorf("stop with a stale pid file: exit %d, want 3", code)
+	}
+	if err := other.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("stop signalled the process a stale pid file named: %v", err)
+	}
 }
 
 // doctor: the claude CLI configured but absent is a problem with its fix

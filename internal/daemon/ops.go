@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gofrs/flock"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -421,4 +422,25 @@ func (d *Daemon) removePIDFile() {
 		_ = os.Remove(PIDFile(d.cfg.DataDir))
 		_ = os.Remove(InfoFile(d.cfg.DataDir))
 	}
+}
+
+// DataDirHeld reports whether a daemon holds dir's lock now. It is how
+// status and stop tell a live daemon from a stale pid file whose pid was
+// reused by another process: the kernel drops the lock when its holder
+// dies, however it dies.
+func DataDirHeld(dir string) bool {
+	path := filepath.Join(dir, lockName)
+	if _, err := os.Stat(path); err != nil {
+		return false
+	}
+	l := flock.New(path)
+	ok, err := l.TryLock()
+	if err != nil {
+		return false
+	}
+	if ok {
+		_ = l.Unlock()
+		return false
+	}
+	return true
 }
