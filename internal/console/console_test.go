@@ -1,0 +1,100 @@
+package console
+
+import (
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// TestHandler: "/" is the page and /console/<file> its assets, each with
+// the headers that keep it to its own origin; anything else is not the
+// console's, a path out of the assets is 404, and only GET and HEAD are
+// answered.
+func TestHandler(t *testing.T) {
+	h := Handler()
+	tests := []struct {
+		method, path string
+		status       int
+		contentType  string
+		body         string
+	}{
+		{"GET", "/", 200, "text/html", "<title>ahpd console</title>"},
+		{"HEAD", "/", 200, "text/html", ""},
+		{"GET", "/console/app.js", 200, "text/javascript", "import { Connection"},
+		{"GET", "/console/markdown.js", 200, "text/javascript", "never parses HTML"},
+		{"GET", "/console/style.css", 200, "text/css", ":root"},
+		{"GET", "/console/", 404, "", ""},
+		{"GET", "/console/nope.js", 404, "", ""},
+		{"GET", "/console/../console.go", 404, "", ""},
+		{"GET", "/console/%2e%2e/console.go", 404, "", ""},
+		{"POST", "/", 405, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+			req := httptest.NewRequest(tt.method, "http://127.0.0.1:9187"+tt.path, nil)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != tt.status {
+				t.Fatalf("status %d, want %d", rec.Code, tt.status)
+			}
+			if tt.status != 200 {
+				return
+			}
+			hd := rec.Header()
+			if !strings.HasPrefix(hd.Get("Content-Type"), tt.contentType) {
+				t.Errorf("Content-Type %q, want %s", hd.Get("Content-Type"), tt.contentType)
+			}
+			csp := hd.Get("Content-Security-Policy")
+			for _, want := range []string{"default-src 'none'", "script-src 'self'", "connect-src 'self' ws://127.0.0.1:9187", "frame-ancestors 'none'"} {
+				if !strings.Contains(csp, want) {
+					t.Errorf("CSP %q lacks %q", csp, want)
+				}
+			}
+			if hd.Get("Referrer-Policy") != "no-referrer" || hd.Get("X-Frame-Options") != "DENY" || hd.Get("X-Content-Type-Options") != "nosniff" {
+				t.Errorf("headers %v", hd)
+			}
+			if !strings.Contains(rec.Body.String(), tt.body) {
+				t.Errorf("body lacks %q", tt.body)
+			}
+		})
+	}
+}
+
+// TestServes: the console answers "/" and its asset prefix only, so the
+// daemon's other plain paths keep their 426.
+func TestServes(t *testing.T) {
+	for path, want := range map[string]bool{"/": true, "/console/app.js": true, "/index.html": false, "/api": false, "/healthz": false, "/consolex": false} {
+		if got := Serves(path); got != want {
+			t.Errorf("Serves(%q) = %v, want %v", path, got, want)
+		}
+	}
+}
+
+// TestCSPHostIsNotInjected: a Host header that would add a directive is
+// left out of connect-src.
+func TestCSPHostIsNotInjected(t *testing.T) {
+	if got := csp("evil; script-src *"); strings.Contains(got, "evil") {
+		t.Errorf("csp = %q", got)
+	}
+}
+
+// TestNoHTMLParsingInThePage: the page's scripts never hand a string to
+// the HTML parser, which is what makes the markdown renderer safe without
+// a sanitiser.
+func TestNoHTMLParsingInThePage(t *testing.T) {
+	entries, err := files.ReadDir("static")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".js") {
+			continue
+		}
+		b, _ := files.ReadFile("static/" + e.Name())
+		for _, sink := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function", "DOMParser", "createContextualFragment"} {
+			if strings.Contains(string(b), sink) {
+				t.Errorf("%s uses %s", e.Name(), sink)
+			}
+		}
+	}
+}
