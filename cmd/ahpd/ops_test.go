@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -672,6 +673,18 @@ func TestDoctorClaudeAbsentAndPresent(t *testing.T) {
 	}
 	if code != 0 || !rep.OK {
 		t.Errorf("doctor with claude present: exit %d %s", code, out)
+	}
+
+	// A port another process holds is a problem, with its fix.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	out, _, code = ahpdRun(t, nil, "doctor", "--data-dir", t.TempDir(), "--port", port)
+	if code != 1 || !strings.Contains(out, "FAIL port") || !strings.Contains(out, "fix: stop what listens there") {
+		t.Errorf("doctor with the port taken: exit %d\n%s", code, out)
 	}
 
 	// A store SQLite cannot read is a problem too.
