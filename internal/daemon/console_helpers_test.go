@@ -218,6 +218,9 @@ func newCutProxy(t *testing.T, target string) *cutProxy {
 			if err != nil {
 				return
 			}
+			p.mu.Lock()
+			target := p.target
+			p.mu.Unlock()
 			up, err := net.Dial("tcp", target)
 			if err != nil {
 				c.Close()
@@ -234,6 +237,13 @@ func newCutProxy(t *testing.T, target string) *cutProxy {
 }
 
 func (p *cutProxy) url() string { return fmt.Sprintf("http://%s/", p.ln.Addr()) }
+
+// retarget sends the connections accepted from now on to target.
+func (p *cutProxy) retarget(target string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.target = target
+}
 
 // cut closes every connection open now.
 func (p *cutProxy) cut() int {

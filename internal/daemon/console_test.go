@@ -290,11 +290,10 @@ func TestConsole(t *testing.T) {
 		a.wait("A moved to another chat", `ahpdConsole.chat !== `+jsq(side))
 	})
 
+	proxy := newCutProxy(t, strings.TrimPrefix(e.d.URL(), "ws://"))
+	c := b.page("C")
 	t.Run("reconnect after the socket is cut", func(t *testing.T) {
-		defer bind(t, a, bp)()
-		proxy := newCutProxy(t, strings.TrimPrefix(e.d.URL(), "ws://"))
-		c := b.page("C")
-		c.t = t
+		defer bind(t, a, bp, c)()
 		c.do("open through the proxy", chromedp.Navigate(proxy.url()+"#"+url.Values{"s": {sess}, "c": {chat}}.Encode()))
 		c.online()
 		c.wait("the chat open", `ahpdConsole.chat === `+jsq(chat)+` && !!ahpdConsole.chatState`)
@@ -327,8 +326,21 @@ func TestConsole(t *testing.T) {
 		a.screenshot("narrow-sessions")
 	})
 
+	t.Run("the daemon restarts", func(t *testing.T) {
+		defer bind(t, c)()
+		handshakes := c.str(`document.getElementById('conn').dataset.handshakes`)
+		e.restart()
+		proxy.retarget(strings.TrimPrefix(e.d.URL(), "ws://"))
+		proxy.cut()
+		c.wait("a new handshake with the new daemon", `document.getElementById('conn').dataset.handshakes !== `+jsq(handshakes)+` && document.getElementById('conn').dataset.status === 'online'`)
+		c.wait("the chat back with its turns", `ahpdConsole.chat === `+jsq(chat)+` && !!ahpdConsole.chatState && `+turnJS("[slow] across a cut in the network")+`?.dataset.state === 'complete'`)
+		c.send("after the restart")
+		c.awaitTurn("after the restart", "complete")
+	})
+
 	a.noErrors()
 	bp.noErrors()
+	c.noErrors()
 }
 
 func turnsOf(at *ahp.ActiveTurn) []ahp.Turn {

@@ -139,13 +139,18 @@ function connect(token) {
 
 async function onReady(first, missing) {
   $('conn').dataset.reconnects = String(app.conn.reconnects);
+  $('conn').dataset.handshakes = String(app.conn.handshakes);
   const init = app.conn.init || {};
   app.triggers = init.completionTriggerCharacters || ['/', '@', '#'];
   app.bang = init.terminalCommandPrefix || '!';
   await loadSessions();
   if (first) {
     const h = new URLSearchParams(location.hash.slice(1));
-    if (h.get('s')) openSession(h.get('s'), h.get('c'));
+    const s = app.session || h.get('s');
+    const c = app.chat || h.get('c');
+    app.session = null;
+    app.chat = null;
+    if (s) openSession(s, c);
   } else {
     // A channel the host could not replay is subscribed to again.
     for (const ch of missing || []) {

@@ -43,7 +43,8 @@ export class Connection {
     this.subs = new Set([ROOT]);
     this.ready = false;
     this.initialized = false;
-    this.reconnects = 0;
+    this.reconnects = 0; // handshakes by reconnect
+    this.handshakes = 0; // handshakes of either kind
     this.backoff = 250;
     this.closed = false;
     this.init = null;
@@ -110,19 +111,33 @@ export class Connection {
           this.h.onSnapshot(s.resource, s.state);
         }
         this.initialized = true;
+        this.handshakes++;
         this.ready = true;
         this.backoff = 250;
         this.h.onStatus('online');
         this.h.onReady(true);
         return;
       }
-      const r = await this.request('reconnect', {
-        channel: ROOT,
-        clientId: this.clientId,
-        lastSeenServerSeq: this.lastSeen,
-        subscriptions: [...this.subs],
-      });
+      let r;
+      try {
+        r = await this.request('reconnect', {
+          channel: ROOT,
+          clientId: this.clientId,
+          lastSeenServerSeq: this.lastSeen,
+          subscriptions: [...this.subs],
+        });
+      } catch (e) {
+        if (e.code === undefined) throw e; // the socket went again
+        // The host cannot resume this client (a restarted daemon, say):
+        // start afresh and let the page subscribe again.
+        this.initialized = false;
+        this.seen.clear();
+        this.lastSeen = 0;
+        this.subs = new Set([ROOT]);
+        return this.opened(ws);
+      }
       this.reconnects++;
+      this.handshakes++;
       if (r.type === 'replay') {
         for (const env of r.actions || []) this.deliver(env);
         for (const ch of r.missing || []) this.subs.delete(ch);
