@@ -275,6 +275,11 @@ func TestConsole(t *testing.T) {
 		a.click(`.turn button.side-chat`)
 		a.wait("the side chat open", `ahpdConsole.chat !== `+jsq(chat)+` && ahpdConsole.chat !== `+jsq(fork)+` && !!ahpdConsole.chatState`)
 		side := a.str(`ahpdConsole.chat`)
+		// The tabs answer the arrow keys.
+		a.do("focus the side chat's tab, press ArrowLeft", chromedp.Evaluate[chromedp.Void](`document.querySelector('#tabs [aria-selected=true]').focus()`), chromedp.KeyEvent(kb.ArrowLeft))
+		a.wait("the tab before it selected and focused", `ahpdConsole.chat !== `+jsq(side)+` && document.activeElement === document.querySelector('#tabs [aria-selected=true]')`)
+		a.click(`#tabs [data-chat="` + side + `"]`)
+		a.wait("back on the side chat", `ahpdConsole.chat === `+jsq(side)+` && !!ahpdConsole.chatState`)
 		bp.wait("B sees three tabs", `document.querySelectorAll('#tabs [role=tab]').length === 3 && document.querySelector('#tabs [data-chat=`+jsq(side)+`]').dataset.origin === 'sideChat'`)
 
 		a.click("#rename")
@@ -465,6 +470,7 @@ func TestConsolePagingAndWorkers(t *testing.T) {
 	p.do("open the worker", chromedp.Evaluate[chromedp.Void](`(() => { const l = `+turnJS("[worker] go")+`.querySelector('.tool .worker-link'); l.closest('details').open = true; l.focus(); })()`),
 		chromedp.KeyEvent(kb.Enter))
 	p.wait("the worker chat open with its turn", `ahpdConsole.chat !== `+jsq(chat)+` && !!`+turnJS("work on: [worker] go")+` && document.querySelector('#tabs [aria-selected=true]').dataset.origin === 'tool'`)
+	p.wait("a read-only composer", `document.getElementById('send').disabled && document.getElementById('message').readOnly`)
 	p.noErrors()
 }
 

@@ -376,6 +376,9 @@ async function openChat(uri) {
   app.rendered.clear();
   $('turns').replaceChildren();
   app.attachments = [];
+  renderAttachments();
+  // The box shows the open chat's shared draft, never another chat's.
+  $('message').value = '';
   closeChangeset();
   history.replaceState(null, '', '#' + new URLSearchParams({ s: app.session, c: uri }).toString());
   renderSession();
@@ -711,9 +714,12 @@ function renderComposer() {
   const st = app.chatState;
   const online = app.conn && app.conn.ready;
   const running = !!(st && st.activeTurn);
-  $('send').disabled = !online || !st;
+  const readOnly = !!(st && st.interactivity && st.interactivity !== 'full');
+  $('message').readOnly = readOnly;
+  $('message').placeholder = readOnly ? 'This chat is read-only (a worker chat, say).' : '';
+  $('send').disabled = !online || !st || readOnly;
   $('send').textContent = running ? 'Queue' : 'Send';
-  $('steer').disabled = !online || !running;
+  $('steer').disabled = !online || !running || readOnly;
   $('stop').disabled = !online || !running;
 }
 
