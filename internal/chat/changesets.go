@@ -199,8 +199,17 @@ func (c *Chat) settleChange(cp *changeCapture) {
 		AfterExists: after.exists, AfterHash: after.hash(),
 	}
 	f.Skipped = cmp.Or(cp.before.skipped, after.skipped)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	if f.Skipped == "" {
-		f.Added, f.Removed = changeset.Diff(cp.before.data, after.data)
+		// Count from the turn's first before: an earlier change of the
+		// turn may have stored one.
+		first, err := c.turnFirstBefore(ctx, cp)
+		if err != nil {
+			c.log.Error("changeset: read the turn's record of a file", "path", cp.path, "err", err)
+			return
+		}
+		f.Added, f.Removed = changeset.Diff(first, after.data)
 	}
 	var beforeData, afterData []byte
 	if f.BeforeHash != "" {
@@ -209,22 +218,38 @@ func (c *Chat) settleChange(cp *changeCapture) {
 	if f.AfterHash != "" {
 		afterData = after.data
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	stored, err := c.cfg.Env.Store.PutChangesetFile(ctx, f, beforeData, afterData)
 	if err != nil {
 		c.log.Error("changeset: store a changed file", "path", cp.path, "turn", cp.turn, "err", err)
 		return
 	}
-	if stored.BeforeHash != "" && stored.AfterHash != "" && stored.Skipped == "" {
-		// A second change of the turn: count from the turn's first before.
-		if b, ok, err := c.cfg.Env.Store.ChangesetContent(ctx, c.cfg.URI, stored.BeforeHash); err == nil && ok {
-			stored.Added, stored.Removed = changeset.Diff(b, after.data)
-		}
+	if stored.Skipped == "" && stored.BeforeExists == stored.AfterExists && stored.BeforeHash == stored.AfterHash {
+		// The turn put the file back as it found it (made and removed,
+		// changed and restored): no change is left to list.
+		c.forgetUndone(ctx, changeset.TurnURI(c.cfg.URI, stored.Turn), stored.Turn, []string{stored.Path})
+		return
 	}
 	c.changesetCatalogue()
 	c.cfg.Env.Bus.Publish(changeset.TurnURI(c.cfg.URI, stored.Turn), ahp.ChangesetFileSet{File: c.changesetFile(stored)}, nil)
 	c.publishChatWide(ctx, stored.Path)
+}
+
+// turnFirstBefore is the contents cp's file had before its turn first
+// changed it: what the turn's record holds, else cp's own read.
+func (c *Chat) turnFirstBefore(ctx context.Context, cp *changeCapture) ([]byte, error) {
+	files, err := c.cfg.Env.Store.ChangesetFiles(ctx, c.cfg.URI, cp.turn)
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(files, func(f store.ChangesetFile) bool { return f.Path == cp.path })
+	if i < 0 {
+		return cp.before.data, nil
+	}
+	if f := files[i]; f.BeforeHash != "" {
+		data, _, err := c.cfg.Env.Store.ChangesetContent(ctx, c.cfg.URI, f.BeforeHash)
+		return data, err
+	}
+	return nil, nil
 }
 
 // readSide reads path as it is now, bounded.
@@ -506,6 +531,9 @@ func (c *Chat) keepFiles(ctx context.Context, uri, turn string, files []store.Ch
 		return "", err
 	}
 	c.cfg.Env.Bus.Publish(uri, ahp.ChangesetFilesReviewChanged{Files: ids, Reviewed: true}, nil)
+	for _, p := range paths {
+		c.publishChatWide(ctx, p)
+	}
 	return fmt.Sprintf("Kept %d file(s).", len(files)), nil
 }
 
@@ -570,8 +598,9 @@ func (c *Chat) undoFiles(ctx context.Context, uri, turn string, files []store.Ch
 	return fmt.Sprintf("Undid %d file(s).", len(done)), nil
 }
 
-// forgetUndone drops undone files from the turn's changeset: stored, then
-// published on the turn's channel and the chat's.
+// forgetUndone drops files from the turn's changeset (undone, or put back
+// by the turn itself): stored, then published on the turn's channel and
+// the chat's.
 func (c *Chat) forgetUndone(ctx context.Context, uri, turn string, paths []string) {
 	if len(paths) == 0 {
 		return

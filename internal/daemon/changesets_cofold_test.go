@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/ahpd/ahpd/internal/changeset"
@@ -15,7 +16,8 @@ import (
 // mode each edit waits for its confirmation; in acceptEdits nothing waits,
 // and the before cofold read just ahead of its edit (agent.ToolCall.Before)
 // is what the host records. Undoing the turn removes the created file and
-// restores the edited one.
+// restores the edited one. A file the turn changed and put back is not
+// listed.
 func TestChangesetsCofold(t *testing.T) {
 	cofoldEach(t, func(t *testing.T, fake *fakemodel.Server, api string) {
 		for _, mode := range []string{"default", "acceptEdits"} {
@@ -32,16 +34,31 @@ func changesetsCofold(t *testing.T, fake *fakemodel.Server, api, mode string) {
 	if err := os.WriteFile(old, []byte("alpha\nbeta\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// same.txt is changed and put back within the turn: no change is left.
+	if err := os.WriteFile(filepath.Join(ce.workDir, "same.txt"), []byte("same\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	loop := callJSON("write_file", map[string]any{"path": "notes.txt", "content": "one two"}) +
 		callJSON("read_file", map[string]any{"path": "notes.txt"}) +
 		callJSON("edit_file", map[string]any{"path": "notes.txt", "old_string": "two", "new_string": "three"}) +
 		callJSON("read_file", map[string]any{"path": "old.txt"}) +
-		callJSON("edit_file", map[string]any{"path": "old.txt", "old_string": "beta", "new_string": "gamma"})
+		callJSON("edit_file", map[string]any{"path": "old.txt", "old_string": "beta", "new_string": "gamma"}) +
+		callJSON("write_file", map[string]any{"path": "same.txt", "content": "changed"}) +
+		callJSON("write_file", map[string]any{"path": "same.txt", "content": "same\n"})
 	a.Dispatch(chat, turnStarted("t1", loop))
 	mustEnd(t, csConfirmAll(t, a, chat, "t1"), "chat/turnComplete")
 	notes := filepath.Join(ce.workDir, "notes.txt")
 	if got := mustRead(t, notes); got != "one three" {
 		t.Fatalf("notes.txt = %q", got)
+	}
+	wrote := 0
+	for _, c := range clToolCalls(chatOf(t, a, chat).Turns[0]) {
+		if strings.Contains(string(c.ToolInput), "same.txt") && c.Success != nil && *c.Success {
+			wrote++
+		}
+	}
+	if wrote != 2 {
+		t.Fatalf("cofold wrote same.txt %d times, want 2", wrote)
 	}
 	t1 := changeset.TurnURI(chat, "t1")
 	cs := csSubscribe(t, a, t1)
@@ -49,7 +66,8 @@ func changesetsCofold(t *testing.T, fake *fakemodel.Server, api, mode string) {
 	if len(cs.Files) != 2 || n == nil || o == nil || n.Edit.Before != nil || o.Edit.Before == nil {
 		t.Fatalf("t1's changeset: %s", clJSON(t, cs))
 	}
-	if csRead(t, a, n.Edit.After.Content.URI) != "one three" || n.Meta["ahpd.tool"] != "edit_file" {
+	if csRead(t, a, n.Edit.After.Content.URI) != "one three" || n.Meta["ahpd.tool"] != "edit_file" ||
+		n.Edit.Diff == nil || n.Edit.Diff.Added != 1 || n.Edit.Diff.Removed != 0 {
 		t.Errorf("notes.txt: %s", clJSON(t, n))
 	}
 	if csRead(t, a, o.Edit.Before.Content.URI) != "alpha\nbeta\n" || csRead(t, a, o.Edit.After.Content.URI) != "alpha\ngamma\n" ||
