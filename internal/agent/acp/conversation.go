@@ -11,6 +11,7 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/agent/evqueue"
 )
 
 // maxHeld bounds the turns a conversation holds behind the running one.
@@ -43,7 +44,7 @@ type conversation struct {
 	id     string
 	dirs   []string
 	log    *slog.Logger
-	events *eventQueue
+	events *evqueue.Queue
 
 	emitMu sync.Mutex
 
@@ -122,7 +123,7 @@ func newConversation(a *Agent, bin string, p agent.OpenParams) *conversation {
 		id:     p.ConversationID,
 		dirs:   append([]string(nil), p.Directories...),
 		log:    log.With("agent", a.opts.Name, "conversation", p.ConversationID),
-		events: newEventQueue(),
+		events: evqueue.New(),
 		perms:  make(map[acpsdk.ToolCallId]*permission),
 		terms:  newTerminals(),
 		model:  p.Model,
@@ -140,7 +141,7 @@ func newTurnRun(t agent.Turn) *turnRun {
 }
 
 // Events is the stream of what happened.
-func (c *conversation) Events() <-chan agent.Event { return c.events.out }
+func (c *conversation) Events() <-chan agent.Event { return c.events.Events() }
 
 // Send runs the turn, or holds it while another turn runs or ends
 // (C-TURN-103, 104).
@@ -340,7 +341,7 @@ func (c *conversation) emit(decide func() []agent.Event) {
 	evs := decide()
 	c.mu.Unlock()
 	for _, ev := range evs {
-		if !c.events.push(ev) {
+		if !c.events.Push(ev) {
 			return
 		}
 	}
@@ -660,7 +661,7 @@ func (c *conversation) Stop(ctx context.Context) error {
 	}
 	c.mu.Unlock()
 	for _, t := range held {
-		c.events.pushOwed(agent.Event{Kind: agent.EventTurnEnd, TurnID: t.ID, End: &agent.End{Outcome: agent.OutcomeCancelled}})
+		c.events.PushOwed(agent.Event{Kind: agent.EventTurnEnd, TurnID: t.ID, End: &agent.End{Outcome: agent.OutcomeCancelled}})
 	}
 	if p == nil {
 		return nil
@@ -713,7 +714,7 @@ func (c *conversation) close(kill bool) error {
 		run.cancel()
 	}
 	c.mu.Unlock()
-	c.events.abandon()
+	c.events.Abandon()
 	c.terms.killAll()
 	if p != nil {
 		if kill {

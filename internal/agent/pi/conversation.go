@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/agent/evqueue"
 )
 
 // maxHeld bounds the turns a conversation holds behind the running one.
@@ -43,7 +44,7 @@ type conversation struct {
 	id     string
 	cwd    string
 	log    *slog.Logger
-	events *eventQueue
+	events *evqueue.Queue
 
 	emitMu sync.Mutex
 
@@ -119,7 +120,7 @@ func newConversation(p *Pi, bin string, op agent.OpenParams, path string) *conve
 		id:      op.ConversationID,
 		cwd:     op.Directories[0],
 		log:     log.With("agent", Provider, "conversation", op.ConversationID),
-		events:  newEventQueue(),
+		events:  evqueue.New(),
 		path:    path,
 		waiters: make(map[string]chan outLine),
 	}
@@ -132,7 +133,7 @@ func newRun(t agent.Turn) *run {
 }
 
 // Events is the stream of what happened.
-func (c *conversation) Events() <-chan agent.Event { return c.events.out }
+func (c *conversation) Events() <-chan agent.Event { return c.events.Events() }
 
 // Send runs the turn, or holds it while another turn runs or ends
 // (C-TURN-103, 104).
@@ -345,7 +346,7 @@ func (c *conversation) emit(decide func() []agent.Event) {
 	evs := decide()
 	c.mu.Unlock()
 	for _, ev := range evs {
-		if !c.events.push(ev) {
+		if !c.events.Push(ev) {
 			return
 		}
 	}
@@ -547,7 +548,7 @@ func (c *conversation) Stop(ctx context.Context) error {
 	}
 	c.mu.Unlock()
 	for _, t := range held {
-		c.events.pushOwed(agent.Event{Kind: agent.EventTurnEnd, TurnID: t.ID, End: &agent.End{Outcome: agent.OutcomeCancelled}})
+		c.events.PushOwed(agent.Event{Kind: agent.EventTurnEnd, TurnID: t.ID, End: &agent.End{Outcome: agent.OutcomeCancelled}})
 	}
 	if p != nil {
 		go c.stopWatchdog(r, p)
@@ -603,7 +604,7 @@ func (c *conversation) close(kill bool) error {
 		r.cancel()
 	}
 	c.mu.Unlock()
-	c.events.abandon()
+	c.events.Abandon()
 	if p != nil {
 		if kill {
 			p.kill()

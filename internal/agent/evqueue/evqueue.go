@@ -1,0 +1,117 @@
+// Package evqueue is the bounded queue between a backend's goroutines and
+// the chat actor reading its conversation's Events(), shared by the
+// backends that drive an agent process (acp, pi).
+package evqueue
+
+import (
+	"sync"
+
+	"github.com/ahpd/ahpd/internal/agent"
+)
+
+// Cap bounds the events waiting for the chat actor. A producer that finds
+// it full waits (Push), which in the end holds back reading the agent's
+// stdout: the agent slows down, nothing is dropped.
+const Cap = 256
+
+// Queue stands between the backend's goroutines and the chat actor reading
+// Events(). Push blocks while the queue is full; PushOwed never blocks, for
+// the events the chat actor's own calls (Stop, Send) report: the actor is
+// the queue's reader and must not wait on itself. What PushOwed can add is
+// bounded by the turns a conversation holds, so the queue never holds more
+// than Cap plus those.
+type Queue struct {
+	out chan agent.Event
+	// abort is closed by abandon: pump stops delivering.
+	abort     chan struct{}
+	abortOnce sync.Once
+	// mu guards items, finished and abandoned; space is signalled on it.
+	mu        sync.Mutex
+	space     *sync.Cond
+	ready     *sync.Cond
+	items     []agent.Event
+	finished  bool
+	abandoned bool
+}
+
+// New returns a queue and starts its goroutine.
+func New() *Queue {
+	q := &Queue{out: make(chan agent.Event), abort: make(chan struct{})}
+	q.space = sync.NewCond(&q.mu)
+	q.ready = sync.NewCond(&q.mu)
+	go q.pump()
+	return q
+}
+
+// Events is what the chat actor reads; closed once the queue is abandoned.
+func (q *Queue) Events() <-chan agent.Event { return q.out }
+
+// Push queues ev, waiting while the queue is full. After Abandon it reports
+// false and ev is not delivered (the conversation is closed).
+func (q *Queue) Push(ev agent.Event) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.items) >= Cap && !q.finished {
+		q.space.Wait()
+	}
+	if q.finished {
+		return false
+	}
+	q.items = append(q.items, ev)
+	q.ready.Signal()
+	return true
+}
+
+// PushOwed queues ev without waiting (see the type's comment).
+func (q *Queue) PushOwed(ev agent.Event) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.finished {
+		return false
+	}
+	q.items = append(q.items, ev)
+	q.ready.Signal()
+	return true
+}
+
+// Abandon closes Events without delivering what is queued: the
+// conversation was closed and its reader may have stopped reading.
+func (q *Queue) Abandon() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.finished, q.abandoned = true, true
+	q.items = nil
+	q.space.Broadcast()
+	q.ready.Broadcast()
+	q.abortOnce.Do(func() { close(q.abort) })
+}
+
+// pump is the queue's goroutine, started by New; it is the only sender on
+// out and closes it once abandoned.
+func (q *Queue) pump() {
+	defer close(q.out)
+	for {
+		q.mu.Lock()
+		for len(q.items) == 0 && !q.abandoned {
+			q.ready.Wait()
+		}
+		if q.abandoned {
+			q.mu.Unlock()
+			return
+		}
+		ev := q.items[0]
+		q.mu.Unlock()
+		select {
+		case q.out <- ev:
+		case <-q.abort:
+			return
+		}
+		q.mu.Lock()
+		if len(q.items) > 0 {
+			q.items[0] = agent.Event{}
+			q.items = q.items[1:]
+		}
+		q.space.Signal()
+		q.mu.Unlock()
+	}
+}
