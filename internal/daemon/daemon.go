@@ -54,6 +54,11 @@ type Daemon struct {
 	// once a graceful shutdown began.
 	ready, stopping atomic.Bool
 	metricsHandler  http.Handler
+	// toolsCtx ends the agents' host-tool requests (a streamable MCP POST
+	// may be held open for as long as the agent lives); stopTools ends it
+	// when the daemon stops, so http.Server.Shutdown does not wait on them.
+	toolsCtx  context.Context
+	stopTools context.CancelFunc
 }
 
 // Options are what a caller adds to the configuration: the agents (nil
@@ -212,6 +217,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*Daemon, error) {
 		lock:   lock,
 		env:    e, agents: reg, providers: reg.Providers(), started: started,
 	}
+	d.toolsCtx, d.stopTools = context.WithCancel(context.Background())
 	d.metricsHandler = d.newMetrics()
 	d.http = &http.Server{Handler: d.withHostTools(d.opsMux(srv)), ReadHeaderTimeout: 10 * time.Second}
 	// host.New has ended every turn a crash left running: recovery is done.
@@ -267,6 +273,7 @@ func (d *Daemon) Store() *store.Store { return d.store }
 // ends it with hostRestarted); Shutdown ends it first.
 func (d *Daemon) Close(ctx context.Context) error {
 	d.stopping.Store(true)
+	d.stopTools()
 	defer d.removePIDFile()
 	var errs []error
 	if err := d.http.Shutdown(ctx); err != nil {

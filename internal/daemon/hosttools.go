@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"strconv"
@@ -28,7 +29,11 @@ func (d *Daemon) withHostTools(next http.Handler) http.Handler {
 	canvasFiles := d.host.CanvasFilesHandler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == hosttools.Path || strings.HasPrefix(r.URL.Path, hosttools.Path+"/") {
-			tools.ServeHTTP(w, r)
+			// Ended when the daemon stops, not only when the agent hangs up.
+			ctx, cancel := context.WithCancel(r.Context())
+			defer cancel()
+			defer context.AfterFunc(d.toolsCtx, cancel)()
+			tools.ServeHTTP(w, r.WithContext(ctx))
 			return
 		}
 		if strings.HasPrefix(r.URL.Path, canvas.FilesPath) {

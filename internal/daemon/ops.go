@@ -371,6 +371,7 @@ func VersionString() string {
 // (shutdownGraceSeconds); past it, what is left is cut as Close cuts it.
 func (d *Daemon) Shutdown(ctx context.Context) error {
 	d.stopping.Store(true)
+	d.stopTools()
 	// Closing the listener refuses new connections; the websockets already
 	// open are hijacked, so this does not wait for them.
 	if err := d.http.Shutdown(ctx); err != nil {
