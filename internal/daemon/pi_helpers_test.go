@@ -162,7 +162,13 @@ func (pe *piEnv) piPIDs() []int {
 		if len(f) < 2 || f[1] != strconv.Itoa(os.Getpid()) {
 			continue
 		}
-		if exe, err := os.Readlink(filepath.Join("/proc", d.Name(), "exe")); err == nil && strings.HasPrefix(filepath.Base(exe), "node") {
+		exe, err := os.Readlink(filepath.Join("/proc", d.Name(), "exe"))
+		if err != nil || !strings.HasPrefix(filepath.Base(exe), "node") {
+			continue
+		}
+		// This env's pi, not another node agent of the test binary.
+		environ, err := os.ReadFile(filepath.Join("/proc", d.Name(), "environ"))
+		if err == nil && strings.Contains(string(environ), "PI_CODING_AGENT_DIR="+pe.agentDir+"\x00") {
 			out = append(out, pid)
 		}
 	}
