@@ -3,7 +3,7 @@
 GO ?= go
 AGENTS_STAMP := testdata/agents/node_modules/.package-lock.json
 
-.PHONY: all build run test vet fmt generate agents chromium bench clean
+.PHONY: all build run test vet fmt generate agents chromium console-vendor bench clean
 
 all: build
 
@@ -42,7 +42,13 @@ vet:
 fmt:
 	gofmt -w cmd internal testdata/fakemodel
 
-# Regenerates internal/ahp/actions_gen.go from internal/ahp/actions.table.
+# Rebuilds the console's vendored marked and DOMPurify from their npm pins
+# (internal/console/web/package-lock.json); the output is checked in.
+console-vendor:
+	sh internal/console/web/vendor.sh
+
+# Regenerates internal/ahp/actions_gen.go from internal/ahp/actions.table,
+# and the console's vendored modules (npm).
 generate:
 	$(GO) generate ./...
 

@@ -9,11 +9,12 @@
 // origin is the daemon's own, which the door lets in (internal/rpc
 // door.go).
 //
-// Markdown is rendered by the page's own small renderer (static/markdown.js)
-// that builds DOM nodes and never parses HTML: nothing an agent writes can
-// become markup, so there is nothing to sanitise and no third-party code
-// inside the trust boundary.
+// Markdown is rendered with marked and sanitised with DOMPurify
+// (static/markdown.js), both vendored in static/vendor from the versions
+// pinned in web/package-lock.json: the page loads no code from elsewhere.
 package console
+
+//go:generate sh web/vendor.sh
 
 import (
 	"embed"

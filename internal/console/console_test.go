@@ -1,7 +1,9 @@
 package console
 
 import (
+	"encoding/json"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 )
@@ -21,7 +23,9 @@ func TestHandler(t *testing.T) {
 		{"GET", "/", 200, "text/html", "<title>ahpd console</title>"},
 		{"HEAD", "/", 200, "text/html", ""},
 		{"GET", "/console/app.js", 200, "text/javascript", "import { Connection"},
-		{"GET", "/console/markdown.js", 200, "text/javascript", "never parses HTML"},
+		{"GET", "/console/markdown.js", 200, "text/javascript", "from './vendor/purify.es.js'"},
+		{"GET", "/console/vendor/marked.esm.js", 200, "text/javascript", "marked v"},
+		{"GET", "/console/vendor/purify.es.js", 200, "text/javascript", "DOMPurify"},
 		{"GET", "/console/style.css", 200, "text/css", ":root"},
 		{"GET", "/console/", 404, "", ""},
 		{"GET", "/console/nope.js", 404, "", ""},
@@ -95,6 +99,42 @@ func TestNoHTMLParsingInThePage(t *testing.T) {
 			if strings.Contains(string(b), sink) {
 				t.Errorf("%s uses %s", e.Name(), sink)
 			}
+		}
+	}
+}
+
+// TestVendoredModulesArePinned: the marked and DOMPurify the page loads are
+// the versions web/package-lock.json pins (web/vendor.sh copies them), so
+// a pin changed without re-vendoring, or a hand-edited copy of another
+// version, fails here.
+func TestVendoredModulesArePinned(t *testing.T) {
+	raw, err := os.ReadFile("web/package-lock.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lock struct {
+		Packages map[string]struct {
+			Version string `json:"version"`
+		} `json:"packages"`
+	}
+	if err := json.Unmarshal(raw, &lock); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ pkg, file, banner string }{
+		{"marked", "static/vendor/marked.esm.js", " * marked v%s "},
+		{"dompurify", "static/vendor/purify.es.js", "@license DOMPurify %s "},
+	} {
+		version := lock.Packages["node_modules/"+c.pkg].Version
+		if version == "" {
+			t.Fatalf("%s is not pinned in web/package-lock.json", c.pkg)
+		}
+		body, err := files.ReadFile(c.file)
+		if err != nil {
+			t.Fatalf("%s is not embedded: %v", c.file, err)
+		}
+		head := string(body[:min(len(body), 400)])
+		if want := strings.Replace(c.banner, "%s", version, 1); !strings.Contains(head, want) {
+			t.Errorf("%s does not begin with %q (the pinned %s): run make console-vendor", c.file, want, c.pkg)
 		}
 	}
 }

@@ -247,12 +247,16 @@ func TestConsole(t *testing.T) {
 
 	t.Run("markdown cannot become markup", func(t *testing.T) {
 		defer bind(t, a, bp)()
-		msg := "**bold** <img src=x onerror=window.pwned=1> [bad](javascript:window.pwned=1) [ok](https://example.com/x)"
+		msg := "**bold** <img src=x onerror=window.pwned=1> [bad](javascript:window.pwned=1) [ok](https://example.com/x) <b>raw</b> `code`"
 		a.send(msg)
 		a.awaitTurn(msg, "complete")
 		md := turnJS(msg) + `.querySelector('.part-md')`
-		if got := a.str(`[` + md + `.querySelectorAll('strong').length, ` + md + `.querySelectorAll('img').length, [...` + md + `.querySelectorAll('a')].map((x) => x.getAttribute('href')).join(' '), String(window.pwned)].join(',')`); got != "1,0,https://example.com/x,undefined" {
-			t.Errorf("rendered strong,img,links,pwned = %q, want 1,0,https://example.com/x,undefined", got)
+		if got := a.str(`[` + md + `.querySelectorAll('strong').length, ` + md + `.querySelectorAll('img').length, [...` + md + `.querySelectorAll('a')].map((x) => x.getAttribute('href')).join(' '), String(window.pwned), ` + md + `.querySelectorAll('b').length, ` + md + `.querySelectorAll('code').length].join(',')`); got != "1,0,https://example.com/x,undefined,0,1" {
+			t.Errorf("rendered strong,img,links,pwned,b,code = %q, want 1,0,https://example.com/x,undefined,0,1", got)
+		}
+		// Raw HTML shows as the text it is.
+		if got := a.str(md + `.textContent`); !strings.Contains(got, "<b>raw</b>") || !strings.Contains(got, "<img src=x") {
+			t.Errorf("raw HTML did not show as text: %q", got)
 		}
 	})
 
