@@ -152,8 +152,10 @@ type Chat struct {
 	// runningDirty: the active turn streamed since it was last written.
 	runningDirty bool
 	// heard is when the agent last said something or was handed a prompt
-	// (silence.go).
-	heard time.Time
+	// (silence.go); convSpoke, whether the conversation in c.conv has said
+	// anything since it was opened (a process still starting gets longer).
+	heard     time.Time
+	convSpoke bool
 }
 
 // st is the chat's state, owned by the turn engine.
@@ -325,6 +327,7 @@ func (c *Chat) run(crashed *store.TurnRecord) {
 				continue
 			}
 			c.heardFromAgent()
+			c.convSpoke = true
 			bug.Recover(c.log, "agent event", func() { c.onAgentEvent(ev) })
 		case ev, ok := <-shellEvents:
 			if !ok {

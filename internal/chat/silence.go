@@ -24,6 +24,13 @@ func (c *Chat) agentSilence() time.Duration {
 	return DefaultAgentSilence
 }
 
+// AgentStartAllowance is the least silence allowed a conversation that has
+// said nothing since it was opened: its process may still be starting (a
+// Node CLI on a loaded machine takes seconds), and a start is not a hang.
+// A start that takes longer than this, or than agentSilenceSeconds when
+// that is longer, is still caught.
+const AgentStartAllowance = time.Minute
+
 // heardFromAgent notes that the agent said something, or was just handed a
 // prompt: the silence is counted from here.
 func (c *Chat) heardFromAgent() { c.heard = c.cfg.Env.Now() }
@@ -40,11 +47,18 @@ func (c *Chat) checkSilence() {
 	if limit == 0 || t == nil || !t.Sent || t.Conv != c.conv || c.conv == nil || c.waitingOnClient() {
 		return
 	}
+	if !c.convSpoke {
+		limit = max(limit, AgentStartAllowance)
+	}
 	quiet := c.cfg.Env.Now().Sub(c.heard)
 	if quiet < limit {
 		return
 	}
-	c.log.Warn("agent silent; ending the turn and replacing its process", "turn", t.ID, "silent", quiet.Round(time.Second))
+	c.log.Warn("agent silent; ending the turn and replacing its process", "turn", t.ID, "silent", quiet.Round(time.Second), "started", c.convSpoke)
+	message := fmt.Sprintf("The agent said nothing for %s (agentSilenceSeconds); its process was replaced.", limit.Round(time.Second))
+	if !c.convSpoke {
+		message = fmt.Sprintf("The agent said nothing for %s after it was started; its process was replaced.", limit.Round(time.Second))
+	}
 	conv := c.conv
 	c.conv = nil
 	// Killed off the actor's goroutine: a process that stopped answering
@@ -53,7 +67,7 @@ func (c *Chat) checkSilence() {
 	c.eng.ConversationGone(conv, agent.End{
 		Outcome:   agent.OutcomeError,
 		ErrorType: "agentSilent",
-		Message:   fmt.Sprintf("The agent said nothing for %s (agentSilenceSeconds); its process was replaced.", limit.Round(time.Second)),
+		Message:   message,
 	})
 }
 

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/agent/script"
 	"github.com/ahpd/ahpd/internal/daemon"
 )
 
@@ -43,5 +45,29 @@ func TestAgentSilenceEndsTurn(t *testing.T) {
 	}
 	if end := sendTurn(t, c, def, "t3", "back again"); end.Type() != "chat/turnComplete" {
 		t.Fatalf("t3 ended with %s", end.Raw)
+	}
+}
+
+// TestAgentSilenceSparesAStartingAgent: a conversation that has said
+// nothing since it was opened (its process may still be starting) is not
+// silent until chat.AgentStartAllowance, however short
+// agentSilenceSeconds is; once it has spoken, the limit is the setting.
+func TestAgentSilenceSparesAStartingAgent(t *testing.T) {
+	// [prep] says nothing for 3×SlowDelay (2.1 s) before its first event.
+	sc := script.New(script.Options{SlowDelay: 700 * time.Millisecond})
+	reg, err := agent.NewRegistry(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvWith(t, reg, func(c *daemon.Config) { c.AgentSilenceSeconds = 1 })
+	c := e.client("a")
+	_, def := e.createSession(c, "ahp-session:/5113e0ce-0000-4000-8000-000000000002")
+	c.Subscribe(def)
+	if end := sendTurn(t, c, def, "t1", "[prep] a slow start"); end.Type() != "chat/turnComplete" {
+		t.Fatalf("a conversation still starting was ended: %s", end.Raw)
+	}
+	end := sendTurn(t, c, def, "t2", "[prep] quiet once it has spoken")
+	if end.Type() != "chat/error" || !strings.Contains(string(end.Action), "agentSilent") || !strings.Contains(string(end.Action), "said nothing for 1s") {
+		t.Fatalf("t2 ended with %s, want chat/error naming the silence", end.Raw)
 	}
 }
