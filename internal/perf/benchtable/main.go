@@ -22,6 +22,7 @@ var goals = map[string]string{
 	"BenchmarkFanout/N=1":                      "-",
 	"BenchmarkFanout/N=10":                     "-",
 	"BenchmarkFanout/N=100":                    "ratio ≥ 0.5",
+	"BenchmarkFanoutCPU":                       "CPU ratio ≤ 2; spread p99 ≤ raw paced",
 	"BenchmarkIdleSessionMemory":               "loaded ≤ 20 KiB, unloaded ≤ 4 KiB",
 	"BenchmarkWholeTurn":                       "ratio ≤ 15",
 	"BenchmarkColdStart":                       "< 100 ms",
