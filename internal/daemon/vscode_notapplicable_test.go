@@ -1,0 +1,116 @@
+package daemon_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/testutil/ahptest"
+	"github.com/google/uuid"
+)
+
+// TestVSCodeNotApplicable holds the conformance cases docs/CONFORMANCE.md
+// lists as not applicable, each under its suite's name. Each asserts what
+// ahpd does instead, with the reason the doc gives, so a change to either
+// shows here.
+func TestVSCodeNotApplicable(t *testing.T) {
+	v := newVSCodeEnv(t)
+
+	// protocolLifecycleSuite. ahpd exports no OTLP telemetry (AHP.md: the
+	// ahp-otlp: channels are "not needed for chats"), so it advertises no
+	// telemetry template and has no such channel.
+	t.Run("initialize advertises the OTLP logs channel template", func(t *testing.T) {
+		c := v.fresh()
+		defer c.Close()
+		var r map[string]json.RawMessage
+		if err := json.Unmarshal(c.Initialize("otlp-handshake"), &r); err != nil {
+			t.Fatal(err)
+		}
+		if tel, ok := r["telemetry"]; ok {
+			t.Fatalf("initialize advertises telemetry %s, but ahpd serves no OTLP channel", tel)
+		}
+	})
+	t.Run("subscribe on the OTLP logs channel returns a stateless empty result", func(t *testing.T) {
+		c := v.fresh()
+		defer c.Close()
+		c.Initialize("otlp-subscribe")
+		_, err := c.Call("subscribe", map[string]any{"channel": "ahp-otlp://logs/trace"})
+		if err == nil {
+			t.Fatal("a subscription to an OTLP channel was taken, but ahpd serves none")
+		}
+		c.MustCall("ping", map[string]any{"channel": ahp.RootURI}) // the connection stays up
+	})
+
+	// automationSuite. Automations are not part of the AHP 1.0.0 surface
+	// ahpd implements (AHP-1.0.md names automation/* only as 0.8.0 history).
+	t.Run("automation definitions support CRUD and subscriptions", func(t *testing.T) {
+		c := v.fresh()
+		defer c.Close()
+		var r map[string]json.RawMessage
+		if err := json.Unmarshal(c.Initialize("automation"), &r); err != nil {
+			t.Fatal(err)
+		}
+		if a, ok := r["automations"]; ok {
+			t.Fatalf("initialize advertises automations %s", a)
+		}
+		_, err := c.Call("createAutomation", map[string]any{"channel": "ahp-automation:/" + uuid.NewString(), "definition": map[string]any{"title": "x"}})
+		wantCode(t, err, -32601, "")
+		c.MustCall("ping", map[string]any{"channel": ahp.RootURI})
+	})
+
+	// hostFeaturesSuite. CHATS.md C-CHAT-04: every chat works in its
+	// session's directory; a session created without one works in the
+	// first served path, so there is no workspaceless session, and file
+	// completions come from that directory.
+	t.Run("workspaceless sessions return no file completions", func(t *testing.T) {
+		if err := os.WriteFile(filepath.Join(v.dir, "served-file.txt"), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		uri := "ahp-session:/" + uuid.NewString()
+		v.c.MustCall("createSession", map[string]any{"channel": uri, "provider": "script"})
+		raw, _ := v.c.Subscribe(uri)
+		var s ahp.SessionState
+		if err := json.Unmarshal(raw, &s); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(s.WorkingDirectories, ","); got != ahp.FileURI(v.dir) {
+			t.Fatalf("a session created without a directory works in %q, want the served path %q", got, ahp.FileURI(v.dir))
+		}
+		res := v.c.MustCall("completions", map[string]any{"channel": s.DefaultChat, "kind": "userMessage", "text": "@served", "offset": 7})
+		if !strings.Contains(string(res), "served-file.txt") {
+			t.Fatalf("file completions did not come from the served path: %s", res)
+		}
+	})
+	// hostFeaturesSuite. It resolves isolation "worktree"; ahpd offers only
+	// "folder" (no backend of ours prepares git worktrees).
+	t.Run("session configuration resolves and completes git branches", func(t *testing.T) {
+		raw := v.c.MustCall("resolveSessionConfig", map[string]any{"channel": ahp.RootURI, "provider": "script", "workingDirectory": ahp.FileURI(v.dir), "config": map[string]any{"isolation": "worktree"}})
+		if !strings.Contains(string(raw), `"isolation"`) || strings.Contains(string(raw), `"worktree"`) {
+			t.Fatalf("resolveSessionConfig does not answer isolation as folder only: %s", raw)
+		}
+	})
+
+	// clientFilesystemSuite. No backend of ours loads client plugins, so the
+	// host never fetches one; the active client and its customizations are
+	// taken and kept, and a turn runs without a reverse request.
+	t.Run("host reads a client-hosted plugin through reverse resource requests", func(t *testing.T) {
+		var reverse atomic.Int32
+		v.c.OnRequest(func(method string, _ json.RawMessage) (any, *ahptest.RPCError) {
+			reverse.Add(1)
+			return nil, &ahptest.RPCError{Code: -32601, Message: "not served by this test client: " + method}
+		})
+		defer v.c.OnRequest(nil)
+		sess, chat := v.session()
+		v.c.Subscribe(sess)
+		plugin := map[string]any{"id": uuid.NewString(), "uri": ahp.FileURI(v.dir), "name": "e2e-client-plugin", "type": "plugin", "nonce": "nonce-1"}
+		v.dispatchOK(sess, map[string]any{"type": "session/activeClientSet", "activeClient": map[string]any{"clientId": "vscode-suite", "displayName": "Test Client", "tools": []any{}, "customizations": []any{plugin}}})
+		v.completedTurn(sess, chat, "plugin-t1", "hello")
+		if n := reverse.Load(); n != 0 {
+			t.Fatalf("the host sent %d reverse requests for a plugin", n)
+		}
+	})
+}
