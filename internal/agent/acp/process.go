@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ahpd/ahpd/internal/agent/agentproc"
+
 	acpsdk "github.com/coder/acp-go-sdk"
 )
 
@@ -42,7 +44,7 @@ type process struct {
 	stdin  io.WriteCloser
 	wire   *wireOut
 	guard  *guard
-	stderr *stderrLog
+	stderr *agentproc.Stderr
 	conn   *acpsdk.ClientSideConnection
 	log    *slog.Logger
 	// exited is closed once the process has been reaped; waitErr is set
@@ -59,8 +61,8 @@ func startProcess(bin string, args []string, dir string, env []string, log *slog
 	cmd.Dir = dir
 	cmd.Env = env
 	cmd.WaitDelay = waitDelay
-	setProcessGroup(cmd)
-	p := &process{cmd: cmd, stderr: &stderrLog{log: log}, log: log, exited: make(chan struct{})}
+	agentproc.SetGroup(cmd)
+	p := &process{cmd: cmd, stderr: agentproc.NewStderr(log, "acp agent stderr", slog.LevelDebug), log: log, exited: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	var err error
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
@@ -74,7 +76,7 @@ func startProcess(bin string, args []string, dir string, env []string, log *slog
 		return nil, err
 	}
 	log.Debug("acp agent started", "pid", cmd.Process.Pid, "command", bin, "args", strings.Join(args, " "))
-	p.guard = newGuard(stdout, func() { signalGroup(cmd, os.Kill) })
+	p.guard = newGuard(stdout, func() { agentproc.SignalGroup(cmd, os.Kill) })
 	p.wire = newWireOut(p.stdin)
 	p.conn = acpsdk.NewClientSideConnection(client, p.wire, p.guard)
 	p.conn.SetLogger(log)
@@ -106,12 +108,12 @@ func (p *process) shutdown() {
 		if p.waitExit(closeGrace) {
 			return
 		}
-		signalGroup(p.cmd, os.Interrupt)
+		agentproc.SignalGroup(p.cmd, os.Interrupt)
 		if p.waitExit(interruptGrace) {
 			return
 		}
 		p.log.Warn("acp agent did not exit on interrupt; killing")
-		signalGroup(p.cmd, os.Kill)
+		agentproc.SignalGroup(p.cmd, os.Kill)
 		if p.waitExit(killWait) {
 			return
 		}
@@ -122,7 +124,7 @@ func (p *process) shutdown() {
 
 // kill ends the process at once (a fault, or a stop it did not answer).
 func (p *process) kill() {
-	signalGroup(p.cmd, os.Kill)
+	agentproc.SignalGroup(p.cmd, os.Kill)
 	_ = p.stdin.Close()
 }
 
@@ -156,7 +158,7 @@ func (p *process) fault() error {
 	default:
 		msg = "the agent closed its stdout"
 	}
-	if tail := p.stderr.tail(); tail != "" {
+	if tail := p.stderr.Tail(); tail != "" {
 		msg += "; stderr: " + tail
 	}
 	return errors.New(msg)
@@ -291,55 +293,6 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
-}
-
-// stderrLog logs the agent's stderr line by line and keeps its last lines
-// for fault messages.
-type stderrLog struct {
-	log *slog.Logger
-	// mu guards partial and last.
-	mu      sync.Mutex
-	partial []byte
-	last    []string
-}
-
-const stderrKeep = 5
-
-func (s *stderrLog) Write(b []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.partial = append(s.partial, b...)
-	for {
-		i := bytes.IndexByte(s.partial, '\n')
-		if i < 0 {
-			break
-		}
-		line := strings.TrimSpace(string(s.partial[:i]))
-		s.partial = s.partial[i+1:]
-		if line == "" {
-			continue
-		}
-		s.log.Debug("acp agent stderr", "line", clip(line, 2000))
-		s.last = append(s.last, clip(line, 500))
-		if len(s.last) > stderrKeep {
-			s.last = s.last[1:]
-		}
-	}
-	if len(s.partial) > 64<<10 {
-		// A line with no end: keep its start only.
-		s.partial = s.partial[:4<<10]
-	}
-	return len(b), nil
-}
-
-func (s *stderrLog) tail() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	lines := append([]string(nil), s.last...)
-	if p := strings.TrimSpace(string(s.partial)); p != "" {
-		lines = append(lines, clip(p, 500))
-	}
-	return strings.Join(lines, "; ")
 }
 
 // wireOut is the agent's stdin as the SDK writes it (one whole message a

@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ahpd/ahpd/internal/agent/agentproc"
+
 	acpsdk "github.com/coder/acp-go-sdk"
 )
 
@@ -80,7 +82,7 @@ func (ts *terminals) create(dirs []string, req acpsdk.CreateTerminalRequest, env
 	for _, e := range req.Env {
 		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
 	}
-	setProcessGroup(cmd)
+	agentproc.SetGroup(cmd)
 	t := &terminal{cmd: cmd, limit: limit, exited: make(chan struct{})}
 	cmd.Stdout = t
 	cmd.Stderr = t
@@ -91,7 +93,7 @@ func (ts *terminals) create(dirs []string, req acpsdk.CreateTerminalRequest, env
 	ts.next++
 	id := "term-" + strconv.Itoa(ts.next)
 	ts.byID[id] = t
-	t.timer = time.AfterFunc(maxTerminalTime, func() { signalGroup(cmd, os.Kill) })
+	t.timer = time.AfterFunc(maxTerminalTime, func() { agentproc.SignalGroup(cmd, os.Kill) })
 	go t.reap()
 	return id, nil
 }
@@ -197,7 +199,7 @@ func (ts *terminals) kill(id string) error {
 	if err != nil {
 		return acpsdk.NewInvalidParams(map[string]any{"error": err.Error()})
 	}
-	signalGroup(t.cmd, os.Kill)
+	agentproc.SignalGroup(t.cmd, os.Kill)
 	return nil
 }
 
@@ -210,7 +212,7 @@ func (ts *terminals) release(id string) error {
 	if t == nil {
 		return acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("no terminal %q", id)})
 	}
-	signalGroup(t.cmd, os.Kill)
+	agentproc.SignalGroup(t.cmd, os.Kill)
 	return nil
 }
 
@@ -221,6 +223,6 @@ func (ts *terminals) killAll() {
 	ts.byID = make(map[string]*terminal)
 	ts.mu.Unlock()
 	for _, t := range all {
-		signalGroup(t.cmd, os.Kill)
+		agentproc.SignalGroup(t.cmd, os.Kill)
 	}
 }

@@ -1030,7 +1030,7 @@ func (c *conversation) errorEnd(t *hostTurn, l *outLine) agent.End {
 	if end.Message == "" {
 		end.Message = "claude ended the turn with " + l.Subtype
 		if p := c.proc; p != nil {
-			if tail := p.stderr.tail(); tail != "" {
+			if tail := p.stderr.Tail(); tail != "" {
 				end.Message += ": " + tail
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ahpd/ahpd/internal/agent/agentproc"
 	"github.com/ahpd/ahpd/internal/mailbox"
 )
 
@@ -35,7 +36,7 @@ type process struct {
 	stdout io.ReadCloser
 	// writes queues stdin lines; a nil entry closes stdin.
 	writes *mailbox.Box[[]byte]
-	stderr *stderrLog
+	stderr *agentproc.Stderr
 	log    *slog.Logger
 	// exited is closed once stdout hit EOF and the process was reaped;
 	// waitErr is set before.
@@ -54,11 +55,11 @@ func startProcess(bin string, args []string, dir string, env []string, log *slog
 	cmd.Dir = dir
 	cmd.Env = env
 	cmd.WaitDelay = waitDelay
-	setProcessGroup(cmd)
+	agentproc.SetGroup(cmd)
 	p := &process{
 		cmd:    cmd,
 		writes: mailbox.New[[]byte](0),
-		stderr: &stderrLog{log: log},
+		stderr: agentproc.NewStderr(log, "claude stderr", slog.LevelInfo),
 		log:    log,
 		exited: make(chan struct{}),
 	}
@@ -149,12 +150,12 @@ func (p *process) shutdown() {
 			return
 		}
 		p.log.Debug("claude did not exit at stdin EOF; interrupting")
-		signalGroup(p.cmd, os.Interrupt)
+		agentproc.SignalGroup(p.cmd, os.Interrupt)
 		if p.waitExit(interruptGrace) {
 			return
 		}
 		p.log.Warn("claude did not exit on interrupt; killing")
-		signalGroup(p.cmd, os.Kill)
+		agentproc.SignalGroup(p.cmd, os.Kill)
 		if p.waitExit(killWait) {
 			return
 		}
@@ -170,7 +171,7 @@ func (p *process) shutdown() {
 // grace of shutdown (a stopped process takes no SIGINT).
 func (p *process) kill() {
 	p.log.Warn("killing claude")
-	signalGroup(p.cmd, os.Kill)
+	agentproc.SignalGroup(p.cmd, os.Kill)
 	if !p.waitExit(killWait) {
 		// Something else holds stdout open; stop reading it.
 		_ = p.stdout.Close()
@@ -195,54 +196,8 @@ func (p *process) exitError() error {
 	if p.waitErr != nil {
 		msg = fmt.Sprintf("claude exited: %v", p.waitErr)
 	}
-	if tail := p.stderr.tail(); tail != "" {
+	if tail := p.stderr.Tail(); tail != "" {
 		msg += ": " + tail
 	}
 	return errors.New(msg)
-}
-
-// stderrLog logs the CLI's stderr line by line and keeps its last lines
-// for error messages.
-type stderrLog struct {
-	log *slog.Logger
-	// mu guards partial and last.
-	mu      sync.Mutex
-	partial []byte
-	last    []string
-}
-
-// stderrKeep is how many stderr lines exitError quotes.
-const stderrKeep = 5
-
-func (s *stderrLog) Write(b []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.partial = append(s.partial, b...)
-	for {
-		i := bytes.IndexByte(s.partial, '\n')
-		if i < 0 {
-			break
-		}
-		line := strings.TrimSpace(string(s.partial[:i]))
-		s.partial = s.partial[i+1:]
-		if line == "" {
-			continue
-		}
-		s.log.Info("claude stderr", "line", line)
-		s.last = append(s.last, line)
-		if len(s.last) > stderrKeep {
-			s.last = s.last[1:]
-		}
-	}
-	return len(b), nil
-}
-
-func (s *stderrLog) tail() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	lines := append([]string(nil), s.last...)
-	if p := strings.TrimSpace(string(s.partial)); p != "" {
-		lines = append(lines, p)
-	}
-	return strings.Join(lines, "; ")
 }

@@ -2,12 +2,14 @@ package claude
 
 import (
 	"encoding/json"
+	"log/slog"
 	"os/exec"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/agent/agentproc"
 	"github.com/ahpd/ahpd/internal/mailbox"
 )
 
@@ -35,7 +37,7 @@ func newScripted(t *testing.T, stopEnds string) *scripted {
 	p := &process{
 		cmd:    &exec.Cmd{},
 		writes: mailbox.New[[]byte](0),
-		stderr: &stderrLog{log: discardLogger},
+		stderr: agentproc.NewStderr(discardLogger, "claude stderr", slog.LevelInfo),
 		log:    discardLogger,
 		exited: make(chan struct{}),
 	}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ahpd/ahpd/internal/agent/agentproc"
 	"github.com/ahpd/ahpd/internal/mailbox"
 )
 
@@ -42,7 +43,7 @@ type process struct {
 	stdout io.ReadCloser
 	// writes queues stdin lines; a nil entry closes stdin.
 	writes *mailbox.Box[[]byte]
-	stderr *stderrLog
+	stderr *agentproc.Stderr
 	log    *slog.Logger
 	// exited is closed once stdout hit EOF and the process was reaped;
 	// waitErr is set before.
@@ -60,11 +61,11 @@ func startProcess(bin string, args []string, dir string, env []string, log *slog
 	cmd.Dir = dir
 	cmd.Env = env
 	cmd.WaitDelay = waitDelay
-	setProcessGroup(cmd)
+	agentproc.SetGroup(cmd)
 	p := &process{
 		cmd:    cmd,
 		writes: mailbox.New[[]byte](stdinQueue),
-		stderr: &stderrLog{log: log},
+		stderr: agentproc.NewStderr(log, "pi stderr", slog.LevelInfo),
 		log:    log,
 		exited: make(chan struct{}),
 	}
@@ -175,12 +176,12 @@ func (p *process) shutdown() {
 		if p.waitExit(closeGrace) {
 			return
 		}
-		signalGroup(p.cmd, os.Interrupt)
+		agentproc.SignalGroup(p.cmd, os.Interrupt)
 		if p.waitExit(interruptGrace) {
 			return
 		}
 		p.log.Warn("pi did not exit on interrupt; killing")
-		signalGroup(p.cmd, os.Kill)
+		agentproc.SignalGroup(p.cmd, os.Kill)
 		if p.waitExit(killWait) {
 			return
 		}
@@ -191,7 +192,7 @@ func (p *process) shutdown() {
 
 // kill ends the process group at once and returns once it is gone.
 func (p *process) kill() {
-	signalGroup(p.cmd, os.Kill)
+	agentproc.SignalGroup(p.cmd, os.Kill)
 	if !p.waitExit(killWait) {
 		_ = p.stdout.Close()
 	}
@@ -215,67 +216,8 @@ func (p *process) exitError() error {
 	if p.waitErr != nil {
 		msg = fmt.Sprintf("pi exited: %v", p.waitErr)
 	}
-	if tail := p.stderr.tail(); tail != "" {
+	if tail := p.stderr.Tail(); tail != "" {
 		msg += ": " + tail
 	}
 	return errors.New(msg)
-}
-
-// stderrLog logs pi's stderr line by line and keeps its last lines for
-// error messages.
-type stderrLog struct {
-	log *slog.Logger
-	// mu guards partial and last.
-	mu      sync.Mutex
-	partial []byte
-	last    []string
-}
-
-const (
-	stderrKeep    = 5
-	stderrLineMax = 4 << 10
-)
-
-func (s *stderrLog) Write(b []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.partial = append(s.partial, b...)
-	for {
-		i := bytes.IndexByte(s.partial, '\n')
-		if i < 0 {
-			break
-		}
-		s.keep(string(s.partial[:i]))
-		s.partial = s.partial[i+1:]
-	}
-	if len(s.partial) > stderrLineMax {
-		s.keep(string(s.partial))
-		s.partial = nil
-	}
-	return len(b), nil
-}
-
-func (s *stderrLog) keep(line string) {
-	line = strings.TrimSpace(line)
-	if line == "" {
-		return
-	}
-	if len(line) > stderrLineMax {
-		line = line[:stderrLineMax]
-	}
-	s.log.Info("pi stderr", "line", line)
-	s.last = append(s.last, line)
-	if len(s.last) > stderrKeep {
-		s.last = s.last[1:]
-	}
-}
-
-func (s *stderrLog) tail() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	lines := append([]string(nil), s.last...)
-	if p := strings.TrimSpace(string(s.partial)); p != "" {
-		lines = append(lines, p)
-	}
-	return strings.Join(lines, "; ")
 }
