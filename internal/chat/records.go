@@ -70,7 +70,7 @@ func (c *Chat) runningRecord() (store.TurnRecord, bool) {
 	started, _ := time.Parse(time.RFC3339Nano, at.StartedAt)
 	return store.TurnRecord{
 		Chat: c.cfg.URI, ID: at.ID, Seq: len(c.st().Turns), State: store.TurnRunning,
-		Sender: c.eng.Turn(at.ID).Sender, Command: c.isLocal(at.ID), StartedAt: started, Body: body,
+		Sender: c.eng.Turn(at.ID).Sender, Command: c.isLocal(at.ID), StartedAt: started, Body: body, BodyMarshalled: true,
 	}, true
 }
 
@@ -90,7 +90,7 @@ func (c *Chat) endedRecord(id string) (store.TurnRecord, bool) {
 	started, _ := time.Parse(time.RFC3339Nano, t.StartedAt)
 	return store.TurnRecord{
 		Chat: c.cfg.URI, ID: t.ID, Seq: n - 1, State: string(t.State), Sender: c.eng.Turn(id).Sender,
-		Point: c.points[id], Command: c.isLocal(id), StartedAt: started, Body: body,
+		Point: c.points[id], Command: c.isLocal(id), StartedAt: started, Body: body, BodyMarshalled: true,
 	}, true
 }
 

@@ -13,6 +13,8 @@ import (
 
 // body200 is a finished turn of 200 response parts, as the chat actor
 // marshals one.
+// body200 is a finished turn of 200 markdown parts, as json.Marshal writes
+// it (so the store takes it as a chat actor's: BodyMarshalled).
 func body200() json.RawMessage {
 	parts := make([]string, 200)
 	for i := range parts {
@@ -36,7 +38,7 @@ func BenchmarkPersist200Parts(b *testing.B) {
 		started := time.Now()
 		t0 := time.Now()
 		for i := range rows {
-			r := TurnRecord{Chat: chat, ID: fmt.Sprintf("turn-%d", i), Seq: i, State: TurnComplete, Sender: "user:1", Point: "p", StartedAt: started, Body: body}
+			r := TurnRecord{Chat: chat, ID: fmt.Sprintf("turn-%d", i), Seq: i, State: TurnComplete, Sender: "user:1", Point: "p", StartedAt: started, Body: body, BodyMarshalled: true}
 			if err := s.Commit(ctx, func(ctx context.Context, s *Store) error { return s.PutTurn(ctx, r) }); err != nil {
 				b.Fatal(err)
 			}

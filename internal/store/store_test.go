@@ -1013,3 +1013,32 @@ func TestRunningTurnsUsesPartialIndex(t *testing.T) {
 		t.Fatalf("plan %q", got)
 	}
 }
+
+// TestTurnBodyChecked: a turn body is checked as JSON unless the record
+// says json.Marshal made it (a chat actor's records); both read back as
+// written.
+func TestTurnBodyChecked(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	_, chat := seed(t, s, "ahp://s/body")
+	bad := TurnRecord{Chat: chat, ID: "bad", State: TurnComplete, Body: json.RawMessage(`{"id":`)}
+	if err := s.PutTurn(ctx, bad); !errors.Is(err, ErrInvalid) {
+		t.Errorf("PutTurn(bad JSON) = %v, want ErrInvalid", err)
+	}
+	body, err := json.Marshal(map[string]any{"id": "t1", "state": "complete"})
+	must(t, err)
+	for i, marshalled := range []bool{false, true} {
+		r := TurnRecord{Chat: chat, ID: fmt.Sprintf("t%d", i), Seq: i, State: TurnComplete, Body: body, BodyMarshalled: marshalled}
+		must(t, s.PutTurn(ctx, r))
+	}
+	turns, err := s.Turns(ctx, chat)
+	must(t, err)
+	if len(turns) != 2 {
+		t.Fatalf("%d turns stored, want 2", len(turns))
+	}
+	for _, got := range turns {
+		if string(got.Body) != string(body) || got.BodyMarshalled {
+			t.Errorf("turn %s read back %s (marshalled %v), want %s", got.ID, got.Body, got.BodyMarshalled, body)
+		}
+	}
+}
