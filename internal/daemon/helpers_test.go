@@ -23,6 +23,8 @@ type testEnv struct {
 	agents  *agent.Registry
 	script  *script.Script
 	workDir string
+	// quiet discards the daemon's log instead of keeping it in t.Log.
+	quiet bool
 }
 
 type tlogWriter struct{ t testing.TB }
@@ -47,7 +49,25 @@ func newEnv(t *testing.T, mutate ...func(*daemon.Config)) *testEnv {
 // newEnvWith starts a daemon offering the agents of reg.
 func newEnvWith(t *testing.T, reg *agent.Registry, mutate ...func(*daemon.Config)) *testEnv {
 	t.Helper()
-	e := &testEnv{t: t, agents: reg, workDir: t.TempDir()}
+	return startEnv(t, &testEnv{t: t, agents: reg, workDir: t.TempDir()}, mutate...)
+}
+
+// newQuietEnv is newEnv with the daemon's log discarded, for a test whose
+// measure the log kept in t.Log would distort (the soak's heap).
+func newQuietEnv(t *testing.T, mutate ...func(*daemon.Config)) *testEnv {
+	t.Helper()
+	sc := script.New(script.Options{SlowDelay: 20 * time.Millisecond})
+	reg, err := agent.NewRegistry(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := startEnv(t, &testEnv{t: t, agents: reg, workDir: t.TempDir(), quiet: true}, mutate...)
+	e.script = sc
+	return e
+}
+
+func startEnv(t *testing.T, e *testEnv, mutate ...func(*daemon.Config)) *testEnv {
+	t.Helper()
 	e.cfg = daemon.Defaults()
 	e.cfg.Port = 0
 	e.cfg.DataDir = t.TempDir()
@@ -66,6 +86,9 @@ func newEnvWith(t *testing.T, reg *agent.Registry, mutate ...func(*daemon.Config
 }
 
 func (e *testEnv) logger() *slog.Logger {
+	if e.quiet {
+		return slog.New(slog.DiscardHandler)
+	}
 	return slog.New(slog.NewTextHandler(tlogWriter{e.t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 

@@ -112,9 +112,12 @@ type Script struct {
 	resumable map[string]bool
 	// resumes counts the resumes of each turn (by resumableKey).
 	resumes map[string]int
+	// promptOrder is the conversations of prompts, oldest first, so the
+	// oldest goes once logMax are held.
+	promptOrder []string
 	// sent, steers and opens are logs for tests, over every conversation:
 	// each turn handed to Send, each Steer call with its answer, and each
-	// Open that succeeded, in order.
+	// Open that succeeded, in order; the last logMax to 2×logMax of each.
 	sent   []agent.Turn
 	steers []SteerRecord
 	opens  []OpenRecord
@@ -224,7 +227,7 @@ func (s *Script) Open(ctx context.Context, p agent.OpenParams) (agent.Conversati
 	}
 	c := newConversation(s, p.ConversationID, model, logger.With("agent", s.opts.Provider, "conversation", p.ConversationID))
 	s.mu.Lock()
-	s.opens = append(s.opens, OpenRecord{Conversation: p.ConversationID, Mode: p.Mode, HostTools: p.HostTools})
+	s.opens = keepLast(s.opens, OpenRecord{Conversation: p.ConversationID, Mode: p.Mode, HostTools: p.HostTools})
 	s.mu.Unlock()
 	go c.loop()
 	return c, nil
@@ -359,15 +362,39 @@ func (s *Script) recordPrompt(conversationID string, t agent.Turn) {
 	t.Attachments = append([]agent.Attachment(nil), t.Attachments...)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.prompts[conversationID] = append(s.prompts[conversationID], t)
-	s.sent = append(s.sent, t)
+	if _, ok := s.prompts[conversationID]; !ok {
+		s.promptOrder = append(s.promptOrder, conversationID)
+		if len(s.prompts) >= logMax {
+			// The oldest conversation's prompts go (keepLast kept the
+			// order of the ones still held).
+			delete(s.prompts, s.promptOrder[0])
+			s.promptOrder = s.promptOrder[1:]
+		}
+	}
+	s.prompts[conversationID] = keepLast(s.prompts[conversationID], t)
+	s.sent = keepLast(s.sent, t)
+}
+
+// logMax bounds each log the script agent keeps for tests (the turns sent,
+// steers, opens, and the conversations whose prompts are kept), so a
+// daemon that runs it for long does not grow with every turn it ever ran.
+const logMax = 1000
+
+// keepLast appends v to log and drops the oldest entries past logMax
+// (copying only once the slice holds twice that, so it is amortized).
+func keepLast[T any](log []T, v T) []T {
+	log = append(log, v)
+	if len(log) >= 2*logMax {
+		log = append([]T(nil), log[len(log)-logMax:]...)
+	}
+	return log
 }
 
 // recordSteer logs a Steer call.
 func (s *Script) recordSteer(conversationID string, st agent.Steering, r agent.SteerResult) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.steers = append(s.steers, SteerRecord{Conversation: conversationID, Steering: st, Result: r})
+	s.steers = keepLast(s.steers, SteerRecord{Conversation: conversationID, Steering: st, Result: r})
 }
 
 // admit adds a turn whose prompt went out to conversationID's history and

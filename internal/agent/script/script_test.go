@@ -1074,3 +1074,33 @@ func TestSplit(t *testing.T) {
 		}
 	}
 }
+
+// TestLogsBounded: the logs the script agent keeps for tests stay bounded
+// however many turns it runs, keeping the newest (a daemon running it for
+// long must not grow with every turn).
+func TestLogsBounded(t *testing.T) {
+	s := New(Options{})
+	for i := range 3 * logMax {
+		s.recordPrompt(fmt.Sprintf("conv-%d", i), agent.Turn{ID: fmt.Sprintf("t%d", i)})
+		s.recordSteer("conv", agent.Steering{}, agent.SteerTaken)
+	}
+	sent := s.Sent()
+	if len(sent) > 2*logMax || sent[len(sent)-1].ID != fmt.Sprintf("t%d", 3*logMax-1) {
+		t.Errorf("sent holds %d turns ending %q", len(sent), sent[len(sent)-1].ID)
+	}
+	if n := len(s.Steers()); n > 2*logMax {
+		t.Errorf("steers holds %d", n)
+	}
+	s.mu.Lock()
+	held, order := len(s.prompts), len(s.promptOrder)
+	s.mu.Unlock()
+	if held > logMax || order != held {
+		t.Errorf("prompts of %d conversations (order %d), want at most %d", held, order, logMax)
+	}
+	if got := s.Prompts(fmt.Sprintf("conv-%d", 3*logMax-1)); len(got) != 1 {
+		t.Errorf("the newest conversation's prompts: %v", got)
+	}
+	if got := s.Prompts("conv-0"); len(got) != 0 {
+		t.Errorf("the oldest conversation's prompts are still held: %v", got)
+	}
+}
