@@ -57,9 +57,11 @@ generate:
 PERF_BENCH := Fanout|IdleSessionMemory|WholeTurn|ColdStart|ListSessionsPage|Persist200Parts|FirstSubscribe|Load
 # The load figure's chats (four clients each); each client is a socket on both ends.
 BENCH_LOAD_CHATS ?= 1000
+# The sessions of the idle-memory figure.
+BENCH_SESSIONS ?= 10000
 
 bench:
-	ulimit -n 65536 2>/dev/null; AHPD_BENCH_LOAD_CHATS=$(BENCH_LOAD_CHATS) $(GO) test -run '^$$' -bench '$(PERF_BENCH)' -benchtime=1x -timeout 30m ./internal/daemon ./internal/store | $(GO) run ./internal/perf/benchtable
+	ulimit -n 65536 2>/dev/null; AHPD_BENCH_LOAD_CHATS=$(BENCH_LOAD_CHATS) AHPD_BENCH_SESSIONS=$(BENCH_SESSIONS) $(GO) test -run '^$$' -bench '$(PERF_BENCH)' -benchtime=1x -timeout 30m ./internal/daemon ./internal/store | $(GO) run ./internal/perf/benchtable
 
 clean:
 	rm -f ahpd

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -221,10 +222,14 @@ func rawBroadcast(b *testing.B, n, frames, size int) float64 {
 
 // BenchmarkIdleSessionMemory: the heap each session costs with its chat
 // loaded and idle, and after its chat unloads (chatIdleSeconds 1), at 1,000
-// sessions; against the heap of a bare map holding the same sessions'
+// sessions (AHPD_BENCH_SESSIONS sets another count; make bench uses
+// 10,000); against the heap of a bare map holding the same sessions'
 // records (the least a host must keep). Reported in bytes per session.
 func BenchmarkIdleSessionMemory(b *testing.B) {
-	const sessions = 1000
+	sessions := 1000
+	if v, err := strconv.Atoi(os.Getenv("AHPD_BENCH_SESSIONS")); err == nil && v > 0 {
+		sessions = v
+	}
 	for range b.N {
 		loaded := sessionHeap(b, sessions, false)
 		unloaded := sessionHeap(b, sessions, true)
