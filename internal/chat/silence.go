@@ -54,7 +54,7 @@ func (c *Chat) checkSilence() {
 	if quiet < limit {
 		return
 	}
-	c.log.Warn("agent silent; ending the turn and replacing its process", "turn", t.ID, "silent", quiet.Round(time.Second), "started", c.convSpoke)
+	c.log.Warn("agent silent; ending the turn and replacing its process", "turn", t.ID, "silent", quiet.Round(time.Second), "spoke", c.convSpoke)
 	message := fmt.Sprintf("The agent said nothing for %s (agentSilenceSeconds); its process was replaced.", limit.Round(time.Second))
 	if !c.convSpoke {
 		message = fmt.Sprintf("The agent said nothing for %s after it was started; its process was replaced.", limit.Round(time.Second))

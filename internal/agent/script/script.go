@@ -365,8 +365,7 @@ func (s *Script) recordPrompt(conversationID string, t agent.Turn) {
 	if _, ok := s.prompts[conversationID]; !ok {
 		s.promptOrder = append(s.promptOrder, conversationID)
 		if len(s.prompts) >= logMax {
-			// The oldest conversation's prompts go (keepLast kept the
-			// order of the ones still held).
+			// The oldest conversation's prompts go.
 			delete(s.prompts, s.promptOrder[0])
 			s.promptOrder = s.promptOrder[1:]
 		}
