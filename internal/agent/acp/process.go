@@ -14,9 +14,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ahpd/ahpd/internal/agent/agentproc"
-
 	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/ahpd/ahpd/internal/agent/agentproc"
 )
 
 // Shutdown timing: stdin is closed first (an ACP agent exits at EOF),

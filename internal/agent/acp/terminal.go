@@ -12,9 +12,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/ahpd/ahpd/internal/agent/agentproc"
-
 	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/ahpd/ahpd/internal/agent/agentproc"
 )
 
 // Terminal bounds: how many a conversation runs at once, how much output
