@@ -5,7 +5,6 @@ package daemon_test
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,8 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ahpd/ahpd/internal/agent"
-	"github.com/ahpd/ahpd/internal/agent/script"
 	"github.com/ahpd/ahpd/internal/testutil/ahptest"
 	"github.com/gorilla/websocket"
 )
@@ -43,23 +40,7 @@ const (
 // are another process, so neither figure holds the clients' CPU.
 func BenchmarkFanoutCPU(b *testing.B) {
 	const n = 100
-	sc := script.New(script.Options{})
-	reg, err := agent.NewRegistry(sc)
-	if err != nil {
-		b.Fatal(err)
-	}
-	e := benchEnv(b, reg)
-	setup := ahptest.Dial(b, e.d.URL(), "")
-	setup.Initialize("setup")
-	sess := "ahp-session:/fa000000-0000-4000-8000-0000000000c0"
-	setup.MustCall("createSession", map[string]any{"channel": sess})
-	var st struct {
-		DefaultChat string `json:"defaultChat"`
-	}
-	raw, _ := setup.Subscribe(sess)
-	if err := json.Unmarshal(raw, &st); err != nil {
-		b.Fatal(err)
-	}
+	e, st := fanoutSession(b, "ahp-session:/fa000000-0000-4000-8000-0000000000c0")
 	driver := dialWatcher(b, e.d.URL())
 	driver.send(b, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"channel":"ahp-root://","protocolVersions":["1.0.0"],"clientId":"driver"}}`)
 	driver.readUntil(b, `"id":1`)

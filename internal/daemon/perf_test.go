@@ -96,6 +96,31 @@ func (w *rawWatcher) watch(marker string) {
 	}()
 }
 
+// fanoutState is what the fan-out benchmarks read of their session.
+type fanoutState struct {
+	DefaultChat string `json:"defaultChat"`
+}
+
+// fanoutSession starts a daemon with the script agent and creates sess on
+// it; the benchmark's turns run in its default chat.
+func fanoutSession(b *testing.B, sess string) (*testEnv, fanoutState) {
+	b.Helper()
+	reg, err := agent.NewRegistry(script.New(script.Options{}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := benchEnv(b, reg)
+	setup := ahptest.Dial(b, e.d.URL(), "")
+	setup.Initialize("setup")
+	setup.MustCall("createSession", map[string]any{"channel": sess})
+	var st fanoutState
+	raw, _ := setup.Subscribe(sess)
+	if err := json.Unmarshal(raw, &st); err != nil {
+		b.Fatal(err)
+	}
+	return e, st
+}
+
 // BenchmarkFanout: one turn streaming fanoutDeltas deltas as fast as the
 // script agent can, watched by N clients; against a bare gorilla server
 // broadcasting the same number of frames of the same size to N clients.
@@ -103,23 +128,7 @@ func (w *rawWatcher) watch(marker string) {
 func BenchmarkFanout(b *testing.B) {
 	for _, n := range []int{1, 10, 100} {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
-			sc := script.New(script.Options{})
-			reg, err := agent.NewRegistry(sc)
-			if err != nil {
-				b.Fatal(err)
-			}
-			e := benchEnv(b, reg)
-			setup := ahptest.Dial(b, e.d.URL(), "")
-			setup.Initialize("setup")
-			sess := "ahp-session:/fa000000-0000-4000-8000-000000000001"
-			setup.MustCall("createSession", map[string]any{"channel": sess})
-			var st struct {
-				DefaultChat string `json:"defaultChat"`
-			}
-			raw, _ := setup.Subscribe(sess)
-			if err := json.Unmarshal(raw, &st); err != nil {
-				b.Fatal(err)
-			}
+			e, st := fanoutSession(b, "ahp-session:/fa000000-0000-4000-8000-000000000001")
 			watchers := make([]*rawWatcher, n)
 			for i := range watchers {
 				w := dialWatcher(b, e.d.URL())
