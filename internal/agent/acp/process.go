@@ -236,7 +236,7 @@ func (g *guard) Read(p []byte) (int, error) {
 		}
 		var m wireMessage
 		if err := json.Unmarshal(line, &m); err != nil || (m.Method == "" && m.ID == nil) {
-			return 0, g.fail(fmt.Errorf("the agent wrote something that is not JSON-RPC: %q", clip(string(line), 200)))
+			return 0, g.fail(fmt.Errorf("the agent wrote something that is not JSON-RPC: %q", agentproc.Clip(string(line), 200)))
 		}
 		if m.ID == nil && m.Method == acpsdk.ClientMethodSessionUpdate {
 			var n acpsdk.SessionNotification
@@ -286,13 +286,6 @@ func (g *guard) fail(err error) error {
 	g.mu.Unlock()
 	g.onBad()
 	return err
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // wireOut is the agent's stdin as the SDK writes it (one whole message a

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 const (
@@ -68,9 +69,9 @@ func (s *Stderr) line(line string) {
 	if line == "" {
 		return
 	}
-	line = clip(line, LineMax)
+	line = Clip(line, LineMax)
 	s.log.Log(context.Background(), s.level, s.msg, "line", line)
-	s.last = append(s.last, clip(line, tailLineMax))
+	s.last = append(s.last, Clip(line, tailLineMax))
 	if len(s.last) > TailLines {
 		s.last = s.last[1:]
 	}
@@ -83,20 +84,19 @@ func (s *Stderr) Tail() string {
 	defer s.mu.Unlock()
 	lines := append([]string(nil), s.last...)
 	if p := strings.TrimSpace(string(s.partial)); p != "" {
-		lines = append(lines, clip(p, tailLineMax))
+		lines = append(lines, Clip(p, tailLineMax))
 	}
 	return strings.Join(lines, "; ")
 }
 
-// clip cuts s to at most n bytes, not inside a UTF-8 sequence.
-func clip(s string, n int) string {
+// Clip cuts s to at most n bytes, not inside a UTF-8 sequence, marking the
+// cut with "…": for quoting what an agent wrote in a log or an error.
+func Clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	for n > 0 && !utf8RuneStart(s[n]) {
+	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
 	return s[:n] + "…"
 }
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -61,3 +61,23 @@ func TestStderrLevel(t *testing.T) {
 		t.Errorf("Tail = %q", s.Tail())
 	}
 }
+
+// TestClip: a cut never splits a UTF-8 sequence, and is marked.
+func TestClip(t *testing.T) {
+	tests := []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly", 7, "exactly"},
+		{"abcdef", 3, "abc…"},
+		{"añb", 2, "a…"}, // ñ is two bytes: not split
+		{"ñ", 1, "…"},
+	}
+	for _, tc := range tests {
+		if got := Clip(tc.in, tc.n); got != tc.want {
+			t.Errorf("Clip(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}

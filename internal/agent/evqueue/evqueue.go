@@ -22,15 +22,13 @@ const Cap = 256
 // than Cap plus those.
 type Queue struct {
 	out chan agent.Event
-	// abort is closed by abandon: pump stops delivering.
-	abort     chan struct{}
-	abortOnce sync.Once
-	// mu guards items, finished and abandoned; space is signalled on it.
+	// abort is closed by Abandon: pump stops delivering.
+	abort chan struct{}
+	// mu guards items and abandoned; space and ready are signalled on it.
 	mu        sync.Mutex
 	space     *sync.Cond
 	ready     *sync.Cond
 	items     []agent.Event
-	finished  bool
 	abandoned bool
 }
 
@@ -51,22 +49,22 @@ func (q *Queue) Events() <-chan agent.Event { return q.out }
 func (q *Queue) Push(ev agent.Event) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for len(q.items) >= Cap && !q.finished {
+	for len(q.items) >= Cap && !q.abandoned {
 		q.space.Wait()
 	}
-	if q.finished {
-		return false
-	}
-	q.items = append(q.items, ev)
-	q.ready.Signal()
-	return true
+	return q.add(ev)
 }
 
 // PushOwed queues ev without waiting (see the type's comment).
 func (q *Queue) PushOwed(ev agent.Event) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.finished {
+	return q.add(ev)
+}
+
+// add queues ev unless the queue was abandoned; q.mu is held.
+func (q *Queue) add(ev agent.Event) bool {
+	if q.abandoned {
 		return false
 	}
 	q.items = append(q.items, ev)
@@ -79,11 +77,14 @@ func (q *Queue) PushOwed(ev agent.Event) bool {
 func (q *Queue) Abandon() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.finished, q.abandoned = true, true
+	if q.abandoned {
+		return
+	}
+	q.abandoned = true
 	q.items = nil
 	q.space.Broadcast()
 	q.ready.Broadcast()
-	q.abortOnce.Do(func() { close(q.abort) })
+	close(q.abort)
 }
 
 // pump is the queue's goroutine, started by New; it is the only sender on

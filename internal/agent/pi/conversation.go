@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/agent/agentproc"
 	"github.com/ahpd/ahpd/internal/agent/evqueue"
 )
 
@@ -647,7 +648,7 @@ func (c *conversation) current(p *process) *run {
 func (c *conversation) handleLine(p *process, line []byte) {
 	var l outLine
 	if err := json.Unmarshal(line, &l); err != nil {
-		c.log.Warn("pi printed a line that is not JSON; skipped", "line", truncate(string(line), 200))
+		c.log.Warn("pi printed a line that is not JSON; skipped", "line", agentproc.Clip(string(line), 200))
 		return
 	}
 	switch l.Type {
@@ -668,7 +669,7 @@ func (c *conversation) handleLine(p *process, line []byte) {
 	case "extension_ui_request":
 		c.answerExtension(p, &l)
 	case "extension_error":
-		c.log.Warn("pi extension error", "line", truncate(string(line), 500))
+		c.log.Warn("pi extension error", "line", agentproc.Clip(string(line), 500))
 	}
 }
 
@@ -894,7 +895,7 @@ func invocation(name string, args json.RawMessage) string {
 	switch name {
 	case "bash":
 		if s := str("command"); s != "" {
-			return "Run `" + truncate(s, 200) + "`"
+			return "Run `" + agentproc.Clip(s, 200) + "`"
 		}
 	case "read", "edit", "write":
 		if s := str("path"); s != "" {
@@ -957,13 +958,6 @@ func (c *conversation) queueUpdate(r *run, queue []string) []agent.Event {
 		}
 	}
 	return evs
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 var (
