@@ -82,9 +82,9 @@ func TestCSPHostIsNotInjected(t *testing.T) {
 	}
 }
 
-// TestNoHTMLParsingInThePage: the page's scripts never hand a string to
-// the HTML parser, which is what makes the markdown renderer safe without
-// a sanitiser.
+// TestNoHTMLParsingInThePage: the page's own scripts never hand a string
+// to the HTML parser; the only HTML parsed is marked's output, inside
+// DOMPurify (static/vendor, not read here), which returns sanitised nodes.
 func TestNoHTMLParsingInThePage(t *testing.T) {
 	entries, err := files.ReadDir("static")
 	if err != nil {

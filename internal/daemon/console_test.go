@@ -258,6 +258,14 @@ func TestConsole(t *testing.T) {
 		if got := a.str(md + `.textContent`); !strings.Contains(got, "<b>raw</b>") || !strings.Contains(got, "<img src=x") {
 			t.Errorf("raw HTML did not show as text: %q", got)
 		}
+		// A live part that did not change keeps its node (drawn every frame
+		// while its turn streams); a changed one, or one without a key, is
+		// drawn anew.
+		a.do("load the renderer", chromedp.Evaluate[chromedp.Void](`import('/console/markdown.js').then((m) => { window.__md = m; })`))
+		a.wait("the renderer loaded", `!!window.__md`)
+		if got := a.str(`(() => { const m = window.__md; const x = m.renderMarkdown('**a**', 'k'); return [x === m.renderMarkdown('**a**', 'k'), x !== m.renderMarkdown('**a** more', 'k'), m.renderMarkdown('**a**') !== m.renderMarkdown('**a**')].join(','); })()`); got != "true,true,true" {
+			t.Errorf("kept, redrawn on change, drawn anew without a key = %q, want true,true,true", got)
+		}
 	})
 
 	t.Run("fork, side chat, rename, close", func(t *testing.T) {

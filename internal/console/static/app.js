@@ -475,7 +475,7 @@ function renderTurn(t, live, isLast) {
 function renderPart(p, t, live) {
   switch (p.kind) {
     case 'markdown': {
-      const n = renderMarkdown(p.content || '');
+      const n = renderMarkdown(p.content || '', live && p.id ? t.id + '/' + p.id : undefined);
       n.classList.add('part-md');
       return n;
     }

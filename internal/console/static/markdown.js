@@ -1,7 +1,7 @@
 // Markdown for what agents write: parsed by marked (GitHub-flavoured),
 // then sanitised by DOMPurify straight into DOM nodes (never assigned as
 // HTML to the page). Both are vendored from pinned npm packages
-// (../web/package.json, web/vendor.sh).
+// (../web/package.json; ../web/vendor.sh copies them).
 //
 // An agent's text is untrusted, so on top of DOMPurify's defaults:
 //   - raw HTML in the source shows as the text it is (marked's html tokens
@@ -36,23 +36,6 @@ const parser = new Marked({
   },
 });
 
-const purifier = DOMPurify(window);
-purifier.addHook('afterSanitizeAttributes', (node) => {
-  if (node.tagName === 'A') {
-    if (!SAFE_URL.test(node.getAttribute('href') || '')) {
-      node.removeAttribute('href'); // unwrapped below
-      return;
-    }
-    node.setAttribute('rel', 'noopener noreferrer');
-    node.setAttribute('target', '_blank');
-  }
-  if (node.tagName === 'INPUT' && node.getAttribute('type') !== 'checkbox') {
-    node.remove();
-  } else if (node.tagName === 'INPUT') {
-    node.setAttribute('disabled', '');
-  }
-});
-
 const PURIFY = {
   RETURN_DOM_FRAGMENT: true,
   ALLOWED_URI_REGEXP: SAFE_URL,
@@ -60,14 +43,40 @@ const PURIFY = {
   FORBID_ATTR: ['style', 'id', 'name'],
 };
 
-// renderMarkdown returns a div of class "md" holding src rendered.
-export function renderMarkdown(src) {
+// A live turn is drawn again every animation frame while it streams; its
+// parts that did not change since keep their nodes (by key) instead of
+// being parsed again. Bounded: the oldest entry goes past MEMO_MAX.
+const MEMO_MAX = 64;
+const memo = new Map();
+
+// renderMarkdown returns a div of class "md" holding src rendered. With a
+// key (a live part's), an unchanged src returns the node drawn last time.
+export function renderMarkdown(src, key) {
+  src = String(src ?? '');
+  const kept = key === undefined ? undefined : memo.get(key);
+  if (kept && kept.src === src) return kept.node;
   const root = document.createElement('div');
   root.className = 'md';
-  const html = parser.parse(String(src ?? '')).trim();
-  const nodes = purifier.sanitize(html, PURIFY);
-  // A link whose target was not safe keeps only its text.
-  for (const a of nodes.querySelectorAll('a:not([href])')) a.replaceWith(...a.childNodes);
+  const nodes = DOMPurify.sanitize(parser.parse(src).trim(), PURIFY);
+  for (const a of nodes.querySelectorAll('a')) {
+    if (a.hasAttribute('href')) {
+      a.rel = 'noopener noreferrer';
+      a.target = '_blank';
+    } else {
+      // Its target was not safe (DOMPurify took it): only its text stays.
+      a.replaceWith(...a.childNodes);
+    }
+  }
+  // Inputs are only a task list's boxes, shown, never used.
+  for (const i of nodes.querySelectorAll('input')) {
+    if (i.type === 'checkbox') i.disabled = true;
+    else i.remove();
+  }
   root.append(nodes);
+  if (key !== undefined) {
+    memo.delete(key);
+    memo.set(key, { src, node: root });
+    if (memo.size > MEMO_MAX) memo.delete(memo.keys().next().value);
+  }
   return root;
 }
