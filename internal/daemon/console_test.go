@@ -14,7 +14,6 @@ import (
 	"github.com/chromedp/chromedp/kb"
 	"github.com/google/uuid"
 
-	"github.com/ahpd/ahpd/internal/agent"
 	"github.com/ahpd/ahpd/internal/agent/script"
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/daemon"
@@ -25,14 +24,7 @@ import (
 // seen mid-stream.
 func newConsoleEnv(t *testing.T, mutate ...func(*daemon.Config)) *testEnv {
 	t.Helper()
-	sc := script.New(script.Options{SlowDelay: 150 * time.Millisecond})
-	reg, err := agent.NewRegistry(sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := newEnvWith(t, reg, mutate...)
-	e.script = sc
-	return e
+	return newScriptEnv(t, script.Options{SlowDelay: 150 * time.Millisecond}, false, mutate...)
 }
 
 func consoleURL(e *testEnv) string { return "http" + strings.TrimPrefix(e.d.URL(), "ws") + "/" }

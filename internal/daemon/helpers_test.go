@@ -36,34 +36,26 @@ func (w tlogWriter) Write(p []byte) (int, error) {
 
 func newEnv(t *testing.T, mutate ...func(*daemon.Config)) *testEnv {
 	t.Helper()
-	sc := script.New(script.Options{SlowDelay: 20 * time.Millisecond})
+	return newScriptEnv(t, script.Options{SlowDelay: 20 * time.Millisecond}, false, mutate...)
+}
+
+// newScriptEnv starts a daemon whose agent is a script agent with opts;
+// quiet discards the daemon's log instead of keeping it in t.Log, for a
+// test whose measure the kept log would distort (the soak's heap).
+func newScriptEnv(t *testing.T, opts script.Options, quiet bool, mutate ...func(*daemon.Config)) *testEnv {
+	t.Helper()
+	sc := script.New(opts)
 	reg, err := agent.NewRegistry(sc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnvWith(t, reg, mutate...)
-	e.script = sc
-	return e
+	return startEnv(t, &testEnv{t: t, agents: reg, workDir: t.TempDir(), quiet: quiet, script: sc}, mutate...)
 }
 
 // newEnvWith starts a daemon offering the agents of reg.
 func newEnvWith(t *testing.T, reg *agent.Registry, mutate ...func(*daemon.Config)) *testEnv {
 	t.Helper()
 	return startEnv(t, &testEnv{t: t, agents: reg, workDir: t.TempDir()}, mutate...)
-}
-
-// newQuietEnv is newEnv with the daemon's log discarded, for a test whose
-// measure the log kept in t.Log would distort (the soak's heap).
-func newQuietEnv(t *testing.T, mutate ...func(*daemon.Config)) *testEnv {
-	t.Helper()
-	sc := script.New(script.Options{SlowDelay: 20 * time.Millisecond})
-	reg, err := agent.NewRegistry(sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := startEnv(t, &testEnv{t: t, agents: reg, workDir: t.TempDir(), quiet: true}, mutate...)
-	e.script = sc
-	return e
 }
 
 func startEnv(t *testing.T, e *testEnv, mutate ...func(*daemon.Config)) *testEnv {

@@ -7,8 +7,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"slices"
@@ -241,44 +239,14 @@ func TestFanoutWatchersProcess(t *testing.T) {
 // end, the frames they read, and the spread's 99th percentile.
 func rawBroadcastFrom(b *testing.B, n, frames, size int, pace time.Duration) (time.Duration, int, time.Duration) {
 	b.Helper()
-	conns := make(chan *websocket.Conn, n)
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		conns <- ws
-	}))
-	defer ts.Close()
-	w := startWatchers(b, "ws"+strings.TrimPrefix(ts.URL, "http"), "", n)
-	server := make([]*websocket.Conn, 0, n)
-	for range n {
-		server = append(server, <-conns)
-	}
-	frame := bytes.Repeat([]byte("x"), size)
+	url, accepted, stop := rawServer(n)
+	defer stop()
+	w := startWatchers(b, url, "", n)
+	server := acceptN(accepted, n)
 	before := processCPU(b)
-	start := time.Now()
-	var writers sync.WaitGroup
-	for _, ws := range server {
-		writers.Add(1)
-		go func() {
-			defer writers.Done()
-			for k := range frames {
-				if pace > 0 {
-					time.Sleep(time.Until(start.Add(time.Duration(k) * pace)))
-				}
-				if err := ws.WriteMessage(websocket.TextMessage, frame); err != nil {
-					return
-				}
-			}
-			_ = ws.WriteMessage(websocket.TextMessage, []byte(rawEndFrame))
-		}()
-	}
-	writers.Wait()
+	writeFrames(server, frames, size, pace, []byte(rawEndFrame))
 	total, spread := w.done(b)
 	took := processCPU(b) - before
-	for _, ws := range server {
-		_ = ws.Close()
-	}
+	closeAll(server)
 	return took, total, spread
 }

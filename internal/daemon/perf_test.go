@@ -170,16 +170,8 @@ func BenchmarkFanout(b *testing.B) {
 // fast as they read; it returns frames delivered per second.
 func rawBroadcast(b *testing.B, n, frames, size int) float64 {
 	b.Helper()
-	conns := make(chan *websocket.Conn, n)
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		conns <- ws
-	}))
-	defer ts.Close()
-	url := "ws" + strings.TrimPrefix(ts.URL, "http")
+	url, accepted, stop := rawServer(n)
+	defer stop()
 	var readers sync.WaitGroup
 	for range n {
 		ws, _, err := websocket.DefaultDialer.Dial(url, nil)
@@ -202,10 +194,42 @@ func rawBroadcast(b *testing.B, n, frames, size int) float64 {
 			}
 		}()
 	}
+	server := acceptN(accepted, n)
+	start := time.Now()
+	writeFrames(server, frames, size, 0, nil)
+	readers.Wait()
+	rate := float64(n*frames) / time.Since(start).Seconds()
+	closeAll(server)
+	return rate
+}
+
+// rawServer is the bare gorilla server of the baselines: it upgrades every
+// request and hands the connection over on accepted (room for n).
+func rawServer(n int) (url string, accepted <-chan *websocket.Conn, stop func()) {
+	conns := make(chan *websocket.Conn, n)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		conns <- ws
+	}))
+	return "ws" + strings.TrimPrefix(ts.URL, "http"), conns, ts.Close
+}
+
+// acceptN waits for n connections of a rawServer.
+func acceptN(accepted <-chan *websocket.Conn, n int) []*websocket.Conn {
 	server := make([]*websocket.Conn, 0, n)
 	for range n {
-		server = append(server, <-conns)
+		server = append(server, <-accepted)
 	}
+	return server
+}
+
+// writeFrames writes frames frames of size bytes to each connection, one
+// writer goroutine each, as fast as they go or, with pace > 0, frame k at
+// k×pace; then end, when not nil. It returns once every writer is done.
+func writeFrames(server []*websocket.Conn, frames, size int, pace time.Duration, end []byte) {
 	frame := bytes.Repeat([]byte("x"), size)
 	start := time.Now()
 	var writers sync.WaitGroup
@@ -213,20 +237,26 @@ func rawBroadcast(b *testing.B, n, frames, size int) float64 {
 		writers.Add(1)
 		go func() {
 			defer writers.Done()
-			for range frames {
+			for k := range frames {
+				if pace > 0 {
+					time.Sleep(time.Until(start.Add(time.Duration(k) * pace)))
+				}
 				if err := ws.WriteMessage(websocket.TextMessage, frame); err != nil {
 					return
 				}
 			}
+			if end != nil {
+				_ = ws.WriteMessage(websocket.TextMessage, end)
+			}
 		}()
 	}
 	writers.Wait()
-	readers.Wait()
-	rate := float64(n*frames) / time.Since(start).Seconds()
-	for _, ws := range server {
+}
+
+func closeAll(conns []*websocket.Conn) {
+	for _, ws := range conns {
 		_ = ws.Close()
 	}
-	return rate
 }
 
 // BenchmarkIdleSessionMemory: the heap each session costs with its chat

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ahpd/ahpd/internal/agent"
 	"github.com/ahpd/ahpd/internal/agent/script"
 	"github.com/ahpd/ahpd/internal/daemon"
 )
@@ -54,12 +53,7 @@ func TestAgentSilenceEndsTurn(t *testing.T) {
 // agentSilenceSeconds is; once it has spoken, the limit is the setting.
 func TestAgentSilenceSparesAStartingAgent(t *testing.T) {
 	// [prep] says nothing for 3×SlowDelay (2.1 s) before its first event.
-	sc := script.New(script.Options{SlowDelay: 700 * time.Millisecond})
-	reg, err := agent.NewRegistry(sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := newEnvWith(t, reg, func(c *daemon.Config) { c.AgentSilenceSeconds = 1 })
+	e := newScriptEnv(t, script.Options{SlowDelay: 700 * time.Millisecond}, false, func(c *daemon.Config) { c.AgentSilenceSeconds = 1 })
 	c := e.client("a")
 	_, def := e.createSession(c, "ahp-session:/5113e0ce-0000-4000-8000-000000000002")
 	c.Subscribe(def)

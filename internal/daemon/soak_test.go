@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ahpd/ahpd/internal/agent/script"
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/daemon"
 )
@@ -32,7 +33,7 @@ func TestSoak(t *testing.T) {
 		}
 		length = d
 	}
-	e := newQuietEnv(t, func(c *daemon.Config) { c.ChatIdleSeconds, c.ClosedChats = 1, "delete" })
+	e := newScriptEnv(t, script.Options{}, true, func(c *daemon.Config) { c.ChatIdleSeconds, c.ClosedChats = 1, "delete" })
 	const workers = 8
 	stop := time.Now().Add(length)
 	settleAt := time.Now().Add(length / 4)

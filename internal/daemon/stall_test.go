@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ahpd/ahpd/internal/agent"
 	"github.com/ahpd/ahpd/internal/agent/script"
 	"github.com/ahpd/ahpd/internal/daemon"
 )
@@ -17,12 +16,7 @@ import (
 // once the chat is loaded again (issue 9, "Routing one way").
 func TestStalledUnloadBlocksNoOne(t *testing.T) {
 	const stall = 10 * time.Second
-	sc := script.New(script.Options{CloseDelay: stall})
-	reg, err := agent.NewRegistry(sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := newEnvWith(t, reg, func(c *daemon.Config) { c.ChatIdleSeconds = 1 })
+	e := newScriptEnv(t, script.Options{CloseDelay: stall}, false, func(c *daemon.Config) { c.ChatIdleSeconds = 1 })
 
 	// The chat that will stall: its one watcher leaves, and it unloads.
 	b := e.client("b")

@@ -26,11 +26,7 @@ func TestVSCodeNotApplicable(t *testing.T) {
 	t.Run("initialize advertises the OTLP logs channel template", func(t *testing.T) {
 		c := v.fresh()
 		defer c.Close()
-		var r map[string]json.RawMessage
-		if err := json.Unmarshal(c.Initialize("otlp-handshake"), &r); err != nil {
-			t.Fatal(err)
-		}
-		if tel, ok := r["telemetry"]; ok {
+		if tel, ok := initializeResult(t, c, "otlp-handshake")["telemetry"]; ok {
 			t.Fatalf("initialize advertises telemetry %s, but ahpd serves no OTLP channel", tel)
 		}
 	})
@@ -50,11 +46,7 @@ func TestVSCodeNotApplicable(t *testing.T) {
 	t.Run("automation definitions support CRUD and subscriptions", func(t *testing.T) {
 		c := v.fresh()
 		defer c.Close()
-		var r map[string]json.RawMessage
-		if err := json.Unmarshal(c.Initialize("automation"), &r); err != nil {
-			t.Fatal(err)
-		}
-		if a, ok := r["automations"]; ok {
+		if a, ok := initializeResult(t, c, "automation")["automations"]; ok {
 			t.Fatalf("initialize advertises automations %s", a)
 		}
 		_, err := c.Call("createAutomation", map[string]any{"channel": "ahp-automation:/" + uuid.NewString(), "definition": map[string]any{"title": "x"}})
@@ -113,4 +105,15 @@ func TestVSCodeNotApplicable(t *testing.T) {
 			t.Fatalf("the host sent %d reverse requests for a plugin", n)
 		}
 	})
+}
+
+// initializeResult initializes c as clientID and returns the result's
+// members.
+func initializeResult(t *testing.T, c *ahptest.Client, clientID string) map[string]json.RawMessage {
+	t.Helper()
+	var r map[string]json.RawMessage
+	if err := json.Unmarshal(c.Initialize(clientID), &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
