@@ -25,15 +25,11 @@ func (d *Daemon) withHostTools(next http.Handler) http.Handler {
 		}
 		d.host.SetToolsURL("http://" + net.JoinHostPort(ip.String(), strconv.Itoa(addr.Port)) + hosttools.Path)
 	}
-	tools := d.host.ToolsHandler()
+	tools := endedOnStop(d.toolsCtx, d.host.ToolsHandler())
 	canvasFiles := d.host.CanvasFilesHandler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == hosttools.Path || strings.HasPrefix(r.URL.Path, hosttools.Path+"/") {
-			// Ended when the daemon stops, not only when the agent hangs up.
-			ctx, cancel := context.WithCancel(r.Context())
-			defer cancel()
-			defer context.AfterFunc(d.toolsCtx, cancel)()
-			tools.ServeHTTP(w, r.WithContext(ctx))
+			tools.ServeHTTP(w, r)
 			return
 		}
 		if strings.HasPrefix(r.URL.Path, canvas.FilesPath) {
@@ -42,5 +38,17 @@ func (d *Daemon) withHostTools(next http.Handler) http.Handler {
 			return
 		}
 		next.ServeHTTP(w, r)
+	})
+}
+
+// endedOnStop serves next with each request's context also ended by stop:
+// an agent may hold a host-tools request open for as long as it lives (a
+// streamable MCP POST), and http.Server.Shutdown waits for every request.
+func endedOnStop(stop context.Context, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		defer context.AfterFunc(stop, cancel)()
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
