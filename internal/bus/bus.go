@@ -21,6 +21,15 @@ type Subscriber interface {
 	ClientID() string
 }
 
+// SubscribeWatcher is a Subscriber that is told the moment it is
+// subscribed to a channel (Subscribe, Replay), under the bus's lock: the
+// moment the owner takes the snapshot the subscriber's reply will carry.
+// It must not block or call the bus. The host's connections use it to hold
+// what follows a snapshot behind the reply that carries it (host/client.go).
+type SubscribeWatcher interface {
+	Subscribed(channel string)
+}
+
 // logEntry is one envelope kept for reconnect.
 type logEntry struct {
 	seq     int64
@@ -233,6 +242,9 @@ func (b *Bus) subscribeLocked(s Subscriber, channel string) {
 		b.subs[channel] = m
 	}
 	m[s] = struct{}{}
+	if w, ok := s.(SubscribeWatcher); ok {
+		w.Subscribed(channel)
+	}
 }
 
 // Unsubscribe removes s from channel.

@@ -425,7 +425,7 @@ func rawRoundTrip(b *testing.B, n int) time.Duration {
 
 // seedStore writes sessions sessions of turnsEach complete turns each into
 // a data dir's store, as a daemon that ran them would have left it.
-func seedStore(b *testing.B, dataDir string, sessions, turnsEach int) {
+func seedStore(b testing.TB, dataDir string, sessions, turnsEach int) {
 	st, err := store.Open(filepath.Join(dataDir, "ahpd.db"), slog.New(slog.DiscardHandler))
 	if err != nil {
 		b.Fatal(err)
@@ -460,7 +460,7 @@ func seedStore(b *testing.B, dataDir string, sessions, turnsEach int) {
 
 // startOn starts a daemon on a data dir and returns how long it took to
 // listen (start-up recovery included).
-func startOn(b *testing.B, dataDir string) (*daemon.Daemon, time.Duration) {
+func startOn(b testing.TB, dataDir string) (*daemon.Daemon, time.Duration) {
 	sc := script.New(script.Options{})
 	reg, err := agent.NewRegistry(sc)
 	if err != nil {

@@ -2,11 +2,13 @@ package host
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/auth"
+	"github.com/ahpd/ahpd/internal/bus"
 	"github.com/ahpd/ahpd/internal/chat"
 	"github.com/ahpd/ahpd/internal/rpc"
 )
@@ -23,6 +25,64 @@ type client struct {
 	id          string
 	version     string
 	initialized bool
+
+	// awaiting are the snapshots this connection's pending replies will
+	// carry, by channel (awaitSnapshot); guarded by mu.
+	awaiting map[string][]*snapshotHold
+}
+
+// snapshotHold holds a connection's notifications from the moment the bus
+// subscribes it to a channel (the owner's snapshot) until the reply that
+// carries the snapshot is queued.
+type snapshotHold struct {
+	release func() // set by Subscribed; nil until then
+}
+
+var _ bus.SubscribeWatcher = (*client)(nil)
+
+// awaitSnapshot says that a reply this connection is about to get carries
+// channel's snapshot. From the moment the owner subscribes it (in the same
+// step as its snapshot), the connection's notifications are held; done,
+// called once the reply is queued, releases them behind it. So the client
+// reads the snapshot before every action after it, in serverSeq order,
+// and nothing is held while the owner is still busy or loading.
+func (c *client) awaitSnapshot(channel string) (done func()) {
+	h := &snapshotHold{}
+	c.mu.Lock()
+	if c.awaiting == nil {
+		c.awaiting = make(map[string][]*snapshotHold)
+	}
+	c.awaiting[channel] = append(c.awaiting[channel], h)
+	c.mu.Unlock()
+	return func() {
+		c.mu.Lock()
+		holds := c.awaiting[channel]
+		if i := slices.Index(holds, h); i >= 0 {
+			holds = slices.Delete(holds, i, i+1)
+		}
+		if len(holds) == 0 {
+			delete(c.awaiting, channel)
+		} else {
+			c.awaiting[channel] = holds
+		}
+		release := h.release
+		c.mu.Unlock()
+		if release != nil {
+			release()
+		}
+	}
+}
+
+// Subscribed opens the hold of every reply awaiting channel's snapshot. The
+// bus calls it under its lock, as it subscribes the connection.
+func (c *client) Subscribed(channel string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, h := range c.awaiting[channel] {
+		if h.release == nil {
+			h.release = c.conn.Hold()
+		}
+	}
 }
 
 // Deliver queues a notification on the connection; it never blocks.

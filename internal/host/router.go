@@ -92,36 +92,119 @@ func requireChannel(ch string, root bool) error {
 	return nil
 }
 
-// Request answers a client request. It runs on the connection's read
-// loop: requests of one connection are answered in order.
-func (h *Host) Request(ctx context.Context, c *rpc.Conn, method string, params json.RawMessage) (any, error) {
+// Request routes a client request; it runs on the connection's read loop
+// and never waits there (docs/ARCHITECTURE.md, "Routing"). A ping and what
+// a request's own params get wrong are answered at once; every other
+// request runs on the lane of its channel (the same lane the channel's
+// actions take, so a connection's requests and actions on one channel keep
+// their order) and is answered from there. A request on the root channel
+// takes its connection's lane. A slow or stalled channel holds up only its
+// own lane: the connection's pings, and its requests on other channels,
+// are answered meanwhile.
+func (h *Host) Request(ctx context.Context, c *rpc.Conn, method string, params json.RawMessage, reply rpc.Reply) {
 	cl := h.client(c)
 	if method != ahp.MethodInitialize && method != ahp.MethodPing && method != ahp.MethodReconnect && !cl.ready() {
-		return nil, ahp.Errorf(ahp.ErrInvalidRequest, "%s before initialize", method)
+		reply(nil, ahp.Errorf(ahp.ErrInvalidRequest, "%s before initialize", method))
+		return
 	}
 	switch method {
-	case ahp.MethodInitialize:
-		return h.initialize(ctx, cl, params)
 	case ahp.MethodPing:
 		// Liveness has no payload: the answer is null (VS Code's "ping
 		// answers before the client initializes").
-		return nil, nil
+		reply(nil, nil)
+		return
+	case ahp.MethodInitialize:
+		h.initialize(ctx, cl, params, reply)
+		return
 	case ahp.MethodReconnect:
-		return h.reconnect(ctx, cl, params)
-	case ahp.MethodSubscribe:
-		var p ahp.SubscribeParams
-		if err := decodeParams(params, &p); err != nil {
-			return nil, err
+		h.reconnect(ctx, cl, params, reply)
+		return
+	}
+	lane := h.requestLane(cl, params)
+	if !h.lanes.push(lane, func() { h.answer(ctx, cl, method, params, reply) }) {
+		h.log.Warn("request lanes full; refusing", "channel", lane, "conn", c.ID(), "method", method)
+		reply(nil, ahp.Errorf(ahp.ErrInternal, "too many requests wait for %s; send it again later", lane))
+	}
+}
+
+// requestLane is the lane a request runs on: its params.channel's, or its
+// connection's for the root channel or none (the request's own checks then
+// answer what is wrong with it).
+func (h *Host) requestLane(cl *client, params json.RawMessage) string {
+	var p struct {
+		Channel string `json:"channel"`
+	}
+	if json.Unmarshal(params, &p) != nil || p.Channel == "" || ahp.IsRootURI(p.Channel) {
+		return connLane(cl)
+	}
+	return p.Channel
+}
+
+// connLane names a connection's own lane; no channel URI has its form.
+func connLane(cl *client) string { return "conn " + cl.conn.ID() }
+
+// answer runs a request on its lane and replies. A panic is answered as an
+// internal error and reported (bug.Recover, around every lane's work). A
+// connection that closed while its request ran loses what the request
+// subscribed it to (Disconnected already dropped the rest).
+func (h *Host) answer(ctx context.Context, cl *client, method string, params json.RawMessage, reply rpc.Reply) {
+	replied := false
+	once := func(res any, err error) {
+		replied = true
+		reply(res, err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			if !replied {
+				reply(nil, ahp.Errorf(ahp.ErrInternal, "handler for %s failed", method))
+			}
+			panic(p)
 		}
-		if err := requireChannel(p.Channel, false); err != nil {
-			return nil, err
-		}
-		cl.conn.HoldUntilReply()
-		snap, err := h.subscribe(ctx, cl, p.Channel, p.View)
-		if err != nil {
-			return nil, err
-		}
-		return ahp.SubscribeResult{Snapshot: &snap}, nil
+	}()
+	defer h.forgetIfGone(cl)
+	if method == ahp.MethodSubscribe {
+		h.subscribeRequest(ctx, cl, params, once)
+		return
+	}
+	once(h.request(ctx, cl, method, params))
+}
+
+// forgetIfGone drops cl's subscriptions when its connection has closed: a
+// request that ran on a lane may have subscribed it after Disconnected.
+func (h *Host) forgetIfGone(cl *client) {
+	select {
+	case <-cl.conn.Done():
+		h.bus.DropSubscriber(cl)
+	default:
+	}
+}
+
+// subscribeRequest answers subscribe. The reply is queued before any action
+// after its snapshot (client.awaitSnapshot).
+func (h *Host) subscribeRequest(ctx context.Context, cl *client, params json.RawMessage, reply rpc.Reply) {
+	var p ahp.SubscribeParams
+	if err := decodeParams(params, &p); err != nil {
+		reply(nil, err)
+		return
+	}
+	if err := requireChannel(p.Channel, false); err != nil {
+		reply(nil, err)
+		return
+	}
+	done := cl.awaitSnapshot(p.Channel)
+	defer done()
+	snap, err := h.subscribe(ctx, cl, p.Channel, p.View)
+	if err != nil {
+		reply(nil, err)
+		return
+	}
+	reply(ahp.SubscribeResult{Snapshot: &snap}, nil)
+}
+
+// request answers every request but ping, initialize, reconnect and
+// subscribe, on its lane.
+func (h *Host) request(ctx context.Context, cl *client, method string, params json.RawMessage) (any, error) {
+	switch method {
 	case ahp.MethodListSessions:
 		return h.listSessions(ctx, cl, params)
 	case ahp.MethodCreateSession:
@@ -168,9 +251,16 @@ func (h *Host) Notification(c *rpc.Conn, method string, params json.RawMessage) 
 			h.log.Debug("bad unsubscribe", "conn", c.ID(), "err", err)
 			return
 		}
-		h.bus.Unsubscribe(cl, p.Channel)
-		if isResourceWatch(p.Channel) {
-			h.watchesLeft(nil) // its last subscriber may have gone
+		unsubscribe := func() {
+			h.bus.Unsubscribe(cl, p.Channel)
+			if isResourceWatch(p.Channel) {
+				h.watchesLeft(nil) // its last subscriber may have gone
+			}
+		}
+		// Behind a subscribe to the same channel still on its lane, in the
+		// order the client sent them.
+		if h.lanes.idle(p.Channel) || !h.lanes.push(p.Channel, unsubscribe) {
+			unsubscribe()
 		}
 	default:
 		h.log.Debug("unknown notification", "conn", c.ID(), "method", method)
@@ -178,26 +268,32 @@ func (h *Host) Notification(c *rpc.Conn, method string, params json.RawMessage) 
 }
 
 // initialize negotiates the version and answers with snapshots of the
-// initial subscriptions.
-func (h *Host) initialize(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
+// initial subscriptions. The connection says who it is on the read loop,
+// so the requests it sends right behind initialize are taken; the
+// snapshots are taken on its lane.
+func (h *Host) initialize(ctx context.Context, cl *client, params json.RawMessage, reply rpc.Reply) {
 	var p ahp.InitializeParams
 	if err := decodeParams(params, &p); err != nil {
-		return nil, err
+		reply(nil, err)
+		return
 	}
 	if err := requireChannel(p.Channel, true); err != nil {
-		return nil, err
+		reply(nil, err)
+		return
 	}
 	if cl.ready() {
 		// A connection says who it is once: a second handshake would
 		// change the client id its pending actions are echoed under.
-		return nil, ahp.Errorf(ahp.ErrInvalidRequest, "initialize: this connection is already initialized")
+		reply(nil, ahp.Errorf(ahp.ErrInvalidRequest, "initialize: this connection is already initialized"))
+		return
 	}
 	// An empty list offers no version this host speaks: the same answer
 	// as an unsupported one, with the versions it does.
 	version, ok := ahp.Negotiate(p.ProtocolVersions)
 	if !ok {
 		err := ahp.Errorf(ahp.ErrUnsupportedProtocolVersion, "none of %v is supported", p.ProtocolVersions)
-		return nil, ahp.WithData(err, ahp.UnsupportedVersionData{SupportedVersions: ahp.SupportedVersions})
+		reply(nil, ahp.WithData(err, ahp.UnsupportedVersionData{SupportedVersions: ahp.SupportedVersions}))
+		return
 	}
 	id := p.ClientID
 	if id == "" {
@@ -205,25 +301,45 @@ func (h *Host) initialize(ctx context.Context, cl *client, params json.RawMessag
 	}
 	cl.setIdentity(id, version)
 	seq := h.bus.Seq()
-	cl.conn.HoldUntilReply()
-	res := ahp.InitializeResult{
-		ProtocolVersion:             version,
-		ServerSeq:                   seq,
-		ServerInfo:                  &ahp.Implementation{Name: "ahpd", Version: h.opts.ServerVersion},
-		CompletionTriggerCharacters: []string{"@", "#", "/"}, // the order VS Code's host says them
-		TerminalCommandPrefix:       "!",
-	}
-	if len(h.opts.Paths) > 0 {
-		res.DefaultDirectory = ahp.FileURI(h.opts.Paths[0])
-	}
-	for _, ch := range p.InitialSubscriptions {
-		snap, err := h.subscribe(ctx, cl, ch, nil)
-		if err != nil {
-			return nil, fmt.Errorf("initialSubscriptions %s: %w", ch, err)
+	// What follows the handshake's snapshots waits behind its reply.
+	release := cl.conn.Hold()
+	handshake := func() {
+		defer release()
+		res := ahp.InitializeResult{
+			ProtocolVersion:             version,
+			ServerSeq:                   seq,
+			ServerInfo:                  &ahp.Implementation{Name: "ahpd", Version: h.opts.ServerVersion},
+			CompletionTriggerCharacters: []string{"@", "#", "/"}, // the order VS Code's host says them
+			TerminalCommandPrefix:       "!",
 		}
-		res.Snapshots = append(res.Snapshots, snap)
+		if len(h.opts.Paths) > 0 {
+			res.DefaultDirectory = ahp.FileURI(h.opts.Paths[0])
+		}
+		for _, ch := range p.InitialSubscriptions {
+			snap, err := h.subscribe(ctx, cl, ch, nil)
+			if err != nil {
+				reply(nil, fmt.Errorf("initialSubscriptions %s: %w", ch, err))
+				return
+			}
+			res.Snapshots = append(res.Snapshots, snap)
+		}
+		reply(res, nil)
 	}
-	return res, nil
+	h.onConnLane(cl, handshake, func() {
+		release()
+		reply(nil, ahp.Errorf(ahp.ErrInternal, "too many requests wait for %s; send it again later", connLane(cl)))
+	})
+}
+
+// onConnLane runs fn on cl's own lane, with answer's recovery and clean-up,
+// or refused when the lanes are full.
+func (h *Host) onConnLane(cl *client, fn, refused func()) {
+	if !h.lanes.push(connLane(cl), func() {
+		defer h.forgetIfGone(cl)
+		fn()
+	}) {
+		refused()
+	}
 }
 
 // subscribe routes a subscription to the owner of the channel.
@@ -336,37 +452,51 @@ func (h *Host) dispatchAction(cl *client, params json.RawMessage) {
 			}
 		})
 	default:
-		if sess, ok := ahp.AnnotationsSession(p.Channel); ok {
-			s, ok := h.session(sess)
-			if !ok {
-				h.bus.Refuse(cl, p.Channel, a, origin, fmt.Sprintf("%s: %s", ahp.ErrResourceNotFound.Message, p.Channel))
-				return
-			}
-			if err := s.DispatchAnnotations(cl.chatClient(), p.ClientSeq, a); err != nil {
-				h.bus.Refuse(cl, p.Channel, a, origin, err.Error())
-			}
+		if !h.lanes.idle(p.Channel) {
+			// A request on this channel (a subscribe, a createChat) is
+			// still on its lane: the action goes behind it, in the order
+			// the client sent them.
+			h.route(cl, p.Channel, a, origin, func() { h.dispatchToSession(cl, p, a, origin) })
 			return
 		}
-		s, ok := h.session(p.Channel)
+		h.dispatchToSession(cl, p, a, origin)
+	}
+}
+
+// dispatchToSession hands an action on a session or annotations channel to
+// the session's actor (a chat action goes on to its default chat).
+func (h *Host) dispatchToSession(cl *client, p ahp.DispatchActionParams, a ahp.Action, origin *ahp.ActionOrigin) {
+	ctx := context.Background()
+	if sess, ok := ahp.AnnotationsSession(p.Channel); ok {
+		s, ok := h.session(sess)
 		if !ok {
 			h.bus.Refuse(cl, p.Channel, a, origin, fmt.Sprintf("%s: %s", ahp.ErrResourceNotFound.Message, p.Channel))
 			return
 		}
-		if strings.HasPrefix(a.ActionType(), "chat/") {
-			// C-FIRST-11: a chat action on a session names no chat: it
-			// goes to the chat the session's defaultChat names. It takes
-			// that chat's lane, so it keeps its order among the actions
-			// sent to the chat by its own URI.
-			h.route(cl, h.defaultChatLane(p.Channel), a, origin, func() {
-				ctx, cancel := context.WithTimeout(ctx, routeWait)
-				defer cancel()
-				h.dispatchToDefaultChat(ctx, cl, s, p, a, origin)
-			})
-			return
-		}
-		if err := s.Dispatch(cl.chatClient(), p.ClientSeq, a); err != nil {
+		if err := s.DispatchAnnotations(cl.chatClient(), p.ClientSeq, a); err != nil {
 			h.bus.Refuse(cl, p.Channel, a, origin, err.Error())
 		}
+		return
+	}
+	s, ok := h.session(p.Channel)
+	if !ok {
+		h.bus.Refuse(cl, p.Channel, a, origin, fmt.Sprintf("%s: %s", ahp.ErrResourceNotFound.Message, p.Channel))
+		return
+	}
+	if strings.HasPrefix(a.ActionType(), "chat/") {
+		// C-FIRST-11: a chat action on a session names no chat: it
+		// goes to the chat the session's defaultChat names. It takes
+		// that chat's lane, so it keeps its order among the actions
+		// sent to the chat by its own URI.
+		h.route(cl, h.defaultChatLane(p.Channel), a, origin, func() {
+			ctx, cancel := context.WithTimeout(ctx, routeWait)
+			defer cancel()
+			h.dispatchToDefaultChat(ctx, cl, s, p, a, origin)
+		})
+		return
+	}
+	if err := s.Dispatch(cl.chatClient(), p.ClientSeq, a); err != nil {
+		h.bus.Refuse(cl, p.Channel, a, origin, err.Error())
 	}
 }
 
@@ -488,24 +618,40 @@ func rawOrNull(r json.RawMessage) json.RawMessage {
 }
 
 // reconnect replays what a returning client missed, or answers with fresh
-// snapshots when the replay log no longer reaches back.
-func (h *Host) reconnect(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
+// snapshots when the replay log no longer reaches back. The connection
+// takes its identity on the read loop; the replay or the snapshots are
+// taken on its lane.
+func (h *Host) reconnect(ctx context.Context, cl *client, params json.RawMessage, reply rpc.Reply) {
 	var p ahp.ReconnectParams
 	if err := decodeParams(params, &p); err != nil {
-		return nil, err
+		reply(nil, err)
+		return
 	}
 	if err := requireChannel(p.Channel, true); err != nil {
-		return nil, err
+		reply(nil, err)
+		return
 	}
 	if p.ClientID == "" {
-		return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.clientId: required")
+		reply(nil, ahp.Errorf(ahp.ErrInvalidParams, "params.clientId: required"))
+		return
 	}
 	version := cl.negotiated()
 	if version == "" {
 		version = ahp.SupportedVersions[0]
 	}
 	cl.setIdentity(p.ClientID, version)
-	cl.conn.HoldUntilReply()
+	release := cl.conn.Hold()
+	h.onConnLane(cl, func() {
+		defer release()
+		reply(h.replay(ctx, cl, p))
+	}, func() {
+		release()
+		reply(nil, ahp.Errorf(ahp.ErrInternal, "too many requests wait for %s; send it again later", connLane(cl)))
+	})
+}
+
+// replay is reconnect's answer.
+func (h *Host) replay(ctx context.Context, cl *client, p ahp.ReconnectParams) (any, error) {
 	var live, missing []string
 	for _, ch := range p.Subscriptions {
 		// A replay restores subscriptions without subscribe's checks, so

@@ -28,8 +28,9 @@ func (e *CallError) Error() string { return fmt.Sprintf("client answered %d: %s"
 // Call makes a request to the client (a server→client request, such as
 // resourceRead) and returns its result. The answer is matched by id; the
 // wait ends at CallTimeout, when ctx ends, or at once when the connection
-// closes. It must not be called from the connection's read loop (a
-// Request handler): the answer is read there.
+// closes. It must not be called from the connection's read loop (inside
+// Handler.Request or Handler.Notification): the answer is read there. A
+// request's lane may call it.
 func (c *Conn) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	jc := c.jc.Load()
 	if jc == nil || c.ctx.Err() != nil {

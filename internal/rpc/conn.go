@@ -237,15 +237,18 @@ func (c *Conn) NotifyRaw(method string, params json.RawMessage) error {
 	return c.enqueue(notificationFrame(method, params), false)
 }
 
-// HoldUntilReply is called from inside Handler.Request: every notification
-// queued on this connection after this call and before the reply of the
-// current request is written after that reply, in the order queued. A
-// subscribe uses it so its snapshot reply reaches the client before the
-// actions that follow the snapshot. Outside Request it does nothing.
-func (c *Conn) HoldUntilReply() {
-	if !c.out.hold() {
-		c.log.Warn("HoldUntilReply called outside Handler.Request; ignored")
-	}
+// Hold holds every notification queued on this connection from now on,
+// until release is called; replies are never held. A request that
+// subscribes opens a hold when its snapshot is taken and releases it
+// after its reply is queued, so the client reads the snapshot before the
+// actions that follow it, and every envelope still arrives in serverSeq
+// order. Holds may overlap; what they held goes out when the last ends.
+// release may be called more than once, from any goroutine. A hold never
+// released is cut by the outbox budget like any client that does not read.
+func (c *Conn) Hold() (release func()) {
+	c.out.hold()
+	var once sync.Once
+	return func() { once.Do(c.out.unhold) }
 }
 
 // enqueue queues an encoded frame for the writer. Replies are never held.

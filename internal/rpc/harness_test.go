@@ -30,10 +30,13 @@ const waitFor = 20 * time.Second
 //	echo       returns its params
 //	fail       returns -32005 with data {"supportedVersions":[...]}
 //	boom       panics
-//	subscribe  {"hold":bool,"notes":n}: optionally HoldUntilReply, then
-//	           Notify "action" {"seq":i} n times (half of them from another
-//	           goroutine) and return {"snapshot":true}
-//	block      waits for ctx to end, reports it on unblocked
+//	subscribe  {"hold":bool,"notes":n}: optionally Hold, then Notify
+//	           "action" {"seq":i} n times (half of them from another
+//	           goroutine), reply {"snapshot":true} and release the hold
+//	block      waits off the read loop for ctx to end, reports it on
+//	           unblocked, and answers with ctx's error
+//	later      {"release":name}: answered {"later":name} from another
+//	           goroutine once release(name) is called
 //	anything else: ahp.ErrMethodNotFound
 type testHandler struct {
 	connected     chan *Conn
@@ -41,7 +44,29 @@ type testHandler struct {
 	notifications chan string
 	blocked       chan struct{}
 	unblocked     chan error
+
+	// laterMu guards later: the gates of "later" requests by name.
+	laterMu sync.Mutex
+	later   map[string]chan struct{}
 }
+
+// gate returns the gate a "later" request named name waits on.
+func (h *testHandler) gate(name string) chan struct{} {
+	h.laterMu.Lock()
+	defer h.laterMu.Unlock()
+	if h.later == nil {
+		h.later = make(map[string]chan struct{})
+	}
+	g := h.later[name]
+	if g == nil {
+		g = make(chan struct{})
+		h.later[name] = g
+	}
+	return g
+}
+
+// release lets the "later" request named name be answered.
+func (h *testHandler) release(name string) { close(h.gate(name)) }
 
 // closed is one Disconnected call.
 type closed struct {
@@ -73,14 +98,14 @@ func (h *testHandler) Notification(c *Conn, method string, params json.RawMessag
 	}
 }
 
-func (h *testHandler) Request(ctx context.Context, c *Conn, method string, params json.RawMessage) (any, error) {
+func (h *testHandler) Request(ctx context.Context, c *Conn, method string, params json.RawMessage, reply Reply) {
 	switch method {
 	case "echo":
-		return params, nil
+		reply(params, nil)
 	case "fail":
-		return nil, ahp.WithData(
+		reply(nil, ahp.WithData(
 			ahp.Errorf(ahp.ErrUnsupportedProtocolVersion, "client offers %s", "9.9.9"),
-			map[string]any{"supportedVersions": []string{"1.0.0", "0.10.0"}})
+			map[string]any{"supportedVersions": []string{"1.0.0", "0.10.0"}}))
 	case "boom":
 		panic("boom in a request")
 	case "subscribe":
@@ -89,10 +114,12 @@ func (h *testHandler) Request(ctx context.Context, c *Conn, method string, param
 			Notes int  `json:"notes"`
 		}
 		if err := json.Unmarshal(params, &p); err != nil {
-			return nil, ahp.Errorf(ahp.ErrInvalidParams, "%v", err)
+			reply(nil, ahp.Errorf(ahp.ErrInvalidParams, "%v", err))
+			return
 		}
+		release := func() {}
 		if p.Hold {
-			c.HoldUntilReply()
+			release = c.Hold()
 		}
 		half := p.Notes / 2
 		for i := range half {
@@ -105,14 +132,35 @@ func (h *testHandler) Request(ctx context.Context, c *Conn, method string, param
 			}
 		})
 		wg.Wait()
-		return map[string]bool{"snapshot": true}, nil
+		reply(map[string]bool{"snapshot": true}, nil)
+		release()
 	case "block":
-		h.blocked <- struct{}{}
-		<-ctx.Done()
-		h.unblocked <- ctx.Err()
-		return nil, ctx.Err()
+		go func() { // a lane's wait, off the read loop
+			h.blocked <- struct{}{}
+			<-ctx.Done()
+			h.unblocked <- ctx.Err()
+			reply(nil, ctx.Err())
+		}()
+	case "later":
+		var p struct {
+			Release string `json:"release"`
+		}
+		if err := json.Unmarshal(params, &p); err != nil {
+			reply(nil, ahp.Errorf(ahp.ErrInvalidParams, "%v", err))
+			return
+		}
+		g := h.gate(p.Release)
+		go func() {
+			select {
+			case <-g:
+				reply(map[string]string{"later": p.Release}, nil)
+			case <-ctx.Done():
+				reply(nil, ctx.Err())
+			}
+		}()
+	default:
+		reply(nil, ahp.Errorf(ahp.ErrMethodNotFound, "%s", method))
 	}
-	return nil, ahp.Errorf(ahp.ErrMethodNotFound, "%s", method)
 }
 
 // awaitDisconnect returns the next Disconnected call.

@@ -21,15 +21,13 @@ var ErrSlowConsumer = fmt.Errorf("%w: slow consumer", ErrConnClosed)
 // byte budget is refused and the caller closes the connection
 // (nats server/client.go queueOutbound).
 //
-// HoldUntilReply timeline, all under mu:
-//  1. the read loop calls beginRequest before the handler runs;
-//  2. the handler calls hold: from now on notifications go to held, replies
-//     still go to queue;
-//  3. the read loop queues the reply, then calls endRequest, which appends
-//     held to queue in order and stops holding.
-//
-// So every notification queued between 2 and 3 reaches the client after
-// the reply, and notifications keep their relative order.
+// Holds (Conn.Hold): while any hold is open, notifications go to held
+// instead of queue; replies never wait. A hold is released after the
+// reply of the request that opened it is queued, so every notification
+// queued while it was open reaches the client after that reply, and
+// notifications keep their relative order. Holds may overlap (requests are
+// answered off the read loop, several at a time): held is released behind
+// the queue when the last open hold ends.
 type outbox struct {
 	// budget is the most bytes that may be queued but unwritten; a single
 	// frame larger than budget is still accepted when nothing is pending,
@@ -49,10 +47,8 @@ type outbox struct {
 	// pending counts bytes in queue and held plus the bytes the writer has
 	// taken but not finished writing.
 	pending int
-	// inRequest is true while a request handler runs on the read loop.
-	inRequest bool
-	// holding is true between hold and the end of the current request.
-	holding bool
+	// holds counts the open holds.
+	holds int
 	// closed refuses further pushes.
 	closed bool
 }
@@ -94,7 +90,7 @@ func (o *outbox) push(frame []byte, isReply bool) error {
 		return err
 	}
 	o.pending += n
-	if o.holding && !isReply {
+	if o.holds > 0 && !isReply {
 		o.held = append(o.held, frame)
 		o.mu.Unlock()
 		return nil
@@ -127,31 +123,24 @@ func (o *outbox) written(n int) {
 	o.mu.Unlock()
 }
 
-// beginRequest marks the start of a request handler on the read loop.
-func (o *outbox) beginRequest() {
+// hold opens a hold: notifications are held until every open hold ends.
+func (o *outbox) hold() {
 	o.mu.Lock()
-	o.inRequest = true
+	o.holds++
 	o.mu.Unlock()
 }
 
-// hold starts holding notifications until endRequest. It reports false
-// when no request handler is running.
-func (o *outbox) hold() bool {
+// unhold ends one hold; the last one to end releases what was held behind
+// the queue (the reply that ended it is already there).
+func (o *outbox) unhold() {
 	o.mu.Lock()
-	defer o.mu.Unlock()
-	if !o.inRequest {
-		return false
+	released := false
+	if o.holds > 0 {
+		o.holds--
+		if o.holds == 0 {
+			released = o.releaseLocked()
+		}
 	}
-	o.holding = true
-	return true
-}
-
-// endRequest ends the current request (its reply, if any, is already
-// queued) and releases held notifications behind it.
-func (o *outbox) endRequest() {
-	o.mu.Lock()
-	o.inRequest = false
-	released := o.releaseLocked()
 	o.mu.Unlock()
 	if released {
 		select {
@@ -163,7 +152,6 @@ func (o *outbox) endRequest() {
 
 // releaseLocked moves held to the tail of queue. o.mu must be held.
 func (o *outbox) releaseLocked() bool {
-	o.holding = false
 	if len(o.held) == 0 {
 		return false
 	}
@@ -178,6 +166,7 @@ func (o *outbox) releaseLocked() bool {
 func (o *outbox) close() {
 	o.mu.Lock()
 	o.closed = true
+	o.holds = 0
 	o.releaseLocked()
 	o.mu.Unlock()
 }

@@ -8,7 +8,7 @@ import (
 
 // step is one operation on an outbox in TestOutbox.
 type step struct {
-	op    string // "notify", "reply", "begin", "hold", "end", "close", "write"
+	op    string // "notify", "reply", "hold", "unhold", "close", "write"
 	frame string
 }
 
@@ -29,26 +29,33 @@ func TestOutbox(t *testing.T) {
 		{
 			name:   "held notifications follow the reply",
 			budget: 100,
-			steps: []step{{"notify", "n0"}, {"begin", ""}, {"hold", ""}, {"notify", "n1"}, {"notify", "n2"},
-				{"reply", "r1"}, {"end", ""}, {"notify", "n3"}},
+			steps: []step{{"notify", "n0"}, {"hold", ""}, {"notify", "n1"}, {"notify", "n2"},
+				{"reply", "r1"}, {"unhold", ""}, {"notify", "n3"}},
 			wantQueue: "n0 r1 n1 n2 n3",
 		},
 		{
-			name:      "hold outside a request does nothing",
+			name:   "overlapping holds release when the last ends",
+			budget: 100,
+			steps: []step{{"hold", ""}, {"notify", "n1"}, {"hold", ""}, {"reply", "r1"}, {"unhold", ""},
+				{"notify", "n2"}, {"reply", "r2"}, {"unhold", ""}, {"notify", "n3"}},
+			wantQueue: "r1 r2 n1 n2 n3",
+		},
+		{
+			name:      "an unhold without a hold does nothing",
 			budget:    100,
-			steps:     []step{{"hold", ""}, {"notify", "n1"}, {"reply", "r1"}},
+			steps:     []step{{"unhold", ""}, {"notify", "n1"}, {"reply", "r1"}},
 			wantQueue: "n1 r1",
 		},
 		{
-			name:      "a request without hold holds nothing",
+			name:      "without a hold nothing is held",
 			budget:    100,
-			steps:     []step{{"begin", ""}, {"notify", "n1"}, {"reply", "r1"}, {"end", ""}},
+			steps:     []step{{"notify", "n1"}, {"reply", "r1"}},
 			wantQueue: "n1 r1",
 		},
 		{
 			name:      "close releases held notifications behind the queue",
 			budget:    100,
-			steps:     []step{{"begin", ""}, {"hold", ""}, {"notify", "n1"}, {"reply", "r1"}, {"close", ""}},
+			steps:     []step{{"hold", ""}, {"notify", "n1"}, {"reply", "r1"}, {"close", ""}},
 			wantQueue: "r1 n1",
 		},
 		{
@@ -61,7 +68,7 @@ func TestOutbox(t *testing.T) {
 		{
 			name:      "held bytes count against the budget",
 			budget:    5,
-			steps:     []step{{"begin", ""}, {"hold", ""}, {"notify", "aaaaaa"}, {"reply", "rrr"}, {"close", ""}},
+			steps:     []step{{"hold", ""}, {"notify", "aaaaaa"}, {"reply", "rrr"}, {"close", ""}},
 			wantQueue: "aaaaaa", // released by the close that follows a refusal
 			wantErr:   "rrr",
 		},
@@ -103,12 +110,10 @@ func TestOutbox(t *testing.T) {
 					err = o.push([]byte(s.frame), false)
 				case "reply":
 					err = o.push([]byte(s.frame), true)
-				case "begin":
-					o.beginRequest()
 				case "hold":
 					o.hold()
-				case "end":
-					o.endRequest()
+				case "unhold":
+					o.unhold()
 				case "close":
 					o.close()
 				case "write":

@@ -38,12 +38,13 @@ import (
 type Handler interface {
 	// Connected is called once, before the first Request or Notification.
 	Connected(c *Conn)
-	// Request answers a request. It runs on the connection's read loop, so
-	// requests of one connection are handled in order; it may block briefly
-	// (it blocks only its own connection). ctx is cancelled when the
-	// connection starts closing. The error is answered with
-	// ahp.WireError(err); ahp.ErrMethodNotFound answers -32601.
-	Request(ctx context.Context, c *Conn, method string, params json.RawMessage) (result any, err error)
+	// Request routes a request and answers it through reply, exactly
+	// once: at once, or later from another goroutine. It runs on the
+	// connection's read loop, which reads nothing else until it returns,
+	// so it must not wait: what may wait (an actor, the store, a client)
+	// runs on the request's lane and replies from there. ctx is cancelled
+	// when the connection starts closing.
+	Request(ctx context.Context, c *Conn, method string, params json.RawMessage, reply Reply)
 	// Notification handles a client notification (dispatchAction,
 	// unsubscribe), in order with requests. It is never answered.
 	Notification(c *Conn, method string, params json.RawMessage)

@@ -258,10 +258,10 @@ func TestToken(t *testing.T) {
 	}
 }
 
-// HoldUntilReply: notifications queued during the request, from the
-// handler or from another goroutine, reach the client after the reply;
-// without it they go out first.
-func TestHoldUntilReplyDeliversReplyFirst(t *testing.T) {
+// Hold: notifications queued while a request holds, from the handler or
+// from another goroutine, reach the client after its reply; without it
+// they go out first.
+func TestHoldDeliversReplyFirst(t *testing.T) {
 	tests := []struct {
 		name      string
 		hold      bool
@@ -298,12 +298,37 @@ func TestHoldUntilReplyDeliversReplyFirst(t *testing.T) {
 			}
 		})
 	}
-	// A hold ends with its request: a later request's notifications are
-	// not held.
+	// A hold ends when it is released: a later request's notifications
+	// are not held.
 	cl.t = t
 	cl.request(10, "subscribe", map[string]any{"hold": false, "notes": 2})
 	if m := cl.read(); m.isReply() {
 		t.Errorf("first frame of an unheld request is the reply %s", m.raw)
+	}
+}
+
+// A request answered later, off the read loop, does not hold up the
+// requests behind it: they are read and answered while it waits, and it is
+// answered when its owner is done.
+func TestRequestAnsweredLaterDoesNotHoldUpTheNext(t *testing.T) {
+	h := newTestHandler()
+	_, url := startServer(t, h, nil)
+	cl := dial(t, url, nil)
+	cl.request(1, "later", map[string]string{"release": "slow"})
+	cl.request(2, "echo", map[string]int{"n": 2})
+	cl.request(3, "later", map[string]string{"release": "quick"})
+	h.release("quick")
+	var order []string
+	for range 2 {
+		m := cl.read()
+		order = append(order, string(m.ID))
+	}
+	if strings.Join(order, ",") != "2,3" {
+		t.Fatalf("replies before the slow one is released: %v, want [2 3]", order)
+	}
+	h.release("slow")
+	if m := cl.read(); string(m.ID) != "1" || string(m.Result) != `{"later":"slow"}` {
+		t.Fatalf("the slow request's reply: %s", m.raw)
 	}
 }
 

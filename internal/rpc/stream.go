@@ -8,6 +8,7 @@ import (
 	"io"
 	"reflect"
 	"runtime/debug"
+	"sync/atomic"
 
 	"github.com/gorilla/websocket"
 	"github.com/sourcegraph/jsonrpc2"
@@ -105,11 +106,21 @@ func (s *stream) Close() error {
 
 // dispatcher is the jsonrpc2.Handler of one connection. Handle runs on
 // jsonrpc2's read loop, one message at a time, so a connection's requests
-// and notifications reach the Handler in the order they were sent. It is
-// never wrapped in jsonrpc2.AsyncHandler, which would lose that order.
+// and notifications reach the Handler in the order they were sent; the
+// Handler routes them and returns, and answers a request through its Reply
+// whenever the request's owner has done it (docs/ARCHITECTURE.md,
+// "Routing"). It is never wrapped in jsonrpc2.AsyncHandler, which would
+// lose the order in which requests are routed.
 type dispatcher struct{ c *Conn }
 
-// Handle calls the Handler and, for a request, queues exactly one reply.
+// Reply answers one request with result, or with err mapped by
+// ahp.WireError (ahp.ErrMethodNotFound answers -32601). A Handler calls it
+// exactly once, from any goroutine: on the read loop for what it answers at
+// once, or later from the lane that ran the request. It never blocks.
+type Reply func(result any, err error)
+
+// Handle calls the Handler and, for a request, hands it the request's one
+// Reply.
 func (d dispatcher) Handle(ctx context.Context, jc *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	c := d.c
 	params := paramsOf(req)
@@ -119,13 +130,20 @@ func (d dispatcher) Handle(ctx context.Context, jc *jsonrpc2.Conn, req *jsonrpc2
 		})
 		return
 	}
-	c.out.beginRequest()
-	result, err := c.request(ctx, req.Method, params)
-	resp := c.response(req, result, err)
-	if err := jc.SendResponse(ctx, resp); err != nil {
-		c.log.Debug("reply not sent", "method", req.Method, "id", req.ID.String(), "err", err)
+	var answered atomic.Bool
+	reply := func(result any, err error) {
+		if !answered.CompareAndSwap(false, true) {
+			c.bug("a request was answered twice", "method", req.Method, "id", req.ID.String())
+			return
+		}
+		resp := c.response(req, result, err)
+		// SendResponse only queues (stream.WriteObject), so it is safe and
+		// quick from any goroutine.
+		if err := jc.SendResponse(context.Background(), resp); err != nil {
+			c.log.Debug("reply not sent", "method", req.Method, "id", req.ID.String(), "err", err)
+		}
 	}
-	c.out.endRequest()
+	c.request(ctx, req.Method, params, reply, &answered)
 }
 
 // paramsOf returns the request's params, nil when absent or null.
@@ -136,16 +154,19 @@ func paramsOf(req *jsonrpc2.Request) json.RawMessage {
 	return *req.Params
 }
 
-// request calls Handler.Request, turning a panic into an internal error.
-func (c *Conn) request(ctx context.Context, method string, params json.RawMessage) (result any, err error) {
+// request calls Handler.Request; a panic before the request was answered
+// answers it with an internal error.
+func (c *Conn) request(ctx context.Context, method string, params json.RawMessage, reply Reply, answered *atomic.Bool) {
 	defer func() {
 		if p := recover(); p != nil {
 			c.srv.stats.panics.Add(1)
 			c.log.Error("handler panic", "in", "Request", "method", method, "panic", p, "stack", string(debug.Stack()))
-			result, err = nil, ahp.Errorf(ahp.ErrInternal, "handler for %s failed", method)
+			if !answered.Load() {
+				reply(nil, ahp.Errorf(ahp.ErrInternal, "handler for %s failed", method))
+			}
 		}
 	}()
-	return c.srv.opts.Handler.Request(ctx, c, method, params)
+	c.srv.opts.Handler.Request(ctx, c, method, params, reply)
 }
 
 // response builds the reply to req: result, or err mapped by ahp.WireError.
