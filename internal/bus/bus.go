@@ -6,9 +6,9 @@ package bus
 import (
 	"encoding/json"
 	"strconv"
-	"sync"
 
 	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/lockorder"
 )
 
 // Subscriber is what the bus delivers to: one client connection.
@@ -53,7 +53,7 @@ type logEntry struct {
 // connection that cannot keep up is cut by its own outbox.
 type Bus struct {
 	// seqMu guards seq, log, logHead, logBytes and subs.
-	seqMu sync.Mutex
+	seqMu lockorder.Mutex // rank lockorder.Bus
 	seq   int64
 	// log holds the newest envelopes from logHead on, oldest first: at most
 	// logCap of them and logMaxBytes of envelope bytes (logBytes now), so a
@@ -77,7 +77,7 @@ func NewBus(logCap int) *Bus {
 	if logCap <= 0 {
 		logCap = 4096
 	}
-	return &Bus{logCap: logCap, logMaxBytes: DefaultReplayBytes, subs: make(map[string]map[Subscriber]struct{})}
+	return &Bus{seqMu: lockorder.Mutex{Rank: lockorder.Bus}, logCap: logCap, logMaxBytes: DefaultReplayBytes, subs: make(map[string]map[Subscriber]struct{})}
 }
 
 // Seq is the newest serverSeq handed out.

@@ -3,7 +3,8 @@ package rpc
 import (
 	"errors"
 	"fmt"
-	"sync"
+
+	"github.com/ahpd/ahpd/internal/lockorder"
 )
 
 // ErrConnClosed is returned by Notify and NotifyRaw once the connection is
@@ -39,7 +40,7 @@ type outbox struct {
 	wake chan struct{}
 
 	// mu guards the fields below.
-	mu sync.Mutex
+	mu lockorder.Mutex // rank lockorder.Outbox
 	// queue is what the writer sends next, in order.
 	queue [][]byte
 	// held are notifications queued while holding, in order.
@@ -54,7 +55,7 @@ type outbox struct {
 }
 
 func newOutbox(budget int) *outbox {
-	return &outbox{budget: budget, wake: make(chan struct{}, 1)}
+	return &outbox{mu: lockorder.Mutex{Rank: lockorder.Outbox}, budget: budget, wake: make(chan struct{}, 1)}
 }
 
 // overBudgetError is what push returns when frame would exceed the budget.

@@ -1,0 +1,128 @@
+// Package lockorder names the mutexes that more than one goroutine takes,
+// ranks them, and checks the order they are taken in. A goroutine may
+// take a mutex only while every mutex it already holds has a lower rank;
+// taking them in rank order everywhere is what rules out a deadlock
+// between two of them.
+//
+// The ranks, lowest first, are the list below: the order is written once,
+// here, beside the locks it governs. Built with the tag lockcheck (make
+// test builds with it), every Lock checks the goroutine's held mutexes
+// and panics on an inversion, naming both; without the tag a Mutex is a
+// sync.Mutex and costs nothing more.
+package lockorder
+
+import (
+	"fmt"
+	"sync"
+)
+
+// Rank orders mutexes: a goroutine takes them in increasing rank.
+type Rank int
+
+// The ranks, in the order a goroutine may take them. A mutex held while
+// another is taken must come first here.
+const (
+	_ Rank = iota
+	// HostCatalogue serialises registering a session found in a backend's
+	// catalogue (host/catalogue.go); it is held across the store read and
+	// the session's start, and takes the sessions catalogue inside.
+	HostCatalogue
+	// HostBots serialises making a bot's work session (host/bots.go);
+	// it is held while the session is made, which takes the catalogue.
+	HostBots
+	// HostRoot guards the root state; a root action is reduced and
+	// published under it, so the bus's lock is taken inside.
+	HostRoot
+	// HostSessions guards the sessions catalogue: the session actors by
+	// URI, their last summaries and the chat index.
+	HostSessions
+	// HostConns guards the host's connections by rpc.Conn.
+	HostConns
+	// HostLanes guards the dispatch and request lanes.
+	HostLanes
+	// HostActors guards the index of live chat actors.
+	HostActors
+	// Bus guards serverSeq, the replay log and the subscriptions; the
+	// subscribers' Deliver and Subscribed run under it.
+	Bus
+	// HostClient guards one connection's identity and the snapshots its
+	// replies await; taken under Bus by Subscribed and ClientID.
+	HostClient
+	// Outbox guards one connection's queue of frames; every notification
+	// and reply is queued under it, the innermost lock.
+	Outbox
+	lastRank
+)
+
+var rankNames = [...]string{
+	HostCatalogue: "HostCatalogue",
+	HostBots:      "HostBots",
+	HostRoot:      "HostRoot",
+	HostSessions:  "HostSessions",
+	HostConns:     "HostConns",
+	HostLanes:     "HostLanes",
+	HostActors:    "HostActors",
+	Bus:           "Bus",
+	HostClient:    "HostClient",
+	Outbox:        "Outbox",
+}
+
+func (r Rank) String() string {
+	if r > 0 && r < lastRank {
+		return rankNames[r]
+	}
+	return fmt.Sprintf("Rank(%d)", int(r))
+}
+
+// Mutex is a sync.Mutex with a rank. Its zero value is unusable for the
+// check (rank 0 is below every rank, so nothing can be taken inside it and
+// it panics under lockcheck): set Rank where the mutex is made.
+type Mutex struct {
+	Rank Rank
+	mu   sync.Mutex
+}
+
+// Lock takes m; under lockcheck it first checks the goroutine holds no
+// mutex of m's rank or above.
+func (m *Mutex) Lock() {
+	if enabled {
+		acquire(m.Rank)
+	}
+	m.mu.Lock()
+}
+
+// Unlock releases m.
+func (m *Mutex) Unlock() {
+	if enabled {
+		release(m.Rank)
+	}
+	m.mu.Unlock()
+}
+
+// held is what one goroutine holds, in the order it took them.
+type held []Rank
+
+// check reports the inversion taking r would make, if any: the held rank
+// that is not below r.
+func (h held) check(r Rank) error {
+	if r <= 0 || r >= lastRank {
+		return fmt.Errorf("lockorder: taking a mutex of no rank (%v): set its Rank", r)
+	}
+	for _, have := range h {
+		if have >= r {
+			return fmt.Errorf("lockorder: taking %v while holding %v (held: %v); the order is lockorder's rank list", r, have, []Rank(h))
+		}
+	}
+	return nil
+}
+
+// without returns h less the last r in it (a mutex may be released out of
+// the order it was taken in).
+func (h held) without(r Rank) held {
+	for i := len(h) - 1; i >= 0; i-- {
+		if h[i] == r {
+			return append(h[:i], h[i+1:]...)
+		}
+	}
+	return h
+}
