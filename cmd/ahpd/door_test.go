@@ -20,7 +20,14 @@ import (
 // lines it printed on stdout.
 func startLines(t *testing.T, n int, args ...string) (*exec.Cmd, []string) {
 	t.Helper()
-	cmd := exec.Command(binary, append([]string{"serve", "--port", "0"}, args...)...)
+	return startLinesOf(t, binary, n, args...)
+}
+
+// startLinesOf is startLines for the ahpd binary bin (an earlier build, in
+// the upgrade test).
+func startLinesOf(t *testing.T, bin string, n int, args ...string) (*exec.Cmd, []string) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"serve", "--port", "0"}, args...)...)
 	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir())
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
