@@ -593,6 +593,10 @@ func decodeDispatch(params json.RawMessage) (ahp.DispatchActionParams, ahp.Actio
 	if seqErr != nil {
 		return p, a, seqErr
 	}
+	if err == nil {
+		// A field AHP requires is missing: refused whole, never repaired.
+		err = ahp.CheckClientAction(a.ActionType(), p.Action)
+	}
 	return p, a, err
 }
 
