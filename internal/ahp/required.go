@@ -92,4 +92,3 @@ func present(obj map[string]json.RawMessage, path []string) bool {
 func RequiredFields(actionType string) []string {
 	return append([]string(nil), clientRequired[actionType]...)
 }
-
