@@ -3,12 +3,19 @@ package daemon_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/testutil/ahptest"
+	"github.com/google/uuid"
 )
 
 // Ports of VS Code's own host conformance suite (microsoft/vscode,
@@ -16,6 +23,57 @@ import (
 // name of the conformanceTest it ports, written in our own words against
 // the daemon on port 0 with the script agent standing in for the model.
 // docs/CONFORMANCE.md lists every case: passed, or not applicable and why.
+//
+// Read from: protocolContractsSuite.ts @ 732376451bd82c6b6a7b3c27f44ae376175fc1c3
+// (61 cases, the newest stored version) and protocolLifecycleSuite.ts @
+// 07b7fd2981dbd648e17a301ca99b16a3bf83dbfe (5 cases, the version trimmed to
+// "complement protocolContractsSuite.ts"). The three cases only the earlier
+// lifecycle version 6bd60b563fd56d5b0041fd45b58312b596d7ad01 holds are ported
+// too, marked where they are.
+
+// pendingIssue31 holds the cases ahpd does not pass yet, each with what
+// ahpd does against what the suite wants. Such a case stays in the test and
+// skips; the one who fixes ahpd deletes its entry. AHPD_ISSUE31_PENDING=run
+// runs them all the same, to see them fail.
+var pendingIssue31 = map[string]string{
+	// protocolContractsSuite
+	"management diagnostics report providers and network endpoints":      "getNetworkDiagnosticsInfo and getManagedSettingsDiagnostics are VS Code extension methods, not AHP 1.0; ahpd answers -32601 Method not found (candidate for not applicable)",
+	"diagnostics fetch reports a refused local connection":               "diagnosticsFetch is a VS Code extension method, not AHP 1.0; ahpd answers -32601 Method not found (candidate for not applicable)",
+	"initialize cannot be repeated after the handshake":                  "ahpd refuses a second initialize with -32600 \"Invalid request: initialize: this connection is already initialized\"; the suite wants -32601 Method not found",
+	"resource requests before initialize are rejected":                   "ahpd refuses resourceResolve before initialize with -32600 \"Invalid request: resourceResolve before initialize\"; the suite wants -32601 Method not found",
+	"reconnect rejects an unknown client":                                "ahpd answers reconnect of a clientId it never saw with an empty replay {type:replay, actions:[], missing:[]}; the suite wants -32008 NotFound",
+	"reconnect replays missed session and chat actions together":         "ahpd's replay holds a third action: session/titleChanged on a one-chat session also renames its default chat, and that session/chatUpdated is replayed on the session channel; the suite wants exactly [session/titleChanged, chat/draftChanged]",
+	"forking from a missing session is rejected":                         "ahpd ignores createSession.fork (AHP 0.9.0 dropped session-level fork) and creates the session; the suite wants -32001 SessionNotFound for a fork of a session nobody has",
+	"createSession rejects an active client owned by another connection": "ahpd seeds an activeClient whose clientId is not the caller's into activeClients; the suite wants -32602 Invalid params",
+}
+
+// conformance runs one ported case as a subtest named as upstream, or skips
+// it while pendingIssue31 holds it. The case gets the suite's daemon through
+// an env of its own: its t, and a shared client of its own, so a failure
+// ends that case alone.
+func conformance(t *testing.T, v *vscodeEnv, seen map[string]bool, name string, fn func(t *testing.T, v *vscodeEnv)) {
+	t.Helper()
+	seen[name] = true
+	t.Run(name, func(t *testing.T) {
+		if why, ok := pendingIssue31[name]; ok && os.Getenv("AHPD_ISSUE31_PENDING") != "run" {
+			t.Skip("issue 31 pending: " + why)
+		}
+		te := *v.testEnv
+		te.t = t
+		fn(t, &vscodeEnv{testEnv: &te, c: te.client(fmt.Sprintf("vscode-suite-%d", len(seen))), dir: v.dir})
+	})
+}
+
+// checkPendingNames fails when a pendingIssue31 entry of this suite names
+// no case (a typo would skip nothing and hide nothing).
+func checkPendingNames(t *testing.T, seen map[string]bool, suite []string) {
+	t.Helper()
+	for _, name := range suite {
+		if _, ok := pendingIssue31[name]; ok && !seen[name] {
+			t.Errorf("pendingIssue31 names %q, which this suite does not run", name)
+		}
+	}
+}
 
 // vscodeEnv is one daemon for a suite, and a client named after it.
 type vscodeEnv struct {
@@ -32,6 +90,14 @@ func newVSCodeEnv(t *testing.T) *vscodeEnv {
 // fresh is a connection that has not initialized.
 func (v *vscodeEnv) fresh() *ahptest.Client {
 	return ahptest.Dial(v.t, v.d.URL(), v.cfg.ConnectionToken)
+}
+
+// initialized is a second connection, initialized as clientID with no
+// subscriptions (the suite's initializeAdditionalClient).
+func (v *vscodeEnv) initialized(clientID string) *ahptest.Client {
+	c := v.fresh()
+	c.Initialize(clientID)
+	return c
 }
 
 var vscodeSession = 0
@@ -51,6 +117,18 @@ func (v *vscodeEnv) completedTurn(session, chat, id, text string) {
 	awaitEnd(v.t, v.c, chat, id)
 }
 
+// afterDrop initializes a connection as clientID, runs body on it, drops it
+// and returns what body returned and a fresh connection that has not
+// initialized (the suite's afterConnectionDrop: reconnect is answered only
+// before a handshake).
+func (v *vscodeEnv) afterDrop(clientID string, body func(c *ahptest.Client) int64) (int64, *ahptest.Client) {
+	first := v.fresh()
+	first.Initialize(clientID)
+	seen := body(first)
+	first.Close()
+	return seen, v.fresh()
+}
+
 func wantCode(t *testing.T, err *ahptest.RPCError, code int, contains string) {
 	t.Helper()
 	if err == nil {
@@ -64,10 +142,110 @@ func wantCode(t *testing.T, err *ahptest.RPCError, code int, contains string) {
 	}
 }
 
-// TestVSCodeProtocolLifecycle ports protocolLifecycleSuite.
+// sameWire reports whether two JSON values are equal as values (the
+// suite's deepStrictEqual over decoded JSON).
+func sameWire(t *testing.T, what string, got json.RawMessage, want any) {
+	t.Helper()
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatalf("%s: %v in %s", what, err, got)
+	}
+	raw, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &w); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(g, w) {
+		t.Fatalf("%s = %s, want %s", what, got, raw)
+	}
+}
+
+// replayAnswer is reconnect's answer as 1.0 gives it.
+type replayAnswer struct {
+	Type    string `json:"type"`
+	Actions []struct {
+		Channel   string          `json:"channel"`
+		Action    json.RawMessage `json:"action"`
+		ServerSeq int64           `json:"serverSeq"`
+	} `json:"actions"`
+	Missing   []string          `json:"missing"`
+	Snapshots []json.RawMessage `json:"snapshots"`
+}
+
+func decodeReconnect(t *testing.T, raw json.RawMessage) replayAnswer {
+	t.Helper()
+	var r replayAnswer
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatalf("reconnect answered %s: %v", raw, err)
+	}
+	return r
+}
+
+// replayed is the channel and type of each replayed action, in order.
+func (r replayAnswer) replayed() []string {
+	var out []string
+	for _, a := range r.Actions {
+		var typ struct {
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal(a.Action, &typ)
+		out = append(out, a.Channel+" "+typ.Type)
+	}
+	return out
+}
+
+func reconnect(c *ahptest.Client, clientID string, seen int64, subs ...string) (json.RawMessage, *ahptest.RPCError) {
+	if subs == nil {
+		subs = []string{}
+	}
+	return c.Call("reconnect", map[string]any{"channel": ahp.RootURI, "clientId": clientID, "lastSeenServerSeq": seen, "subscriptions": subs})
+}
+
+func userDraft(text string) map[string]any {
+	return map[string]any{"text": text, "origin": map[string]any{"kind": "user"}}
+}
+
+func draftChanged(text string) map[string]any {
+	return map[string]any{"type": "chat/draftChanged", "draft": userDraft(text)}
+}
+
+func titleChanged(title string) map[string]any {
+	return map[string]any{"type": "session/titleChanged", "title": title}
+}
+
+// newSessionURI is a session URI as VS Code names one: <provider>:/<uuid>.
+func newSessionURI() string { return "script:/" + uuid.NewString() }
+
+// nodeArch is Go's GOARCH as Node's process.arch names it.
+func nodeArch() string {
+	switch runtime.GOARCH {
+	case "amd64":
+		return "x64"
+	case "386":
+		return "ia32"
+	}
+	return runtime.GOARCH
+}
+
+var lifecycleCases = []string{
+	"ping succeeds before initialize",
+	"fetchTurns rejects an unknown chat",
+	"fetchTurns rejects an unrecognized cursor",
+	// 6bd60b56 only:
+	"ping succeeds after initialize",
+	"fetchTurns acknowledges completed turn history loading",
+	"reconnect replays missed actions",
+}
+
+// TestVSCodeProtocolLifecycle ports protocolLifecycleSuite. Its two OTLP
+// cases are in TestVSCodeNotApplicable.
 func TestVSCodeProtocolLifecycle(t *testing.T) {
 	v := newVSCodeEnv(t)
-	t.Run("ping succeeds before initialize", func(t *testing.T) {
+	seen := map[string]bool{}
+	defer checkPendingNames(t, seen, lifecycleCases)
+	conformance(t, v, seen, "ping succeeds before initialize", func(t *testing.T, v *vscodeEnv) {
 		c := v.fresh()
 		defer c.Close()
 		res, err := c.Call("ping", nil)
@@ -75,27 +253,148 @@ func TestVSCodeProtocolLifecycle(t *testing.T) {
 			t.Fatalf("ping = %s, %v", res, err)
 		}
 	})
-	t.Run("fetchTurns rejects an unknown chat", func(t *testing.T) {
+	conformance(t, v, seen, "fetchTurns rejects an unknown chat", func(t *testing.T, v *vscodeEnv) {
 		// CHATS.md wins over the suite's text: an unknown chat is "Resource
 		// not found: <chat>" (C-FIRST-10); the suite matches "session not
 		// found". The code is the same -32001.
 		_, err := v.c.Call("fetchTurns", map[string]any{"channel": "ahp-chat:/missing-session/missing-chat"})
 		wantCode(t, err, ahp.ErrResourceNotFound.Code, "not found")
 	})
-	t.Run("fetchTurns rejects an unrecognized cursor", func(t *testing.T) {
+	conformance(t, v, seen, "fetchTurns rejects an unrecognized cursor", func(t *testing.T, v *vscodeEnv) {
 		_, chat := v.session()
 		_, err := v.c.Call("fetchTurns", map[string]any{"channel": chat, "cursor": "unknown-cursor"})
 		wantCode(t, err, ahp.ErrInvalidParams.Code, "unrecognized fetchTurns cursor")
 	})
+
+	// The earlier stored version (6bd60b56) held three more cases, which
+	// the trimmed one leaves to protocolContractsSuite; ported all the same.
+	conformance(t, v, seen, "ping succeeds after initialize", func(t *testing.T, v *vscodeEnv) {
+		c := v.initialized("ping-after-init")
+		defer c.Close()
+		res, err := c.Call("ping", map[string]any{"channel": ahp.RootURI})
+		if err != nil || string(res) != "null" {
+			t.Fatalf("ping = %s, %v", res, err)
+		}
+	})
+	conformance(t, v, seen, "fetchTurns acknowledges completed turn history loading", func(t *testing.T, v *vscodeEnv) {
+		sess, chat, _ := v.workspaceSession("lifecycle-fetch-turns")
+		v.completedTurn(sess, chat, "turn-ft-1", "/rename Fetch Turns One")
+		v.completedTurn(sess, chat, "turn-ft-2", "/rename Fetch Turns Two")
+		res := v.c.MustCall("fetchTurns", map[string]any{"channel": chat})
+		if string(res) != "{}" {
+			t.Fatalf("fetchTurns answered %s", res)
+		}
+		env := v.c.AwaitAction(chat, "chat/turnsLoaded")
+		sameWire(t, "turnsLoaded", env.Action, map[string]any{"type": "chat/turnsLoaded", "turns": []any{}})
+	})
+	conformance(t, v, seen, "reconnect replays missed actions", func(t *testing.T, v *vscodeEnv) {
+		// The suite drops its shared connection; this drops one of its own.
+		sess, _, _ := v.workspaceSession("lifecycle-reconnect")
+		const id = "reconnect-lifecycle"
+		c := v.initialized(id)
+		c.Subscribe(sess)
+		n := len(c.Envelopes())
+		seq := c.Dispatch(sess, titleChanged("Reconnect Title"))
+		c.AwaitEcho(seq)
+		missedFrom := c.Envelopes()[n].ServerSeq - 1
+		c.Close()
+		secondary := v.fresh()
+		defer secondary.Close()
+		raw, err := reconnect(secondary, id, missedFrom, sess)
+		if err != nil {
+			t.Fatalf("reconnect: %v", err)
+		}
+		r := decodeReconnect(t, raw)
+		switch r.Type {
+		case "replay":
+			if !slices.Contains(r.replayed(), sess+" session/titleChanged") {
+				t.Fatalf("the replay misses the title change: %s", raw)
+			}
+		case "snapshot":
+			if len(r.Snapshots) == 0 {
+				t.Fatalf("a snapshot reconnect without snapshots: %s", raw)
+			}
+		default:
+			t.Fatalf("reconnect answered %s", raw)
+		}
+		secondary.MustCall("disposeSession", map[string]any{"channel": sess})
+	})
 }
 
-// TestVSCodeProtocolContracts ports protocolContractsSuite.
+var contractCases = []string{
+	"ping answers while the connection is live",
+	"ping answers before the client initializes",
+	"management diagnostics report providers and network endpoints",
+	"diagnostics fetch reports a refused local connection",
+	"initialize rejects incompatible protocol versions",
+	"initialize rejects an empty protocol version list",
+	"initialize without subscriptions returns no snapshots",
+	"initialize reports the negotiated protocol and sequence",
+	"initialize selects a supported fallback protocol version",
+	"initialize accepts informational client identity",
+	"initialize accepts locale metadata",
+	"initialize accepts declared client capabilities",
+	"initialize cannot be repeated after the handshake",
+	"listSessions includes provider-backed session metadata",
+	"listSessions reflects live title and status changes",
+	"disposing a session removes it from listSessions",
+	"fetchTurns currently emits an empty loaded-turns page",
+	"fetchTurns rejects a cursor the host did not issue",
+	"fetchTurns rejects an unknown chat channel",
+	"initialize returns snapshots for initial subscriptions",
+	"a session action is broadcast to every subscribed client",
+	"a chat action is broadcast to every subscribed client",
+	"an unsubscribed client stops receiving channel actions",
+	"initial subscriptions include current session and chat state",
+	"terminal output is streamed to every subscribed client",
+	"session disposal invalidates another client subscription",
+	"root session summaries are broadcast to every subscribed client",
+	"reconnect replays only the actions a dropped client missed",
+	"reconnect with no missed actions returns an empty replay",
+	"reconnect excludes actions from channels the client did not restore",
+	"reconnect replays missed session and chat actions together",
+	"reconnected state subscriptions receive subsequent live actions",
+	"reconnect reports a subscription it cannot resume as missing",
+	"resource requests before initialize are rejected",
+	"unknown requests after initialize are rejected",
+	"reconnect rejects an unknown client",
+	"creating a session with an unknown provider is rejected",
+	"creating a duplicate session resource is rejected",
+	"a session cannot fork onto its own resource",
+	"forking from a missing session is rejected",
+	"createSession rejects an active client owned by another connection",
+	"createSession seeds a matching active client into session state",
+	"creating a chat for a missing session is rejected",
+	"subscribing twice does not duplicate action delivery",
+	"resubscribing receives state changed while unsubscribed",
+	"session/workingDirectorySet is rejected rather than silently dropped",
+	"session/workingDirectoryRemoved is rejected rather than silently dropped",
+	"chat/workingDirectorySet is rejected rather than silently dropped",
+	"chat/workingDirectoryRemoved is rejected rather than silently dropped",
+}
+
+// TestVSCodeProtocolContracts ports protocolContractsSuite. Its twelve OTLP
+// log cases belong to the OTLP issue and are not ported here:
+// "subscribed client receives OTLP log exports from the real server",
+// "initialize advertises the OTLP log channel template", "initialize
+// ignores an unknown OTLP log level", "subscribe acknowledges an unknown
+// OTLP log level without installing it", "OTLP log subscriptions route
+// exports on their canonical channel", "OTLP log delivery resumes after
+// unsubscribe and resubscribe", "unsubscribing from OTLP logs stops
+// delivery", "info-level OTLP subscriptions receive server activity",
+// "fatal-level OTLP subscriptions filter ordinary server activity", "OTLP
+// logs fan out to every subscribed client", "initialize installs an OTLP log
+// subscription without a snapshot", "reconnect restores an OTLP log
+// subscription".
 func TestVSCodeProtocolContracts(t *testing.T) {
+	t.Setenv("SHELL", "/bin/sh") // the terminal case types shell, not node
 	v := newVSCodeEnv(t)
-	t.Run("ping answers while the connection is live", func(t *testing.T) {
+	seen := map[string]bool{}
+	defer checkPendingNames(t, seen, contractCases)
+	conformance(t, v, seen, "ping answers while the connection is live", func(t *testing.T, v *vscodeEnv) {
 		v.c.MustCall("ping", map[string]any{"channel": ahp.RootURI})
 	})
-	t.Run("ping answers before the client initializes", func(t *testing.T) {
+	conformance(t, v, seen, "ping answers before the client initializes", func(t *testing.T, v *vscodeEnv) {
 		c := v.fresh()
 		defer c.Close()
 		res, err := c.Call("ping", map[string]any{"channel": ahp.RootURI})
@@ -103,18 +402,64 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 			t.Fatalf("ping = %s, %v", res, err)
 		}
 	})
+
+	conformance(t, v, seen, "management diagnostics report providers and network endpoints", func(t *testing.T, v *vscodeEnv) {
+		c := v.initialized("management-diagnostics")
+		defer c.Close()
+		network := c.MustCall("getNetworkDiagnosticsInfo", map[string]any{})
+		managed := c.MustCall("getManagedSettingsDiagnostics", map[string]any{})
+		var n struct {
+			Version   string            `json:"version"`
+			OS        string            `json:"os"`
+			Arch      string            `json:"arch"`
+			Endpoints []json.RawMessage `json:"endpoints"`
+		}
+		var m []struct {
+			Provider string `json:"provider"`
+		}
+		if err := json.Unmarshal(network, &n); err != nil {
+			t.Fatalf("getNetworkDiagnosticsInfo %s: %v", network, err)
+		}
+		if err := json.Unmarshal(managed, &m); err != nil {
+			t.Fatalf("getManagedSettingsDiagnostics %s: %v", managed, err)
+		}
+		if n.Version == "" || n.OS != runtime.GOOS || n.Arch != nodeArch() || len(n.Endpoints) == 0 {
+			t.Fatalf("network diagnostics %s", network)
+		}
+		if !slices.ContainsFunc(m, func(e struct {
+			Provider string `json:"provider"`
+		}) bool {
+			return e.Provider == "script"
+		}) {
+			t.Fatalf("managed settings diagnostics name no script provider: %s", managed)
+		}
+	})
+	conformance(t, v, seen, "diagnostics fetch reports a refused local connection", func(t *testing.T, v *vscodeEnv) {
+		c := v.initialized("diagnostics-fetch")
+		defer c.Close()
+		raw := c.MustCall("diagnosticsFetch", map[string]any{"url": "http://127.0.0.1:1/"})
+		var r struct {
+			URL        string   `json:"url"`
+			Error      string   `json:"error"`
+			DurationMs *float64 `json:"durationMs"`
+		}
+		if err := json.Unmarshal(raw, &r); err != nil || r.URL != "http://127.0.0.1:1/" || r.Error == "" || r.DurationMs == nil {
+			t.Fatalf("diagnosticsFetch answered %s (%v)", raw, err)
+		}
+	})
+
 	for name, versions := range map[string][]string{
 		"initialize rejects incompatible protocol versions": {"999.0.0"},
 		"initialize rejects an empty protocol version list": {},
 	} {
-		t.Run(name, func(t *testing.T) {
+		conformance(t, v, seen, name, func(t *testing.T, v *vscodeEnv) {
 			c := v.fresh()
 			defer c.Close()
 			_, err := c.Call("initialize", map[string]any{"channel": ahp.RootURI, "protocolVersions": versions, "clientId": "versions"})
 			wantCode(t, err, ahp.ErrUnsupportedProtocolVersion.Code, "")
 		})
 	}
-	t.Run("initialize without subscriptions returns no snapshots", func(t *testing.T) {
+	conformance(t, v, seen, "initialize without subscriptions returns no snapshots", func(t *testing.T, v *vscodeEnv) {
 		c := v.fresh()
 		defer c.Close()
 		res := c.MustCall("initialize", map[string]any{"channel": ahp.RootURI, "protocolVersions": []string{"1.0.0"}, "clientId": "no-subs"})
@@ -125,18 +470,74 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 			t.Fatalf("snapshots = %s (%v)", r.Snapshots, err)
 		}
 	})
-	t.Run("listSessions includes provider-backed session metadata", func(t *testing.T) {
+	// initializeWith initializes a fresh connection with params beside the
+	// channel and clientId, and returns the negotiated result.
+	initializeWith := func(t *testing.T, v *vscodeEnv, clientID string, params map[string]any) ahp.InitializeResult {
+		t.Helper()
+		c := v.fresh()
+		defer c.Close()
+		p := map[string]any{"channel": ahp.RootURI, "protocolVersions": []string{"1.0.0"}, "clientId": clientID}
+		for k, val := range params {
+			p[k] = val
+		}
+		raw := c.MustCall("initialize", p)
+		var r ahp.InitializeResult
+		if err := json.Unmarshal(raw, &r); err != nil {
+			t.Fatalf("initialize answered %s: %v", raw, err)
+		}
+		return r
+	}
+	conformance(t, v, seen, "initialize reports the negotiated protocol and sequence", func(t *testing.T, v *vscodeEnv) {
+		r := initializeWith(t, v, "server-identity", map[string]any{"clientInfo": map[string]any{"name": "agent-host-e2e", "version": "1.0.0"}})
+		if r.ProtocolVersion != "1.0.0" || r.ServerSeq < 0 {
+			t.Fatalf("negotiated %q at serverSeq %d", r.ProtocolVersion, r.ServerSeq)
+		}
+	})
+	conformance(t, v, seen, "initialize selects a supported fallback protocol version", func(t *testing.T, v *vscodeEnv) {
+		if r := initializeWith(t, v, "fallback-version", map[string]any{"protocolVersions": []string{"999.0.0", "1.0.0"}}); r.ProtocolVersion != "1.0.0" {
+			t.Fatalf("negotiated %q, want the supported 1.0.0", r.ProtocolVersion)
+		}
+	})
+	conformance(t, v, seen, "initialize accepts informational client identity", func(t *testing.T, v *vscodeEnv) {
+		info := map[string]any{"name": "agent-host-e2e", "version": "1.2.3", "title": "Agent Host E2E"}
+		if r := initializeWith(t, v, "client-info", map[string]any{"clientInfo": info}); r.ProtocolVersion != "1.0.0" {
+			t.Fatalf("negotiated %q", r.ProtocolVersion)
+		}
+	})
+	conformance(t, v, seen, "initialize accepts locale metadata", func(t *testing.T, v *vscodeEnv) {
+		if r := initializeWith(t, v, "locale", map[string]any{"locale": "ja-JP"}); r.ProtocolVersion != "1.0.0" {
+			t.Fatalf("negotiated %q", r.ProtocolVersion)
+		}
+	})
+	conformance(t, v, seen, "initialize accepts declared client capabilities", func(t *testing.T, v *vscodeEnv) {
+		if r := initializeWith(t, v, "capabilities", map[string]any{"capabilities": map[string]any{"mcpApps": map[string]any{}}}); r.ProtocolVersion != "1.0.0" {
+			t.Fatalf("negotiated %q", r.ProtocolVersion)
+		}
+	})
+	conformance(t, v, seen, "initialize cannot be repeated after the handshake", func(t *testing.T, v *vscodeEnv) {
+		c := v.initialized("repeat-initialize")
+		defer c.Close()
+		_, err := c.Call("initialize", map[string]any{"channel": ahp.RootURI, "protocolVersions": []string{"1.0.0"}, "clientId": "repeat-initialize-again"})
+		wantCode(t, err, ahp.CodeMethodNotFound, "")
+	})
+
+	conformance(t, v, seen, "listSessions includes provider-backed session metadata", func(t *testing.T, v *vscodeEnv) {
 		sess, chat := v.session()
 		v.completedTurn(sess, chat, "turn-list-session-metadata", "/rename Listed Session")
 		item := listedSession(t, v.c, sess)
 		if item.Provider != "script" || item.Title == "" || item.CreatedAt == "" || item.ModifiedAt == "" {
 			t.Fatalf("listed %+v", item)
 		}
+		for _, ts := range []string{item.CreatedAt, item.ModifiedAt} {
+			if _, err := time.Parse(time.RFC3339Nano, ts); err != nil {
+				t.Fatalf("listed a date %q: %v", ts, err)
+			}
+		}
 		if want := []string{ahp.FileURI(v.dir)}; !slices.Equal(item.WorkingDirectories, want) {
 			t.Fatalf("workingDirectories %v, want %v", item.WorkingDirectories, want)
 		}
 	})
-	t.Run("listSessions reflects live title and status changes", func(t *testing.T) {
+	conformance(t, v, seen, "listSessions reflects live title and status changes", func(t *testing.T, v *vscodeEnv) {
 		// "/rename" is answered by the host itself, as VS Code's host does.
 		sess, chat := v.session()
 		v.completedTurn(sess, chat, "turn-list-session-live-state", "/rename Catalog Title")
@@ -154,7 +555,7 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 			t.Fatalf("listed %+v", item)
 		}
 	})
-	t.Run("disposing a session removes it from listSessions", func(t *testing.T) {
+	conformance(t, v, seen, "disposing a session removes it from listSessions", func(t *testing.T, v *vscodeEnv) {
 		sess, chat := v.session()
 		v.completedTurn(sess, chat, "turn-list-session-dispose", "/rename Disposable Session")
 		listedSession(t, v.c, sess)
@@ -163,7 +564,7 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 			t.Fatal("disposed session still listed")
 		}
 	})
-	t.Run("fetchTurns currently emits an empty loaded-turns page", func(t *testing.T) {
+	conformance(t, v, seen, "fetchTurns currently emits an empty loaded-turns page", func(t *testing.T, v *vscodeEnv) {
 		sess, chat := v.session()
 		v.completedTurn(sess, chat, "turn-fetch", "/rename Fetch Turns")
 		// A subscribe that named no view holds every turn: nothing is
@@ -173,27 +574,22 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 			t.Fatalf("fetchTurns answered %s", res)
 		}
 		env := v.c.AwaitAction(chat, "chat/turnsLoaded")
-		var a struct {
-			Turns json.RawMessage `json:"turns"`
-		}
-		if err := json.Unmarshal(env.Action, &a); err != nil || string(a.Turns) != "[]" {
-			t.Fatalf("turnsLoaded %s", env.Action)
-		}
+		sameWire(t, "turnsLoaded", env.Action, map[string]any{"type": "chat/turnsLoaded", "turns": []any{}})
 	})
-	t.Run("fetchTurns rejects a cursor the host did not issue", func(t *testing.T) {
+	conformance(t, v, seen, "fetchTurns rejects a cursor the host did not issue", func(t *testing.T, v *vscodeEnv) {
 		_, chat := v.session()
 		v.c.Subscribe(chat)
 		_, err := v.c.Call("fetchTurns", map[string]any{"channel": chat, "cursor": "not-a-host-cursor"})
 		wantCode(t, err, ahp.ErrInvalidParams.Code, "")
 	})
-	t.Run("fetchTurns rejects an unknown chat channel", func(t *testing.T) {
+	conformance(t, v, seen, "fetchTurns rejects an unknown chat channel", func(t *testing.T, v *vscodeEnv) {
 		sess, _ := v.session()
 		_, err := v.c.Call("fetchTurns", map[string]any{"channel": ahp.DerivedChatURI(sess, "missing")})
 		if err == nil {
 			t.Fatal("fetchTurns of an unknown chat answered")
 		}
 	})
-	t.Run("initialize returns snapshots for initial subscriptions", func(t *testing.T) {
+	conformance(t, v, seen, "initialize returns snapshots for initial subscriptions", func(t *testing.T, v *vscodeEnv) {
 		sess, chat := v.session()
 		c := v.fresh()
 		defer c.Close()
@@ -214,70 +610,424 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 			t.Fatalf("snapshots of %v, want %v", got, want)
 		}
 	})
-	t.Run("reconnect replays only the actions a dropped client missed", func(t *testing.T) {
-		_, chat := v.session()
-		first := v.fresh()
-		first.Initialize("reconnect-dropped")
-		_, seen := first.Subscribe(chat)
-		first.Close()
-		v.c.Subscribe(chat)
-		v.c.AwaitEcho(v.c.Dispatch(chat, map[string]any{"type": "chat/draftChanged", "draft": userMessage("missed while disconnected")}))
-		revived := v.fresh()
-		defer revived.Close()
-		res := revived.MustCall("reconnect", map[string]any{"channel": ahp.RootURI, "clientId": "reconnect-dropped", "lastSeenServerSeq": seen, "subscriptions": []string{chat}})
-		var r struct {
-			Type    string `json:"type"`
-			Actions []struct {
-				ServerSeq int64 `json:"serverSeq"`
-			} `json:"actions"`
+
+	// Several clients on one channel. Upstream registers the chat-action,
+	// unsubscribe, terminal and root-summary cases disabled (its host's
+	// known multi-client isolation gaps, KNOWN_ISSUES.md); ahpd runs them.
+	conformance(t, v, seen, "a session action is broadcast to every subscribed client", func(t *testing.T, v *vscodeEnv) {
+		sess, _, _ := v.workspaceSession("multi-client-session-action")
+		other := v.initialized("multi-client-session-action")
+		defer other.Close()
+		other.Subscribe(sess)
+		seq := v.c.Dispatch(sess, titleChanged("Shared Title"))
+		env := other.AwaitAction(sess, "session/titleChanged")
+		var title string
+		_ = env.Field("title", &title)
+		if title != "Shared Title" || env.Origin == nil || env.Origin.ClientSeq != seq {
+			t.Fatalf("the other client saw %s", env.Raw)
 		}
-		if err := json.Unmarshal(res, &r); err != nil {
-			t.Fatal(err)
+		if st := sessionState(t, other, sess); st.Title != "Shared Title" {
+			t.Fatalf("snapshot title %q", st.Title)
 		}
-		if r.Type != "replay" || len(r.Actions) == 0 {
-			t.Fatalf("reconnect %s", res)
+	})
+	conformance(t, v, seen, "a chat action is broadcast to every subscribed client", func(t *testing.T, v *vscodeEnv) {
+		_, chat, _ := v.workspaceSession("multi-client-chat-action")
+		other := v.initialized("multi-client-chat-action")
+		defer other.Close()
+		other.Subscribe(chat)
+		v.dispatchOK(chat, draftChanged("shared draft"))
+		env := other.AwaitAction(chat, "chat/draftChanged")
+		var draft json.RawMessage
+		_ = env.Field("draft", &draft)
+		sameWire(t, "the broadcast draft", draft, userDraft("shared draft"))
+		raw, _ := other.Subscribe(chat)
+		var st struct {
+			Draft json.RawMessage `json:"draft"`
 		}
-		for _, a := range r.Actions {
-			if a.ServerSeq <= seen {
-				t.Fatalf("replayed serverSeq %d, already seen through %d", a.ServerSeq, seen)
+		_ = json.Unmarshal(raw, &st)
+		sameWire(t, "the snapshot's draft", st.Draft, userDraft("shared draft"))
+	})
+	conformance(t, v, seen, "an unsubscribed client stops receiving channel actions", func(t *testing.T, v *vscodeEnv) {
+		sess, _, _ := v.workspaceSession("multi-client-unsubscribe")
+		other := v.initialized("multi-client-unsubscribe")
+		defer other.Close()
+		other.Subscribe(sess)
+		other.Notify("unsubscribe", map[string]any{"channel": sess})
+		other.MustCall("ping", map[string]any{"channel": ahp.RootURI})
+		n := len(other.Envelopes())
+		v.dispatchOK(sess, titleChanged("After Unsubscribe"))
+		other.MustCall("ping", map[string]any{"channel": ahp.RootURI})
+		for _, e := range other.Envelopes()[n:] {
+			if e.Channel == sess && e.Type() == "session/titleChanged" {
+				t.Fatalf("an unsubscribed client was sent %s", e.Raw)
 			}
 		}
 	})
-	t.Run("reconnect reports a subscription it cannot resume as missing", func(t *testing.T) {
-		_, chat := v.session()
-		gone := "agenthost-terminal://e2e/never-existed"
-		first := v.fresh()
-		first.Initialize("reconnect-missing-dropped")
-		_, seen := first.Subscribe(chat)
-		first.Close()
-		revived := v.fresh()
-		defer revived.Close()
-		res := revived.MustCall("reconnect", map[string]any{"channel": ahp.RootURI, "clientId": "reconnect-missing-dropped", "lastSeenServerSeq": seen, "subscriptions": []string{chat, gone}})
+	conformance(t, v, seen, "initial subscriptions include current session and chat state", func(t *testing.T, v *vscodeEnv) {
+		sess, chat, _ := v.workspaceSession("multi-client-initial-state")
+		v.dispatchOK(sess, titleChanged("Initial Snapshot Title"))
+		v.dispatchOK(chat, draftChanged("initial snapshot draft"))
+		c := v.fresh()
+		defer c.Close()
+		raw := c.MustCall("initialize", map[string]any{"channel": ahp.RootURI, "protocolVersions": []string{"1.0.0"},
+			"clientId": "multi-client-initial-state", "initialSubscriptions": []string{sess, chat}})
 		var r struct {
-			Type    string   `json:"type"`
-			Missing []string `json:"missing"`
+			Snapshots []struct {
+				Resource string          `json:"resource"`
+				State    json.RawMessage `json:"state"`
+			} `json:"snapshots"`
 		}
-		if err := json.Unmarshal(res, &r); err != nil {
+		if err := json.Unmarshal(raw, &r); err != nil {
 			t.Fatal(err)
 		}
-		if r.Type != "replay" || !slices.Equal(r.Missing, []string{gone}) {
-			t.Fatalf("reconnect %s", res)
+		var title string
+		var draft json.RawMessage = []byte("null")
+		for _, s := range r.Snapshots {
+			var st struct {
+				Title string          `json:"title"`
+				Draft json.RawMessage `json:"draft"`
+			}
+			_ = json.Unmarshal(s.State, &st)
+			switch s.Resource {
+			case sess:
+				title = st.Title
+			case chat:
+				if st.Draft != nil {
+					draft = st.Draft
+				}
+			}
+		}
+		if title != "Initial Snapshot Title" {
+			t.Fatalf("session snapshot title %q in %s", title, raw)
+		}
+		sameWire(t, "chat snapshot draft", draft, userDraft("initial snapshot draft"))
+	})
+	conformance(t, v, seen, "terminal output is streamed to every subscribed client", func(t *testing.T, v *vscodeEnv) {
+		sess, _, dir := v.workspaceSession("multi-client-terminal")
+		uri := newTerminalURI()
+		other := v.initialized("multi-client-terminal")
+		defer other.Close()
+		v.c.MustCall("createTerminal", map[string]any{"channel": uri, "claim": map[string]any{"kind": "session", "session": sess},
+			"name": "Multi-client Terminal", "cwd": ahp.FileURI(dir), "cols": 90, "rows": 30})
+		defer v.c.Call("disposeTerminal", map[string]any{"channel": uri})
+		v.c.Subscribe(uri)
+		other.Subscribe(uri)
+		seenShared, seenOther := len(v.c.Envelopes()), len(other.Envelopes())
+		// The marker is typed split so the echo of the typed line is not it.
+		v.c.Dispatch(uri, map[string]any{"type": "terminal/input", "data": `echo MULTI_CLIENT_"OUTPUT"` + "\r"})
+		marker := regexp.MustCompile(`MULTI_CLIENT_OUTPUT`)
+		deadline := time.Now().Add(ahptest.Timeout)
+		for !streamed(v.c.Envelopes(), uri, seenShared, marker) || !streamed(other.Envelopes(), uri, seenOther, marker) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the output reached the creating client: %v, the other: %v",
+					streamed(v.c.Envelopes(), uri, seenShared, marker), streamed(other.Envelopes(), uri, seenOther, marker))
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
 	})
+	conformance(t, v, seen, "session disposal invalidates another client subscription", func(t *testing.T, v *vscodeEnv) {
+		sess, chat, _ := v.workspaceSession("multi-client-dispose")
+		other := v.initialized("multi-client-dispose")
+		defer other.Close()
+		other.Subscribe(sess)
+		other.Subscribe(chat)
+		v.c.MustCall("disposeSession", map[string]any{"channel": sess})
+		for _, ch := range []string{sess, chat} {
+			if _, err := other.Call("subscribe", map[string]any{"channel": ch}); err == nil {
+				t.Fatalf("subscribe to %s answered after the session was disposed", ch)
+			}
+		}
+	})
+	conformance(t, v, seen, "root session summaries are broadcast to every subscribed client", func(t *testing.T, v *vscodeEnv) {
+		sess, _, _ := v.workspaceSession("multi-client-root-summary")
+		other := v.initialized("multi-client-root-summary")
+		defer other.Close()
+		other.Subscribe(ahp.RootURI)
+		v.dispatchOK(sess, titleChanged("Broadcast Summary"))
+		n := other.AwaitNotificationWhere("root/sessionSummaryChanged", func(p json.RawMessage) bool {
+			var s struct {
+				Session string `json:"session"`
+			}
+			_ = json.Unmarshal(p, &s)
+			return s.Session == sess
+		})
+		var p struct {
+			Changes ahp.PartialSessionSummary `json:"changes"`
+		}
+		if err := json.Unmarshal(n.Params, &p); err != nil || p.Changes.Title == nil || *p.Changes.Title != "Broadcast Summary" {
+			t.Fatalf("the first summary change of the session is %s", n.Params)
+		}
+	})
+
+	// Reconnect. The cutoff is the subscribe's fromSeq, as the suite takes it.
+	conformance(t, v, seen, "reconnect replays only the actions a dropped client missed", func(t *testing.T, v *vscodeEnv) {
+		_, chat := v.session()
+		through, revived := v.afterDrop("reconnect-dropped", func(c *ahptest.Client) int64 {
+			_, from := c.Subscribe(chat)
+			return from
+		})
+		defer revived.Close()
+		v.c.Subscribe(chat)
+		v.dispatchOK(chat, draftChanged("missed while disconnected"))
+		raw, err := reconnect(revived, "reconnect-dropped", through, chat)
+		if err != nil {
+			t.Fatalf("reconnect: %v", err)
+		}
+		r := decodeReconnect(t, raw)
+		if r.Type != "replay" || len(r.Actions) == 0 {
+			t.Fatalf("reconnect %s", raw)
+		}
+		for _, a := range r.Actions {
+			if a.ServerSeq <= through {
+				t.Fatalf("replayed serverSeq %d, already seen through %d", a.ServerSeq, through)
+			}
+		}
+	})
+	conformance(t, v, seen, "reconnect with no missed actions returns an empty replay", func(t *testing.T, v *vscodeEnv) {
+		_, chat, _ := v.workspaceSession("reconnect-empty")
+		through, revived := v.afterDrop("reconnect-empty-dropped", func(c *ahptest.Client) int64 {
+			_, from := c.Subscribe(chat)
+			return from
+		})
+		defer revived.Close()
+		raw, err := reconnect(revived, "reconnect-empty-dropped", through, chat)
+		if err != nil {
+			t.Fatalf("reconnect: %v", err)
+		}
+		sameWire(t, "reconnect", raw, map[string]any{"type": "replay", "actions": []any{}, "missing": []any{}})
+	})
+	conformance(t, v, seen, "reconnect excludes actions from channels the client did not restore", func(t *testing.T, v *vscodeEnv) {
+		_, firstChat, _ := v.workspaceSession("reconnect-filter-first")
+		second := newSessionURI()
+		secondDir := filepath.Join(v.dir, "reconnect-filter-second")
+		if err := os.MkdirAll(secondDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		v.c.MustCall("createSession", map[string]any{"channel": second, "provider": "script",
+			"workingDirectories": []string{ahp.FileURI(secondDir)}, "config": map[string]any{"isolation": "folder"}})
+		v.c.Subscribe(second)
+		secondChat := ahp.DefaultChatURI(second)
+		v.c.Subscribe(secondChat)
+		through, revived := v.afterDrop("reconnect-filter", func(c *ahptest.Client) int64 {
+			_, from := c.Subscribe(firstChat)
+			return from
+		})
+		defer revived.Close()
+		v.dispatchOK(firstChat, draftChanged("included"))
+		v.dispatchOK(secondChat, draftChanged("excluded"))
+		raw, err := reconnect(revived, "reconnect-filter", through, firstChat)
+		if err != nil {
+			t.Fatalf("reconnect: %v", err)
+		}
+		r := decodeReconnect(t, raw)
+		if got, want := r.replayed(), []string{firstChat + " chat/draftChanged"}; r.Type != "replay" || !slices.Equal(got, want) {
+			t.Fatalf("replayed %v, want %v: %s", got, want, raw)
+		}
+	})
+	conformance(t, v, seen, "reconnect replays missed session and chat actions together", func(t *testing.T, v *vscodeEnv) {
+		sess, chat, _ := v.workspaceSession("reconnect-state-snapshots")
+		through, revived := v.afterDrop("reconnect-state-snapshots-dropped", func(c *ahptest.Client) int64 {
+			_, s := c.Subscribe(sess)
+			_, ch := c.Subscribe(chat)
+			return max(s, ch)
+		})
+		defer revived.Close()
+		v.dispatchOK(sess, titleChanged("Replay Session"))
+		v.dispatchOK(chat, draftChanged("replay draft"))
+		raw, err := reconnect(revived, "reconnect-state-snapshots-dropped", through, sess, chat)
+		if err != nil {
+			t.Fatalf("reconnect: %v", err)
+		}
+		r := decodeReconnect(t, raw)
+		if got, want := r.replayed(), []string{sess + " session/titleChanged", chat + " chat/draftChanged"}; r.Type != "replay" || !slices.Equal(got, want) {
+			t.Fatalf("replayed %v, want %v: %s", got, want, raw)
+		}
+	})
+	conformance(t, v, seen, "reconnected state subscriptions receive subsequent live actions", func(t *testing.T, v *vscodeEnv) {
+		sess, chat, _ := v.workspaceSession("reconnect-live")
+		through, revived := v.afterDrop("reconnect-live-dropped", func(c *ahptest.Client) int64 {
+			_, s := c.Subscribe(sess)
+			_, ch := c.Subscribe(chat)
+			return max(s, ch)
+		})
+		defer revived.Close()
+		if _, err := reconnect(revived, "reconnect-live-dropped", through, sess, chat); err != nil {
+			t.Fatalf("reconnect: %v", err)
+		}
+		v.c.Dispatch(sess, titleChanged("Reconnected Live"))
+		v.c.Dispatch(chat, draftChanged("live"))
+		revived.AwaitEnvelope("the live title change", func(e ahptest.Envelope) bool {
+			var title string
+			_ = e.Field("title", &title)
+			return e.Channel == sess && e.Type() == "session/titleChanged" && title == "Reconnected Live"
+		})
+		revived.AwaitEnvelope("the live draft", func(e ahptest.Envelope) bool {
+			return e.Channel == chat && e.Type() == "chat/draftChanged" && e.Origin != nil && e.Origin.ClientID == v.c.ID
+		})
+	})
+	conformance(t, v, seen, "reconnect reports a subscription it cannot resume as missing", func(t *testing.T, v *vscodeEnv) {
+		_, chat := v.session()
+		gone := "agenthost-terminal://e2e/never-existed"
+		through, revived := v.afterDrop("reconnect-missing-dropped", func(c *ahptest.Client) int64 {
+			_, from := c.Subscribe(chat)
+			return from
+		})
+		defer revived.Close()
+		raw, err := reconnect(revived, "reconnect-missing-dropped", through, chat, gone)
+		if err != nil {
+			t.Fatalf("reconnect: %v", err)
+		}
+		if r := decodeReconnect(t, raw); r.Type != "replay" || !slices.Equal(r.Missing, []string{gone}) {
+			t.Fatalf("reconnect %s", raw)
+		}
+	})
+
+	// Requests the host refuses, and with which code.
+	conformance(t, v, seen, "resource requests before initialize are rejected", func(t *testing.T, v *vscodeEnv) {
+		c := v.fresh()
+		defer c.Close()
+		_, err := c.Call("resourceResolve", map[string]any{"channel": ahp.RootURI, "uri": ahp.FileURI(os.TempDir())})
+		wantCode(t, err, ahp.CodeMethodNotFound, "")
+	})
+	conformance(t, v, seen, "unknown requests after initialize are rejected", func(t *testing.T, v *vscodeEnv) {
+		c := v.initialized("unknown-request")
+		defer c.Close()
+		_, err := c.Call("agentHostE2E/unknownRequest", map[string]any{"channel": ahp.RootURI})
+		wantCode(t, err, ahp.CodeMethodNotFound, "")
+	})
+	conformance(t, v, seen, "reconnect rejects an unknown client", func(t *testing.T, v *vscodeEnv) {
+		c := v.fresh()
+		defer c.Close()
+		res, err := reconnect(c, "unknown-reconnect-script", 0)
+		if err == nil {
+			t.Fatalf("reconnect of a client the host never saw answered %s, want -32008", res)
+		}
+		wantCode(t, err, ahp.CodeNotFound, "")
+	})
+	conformance(t, v, seen, "creating a session with an unknown provider is rejected", func(t *testing.T, v *vscodeEnv) {
+		c := v.initialized("unknown-provider")
+		defer c.Close()
+		_, err := c.Call("createSession", map[string]any{"channel": "missing-provider:/session", "provider": "missing-provider"})
+		wantCode(t, err, ahp.CodeProviderNotFound, "")
+	})
+	conformance(t, v, seen, "creating a duplicate session resource is rejected", func(t *testing.T, v *vscodeEnv) {
+		// Upstream runs it only with AGENT_HOST_RUN_KNOWN_ISSUES (its host's
+		// known issue); ahpd runs it.
+		sess, _, dir := v.workspaceSession("duplicate-session")
+		_, err := v.c.Call("createSession", map[string]any{"channel": sess, "provider": "script",
+			"workingDirectories": []string{ahp.FileURI(dir)}, "config": map[string]any{"isolation": "folder"}})
+		wantCode(t, err, ahp.CodeSessionAlreadyExists, "")
+	})
+	conformance(t, v, seen, "a session cannot fork onto its own resource", func(t *testing.T, v *vscodeEnv) {
+		sess, _, _ := v.workspaceSession("self-fork")
+		_, err := v.c.Call("createSession", map[string]any{"channel": sess, "provider": "script",
+			"fork": map[string]any{"session": sess, "turnId": "irrelevant"}})
+		wantCode(t, err, ahp.CodeSessionAlreadyExists, "")
+	})
+	conformance(t, v, seen, "forking from a missing session is rejected", func(t *testing.T, v *vscodeEnv) {
+		// The suite initializes its shared connection a second time here,
+		// which its own "initialize cannot be repeated after the handshake"
+		// refuses; this initializes a connection of its own.
+		c := v.initialized("missing-fork-source-script")
+		defer c.Close()
+		target := newSessionURI()
+		_, err := c.Call("createSession", map[string]any{"channel": target, "provider": "script",
+			"fork": map[string]any{"session": newSessionURI(), "turnId": "missing-turn"}})
+		if err == nil {
+			c.Subscribe(target)
+			t.Fatalf("a fork of a missing session created %s, want -32001", target)
+		}
+		wantCode(t, err, ahp.CodeSessionNotFound, "")
+	})
+	conformance(t, v, seen, "createSession rejects an active client owned by another connection", func(t *testing.T, v *vscodeEnv) {
+		c := v.initialized("active-client-owner-script")
+		defer c.Close()
+		target := newSessionURI()
+		_, err := c.Call("createSession", map[string]any{"channel": target, "provider": "script",
+			"activeClient": map[string]any{"clientId": "different-client", "displayName": "Different Client", "tools": []any{}}})
+		if err == nil {
+			st, _ := c.Subscribe(target)
+			var s struct {
+				ActiveClients json.RawMessage `json:"activeClients"`
+			}
+			_ = json.Unmarshal(st, &s)
+			t.Fatalf("createSession took another client's activeClient; activeClients %s, want -32602", s.ActiveClients)
+		}
+		wantCode(t, err, ahp.CodeInvalidParams, "")
+	})
+	conformance(t, v, seen, "createSession seeds a matching active client into session state", func(t *testing.T, v *vscodeEnv) {
+		// The suite authenticates for its Copilot provider first; the
+		// script agent needs no account, so that step is left out.
+		dir := filepath.Join(v.dir, "active-client-create")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		const id = "active-client-create-script"
+		c := v.initialized(id)
+		defer c.Close()
+		sess := newSessionURI()
+		c.MustCall("createSession", map[string]any{"channel": sess, "provider": "script",
+			"workingDirectories": []string{ahp.FileURI(dir)}, "config": map[string]any{"isolation": "folder"},
+			"activeClient": map[string]any{"clientId": id, "displayName": "Creating Client", "tools": []any{}}})
+		defer c.Call("disposeSession", map[string]any{"channel": sess})
+		raw, _ := c.Subscribe(sess)
+		var st struct {
+			ActiveClients json.RawMessage `json:"activeClients"`
+		}
+		if err := json.Unmarshal(raw, &st); err != nil {
+			t.Fatal(err)
+		}
+		sameWire(t, "activeClients", st.ActiveClients, []any{map[string]any{"clientId": id, "displayName": "Creating Client", "tools": []any{}}})
+	})
+	conformance(t, v, seen, "creating a chat for a missing session is rejected", func(t *testing.T, v *vscodeEnv) {
+		c := v.initialized("missing-chat-session")
+		defer c.Close()
+		missing := "script:/missing-chat-session"
+		_, err := c.Call("createChat", map[string]any{"channel": missing, "chat": ahp.DerivedChatURI(missing, "peer")})
+		wantCode(t, err, ahp.CodeSessionNotFound, "")
+	})
+
+	// Subscriptions.
+	conformance(t, v, seen, "subscribing twice does not duplicate action delivery", func(t *testing.T, v *vscodeEnv) {
+		_, chat, _ := v.workspaceSession("duplicate-subscription")
+		v.c.Subscribe(chat)
+		v.c.Subscribe(chat)
+		n := len(v.c.Envelopes())
+		seq := v.c.Dispatch(chat, draftChanged("single delivery"))
+		v.c.AwaitEcho(seq)
+		v.c.MustCall("ping", map[string]any{"channel": ahp.RootURI})
+		deliveries := 0
+		for _, e := range v.c.Envelopes()[n:] {
+			if e.Channel == chat && e.Type() == "chat/draftChanged" && e.Origin != nil && e.Origin.ClientID == v.c.ID && e.Origin.ClientSeq == seq {
+				deliveries++
+			}
+		}
+		if deliveries != 1 {
+			t.Fatalf("the action was delivered %d times", deliveries)
+		}
+	})
+	conformance(t, v, seen, "resubscribing receives state changed while unsubscribed", func(t *testing.T, v *vscodeEnv) {
+		_, chat, _ := v.workspaceSession("resubscribe-snapshot")
+		v.c.Notify("unsubscribe", map[string]any{"channel": chat})
+		v.c.Dispatch(chat, draftChanged("changed while unsubscribed"))
+		v.c.MustCall("ping", map[string]any{"channel": ahp.RootURI})
+		if st := chatOf(t, v.c, chat); st.Draft == nil || st.Draft.Text != "changed while unsubscribed" {
+			t.Fatalf("resubscribed draft %+v", st.Draft)
+		}
+	})
+
 	for _, tc := range []struct{ typ, on string }{
 		{"session/workingDirectorySet", "session"},
 		{"session/workingDirectoryRemoved", "session"},
 		{"chat/workingDirectorySet", "chat"},
 		{"chat/workingDirectoryRemoved", "chat"},
 	} {
-		t.Run(tc.typ+" is rejected rather than silently dropped", func(t *testing.T) {
-			if tc.typ == "chat/workingDirectoryRemoved" {
-				// CHATS.md wins: "A change to a chat's directories starts
-				// that one chat again, resumed"; a chat may narrow to a
-				// subset of its session's directories, so a removal is not
-				// refused (docs/CONFORMANCE.md). What must hold: the
-				// directory it names, never the session's, is not added.
-			}
+		conformance(t, v, seen, tc.typ+" is rejected rather than silently dropped", func(t *testing.T, v *vscodeEnv) {
+			// For chat/workingDirectoryRemoved CHATS.md wins: "A change to a
+			// chat's directories starts that one chat again, resumed"; a chat
+			// may narrow to a subset of its session's directories, so a
+			// removal is not refused (docs/CONFORMANCE.md). What must hold:
+			// the directory it names, never the session's, is not added.
 			sess, chat := v.session()
 			channel := sess
 			if tc.on == "chat" {
