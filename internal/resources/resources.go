@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"mime"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -77,18 +79,50 @@ type Entry struct {
 	Type string `json:"type"`
 }
 
-// Info is what Resolve says about a path.
+// Info is what Resolve says about a path. A client is told its times with
+// FormatTime (ResourceResolveResult.mtime and ctime).
 type Info struct {
 	Path  string
 	Type  string
 	Size  *int64
 	MTime time.Time
+	// CTime is when the entry was created, as far as the platform's stat
+	// tells (see created).
+	CTime time.Time
 	ETag  string
+}
+
+// FormatTime writes t as the protocol's ISO 8601 times are written, the
+// form of JavaScript's Date.toISOString: UTC, milliseconds, "Z".
+func FormatTime(t time.Time) string {
+	return t.UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+// ContentType is the media type of the file at path holding data (nil when
+// unread), without parameters: "text/plain", never
+// "text/plain; charset=utf-8" (ResourceReadResult.contentType). It goes by
+// the name's extension, then by sniffing data; "" when neither says.
+func ContentType(path string, data []byte) string {
+	t := mime.TypeByExtension(filepath.Ext(path))
+	if t == "" && data != nil {
+		t = http.DetectContentType(data)
+	}
+	if t == "" {
+		return ""
+	}
+	media, _, err := mime.ParseMediaType(t)
+	if err != nil {
+		return ""
+	}
+	return media
 }
 
 // WriteOptions are resourceWrite's options.
 type WriteOptions struct {
-	Mode       string
+	Mode string
+	// Position is a byte offset, from the start for truncate and insert,
+	// back from the end for append; past either end it means that end
+	// (placement). A negative one is refused.
 	Position   int64
 	CreateOnly bool
 	// IfMatch, when set, must equal the file's current ETag.
@@ -166,14 +200,15 @@ func mapErr(op, path string, err error) error {
 		return nil
 	case errors.Is(err, fs.ErrNotExist):
 		return ahp.Errorf(ahp.ErrNotFound, "%s %s: no such file or directory", op, path)
+	case errors.Is(err, syscall.ENOTEMPTY):
+		// Before ErrExist, which ENOTEMPTY also matches.
+		return ahp.Errorf(ahp.ErrInvalidParams, "%s %s: directory not empty (set recursive to delete it)", op, path)
 	case errors.Is(err, fs.ErrExist):
 		return ahp.Errorf(ahp.ErrAlreadyExists, "%s %s: already exists", op, path)
 	case errors.Is(err, fs.ErrPermission):
 		return ahp.Errorf(ahp.ErrPermissionDenied, "%s %s: %v", op, path, err)
 	case errors.Is(err, syscall.ENOTDIR):
 		return ahp.Errorf(ahp.ErrNotFound, "%s %s: a parent is not a directory", op, path)
-	case errors.Is(err, syscall.ENOTEMPTY), errors.Is(err, syscall.EEXIST):
-		return ahp.Errorf(ahp.ErrInvalidParams, "%s %s: directory not empty (set recursive to delete it)", op, path)
 	case errors.Is(err, syscall.EISDIR):
 		return ahp.Errorf(ahp.ErrInvalidParams, "%s %s: is a directory", op, path)
 	case errors.Is(err, syscall.ELOOP):
@@ -336,22 +371,16 @@ func (f *FS) Write(path string, data []byte, opts WriteOptions) error {
 	if exists {
 		size = st.Size()
 	}
+	at := placement(mode, opts.Position, size)
 	switch mode {
 	case ModeTruncate:
-		if err := file.Truncate(opts.Position); err != nil {
+		if err := file.Truncate(at); err != nil {
 			return mapErr("write", path, err)
 		}
-		if _, err := file.WriteAt(data, opts.Position); err != nil {
+		if _, err := file.WriteAt(data, at); err != nil {
 			return mapErr("write", path, err)
 		}
 	default:
-		at := opts.Position // insert: from the start
-		if mode == ModeAppend {
-			at = size - opts.Position // append: back from the end
-		}
-		if at < 0 || at > size {
-			return ahp.Errorf(ahp.ErrInvalidParams, "write %s: position %d is outside the file's %d bytes", path, opts.Position, size)
-		}
 		if size-at > MaxBytes {
 			return ahp.Errorf(ahp.ErrInvalidParams, "write %s: would shift %d bytes, over the %d-byte limit", path, size-at, MaxBytes)
 		}
@@ -364,6 +393,18 @@ func (f *FS) Write(path string, data []byte, opts WriteOptions) error {
 		}
 	}
 	return mapErr("write", path, file.Close())
+}
+
+// placement is the byte offset where a write of mode puts its data in a
+// file of size bytes. Truncate and insert count position from the start,
+// append counts it back from the end. A position past either end lands on
+// that end, as VS Code's host conformance suite defines it: the file is
+// never padded with zeros, so append prepends, insert and truncate append.
+func placement(mode string, position, size int64) int64 {
+	if mode == ModeAppend {
+		return max(size-position, 0)
+	}
+	return min(position, size)
 }
 
 // Delete removes path (the entry itself, a symlink is not followed); a
@@ -433,7 +474,7 @@ func (f *FS) Resolve(path string, follow bool) (Info, error) {
 	if err != nil {
 		return Info{}, mapErr("resolve", path, err)
 	}
-	info := Info{Path: real, MTime: st.ModTime()}
+	info := Info{Path: real, MTime: st.ModTime(), CTime: created(st)}
 	if !follow {
 		info.Path = filepath.Clean(path)
 	}
