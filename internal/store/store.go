@@ -24,7 +24,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -77,30 +76,8 @@ type Store struct {
 	// interleave safely.
 	writeSem chan struct{}
 
-	// queueMu guards the write-behind queue fields below it.
-	queueMu sync.Mutex
-	// queue holds ops not yet taken by the writer, oldest first.
-	queue []queuedOp
-	// stopped is set by the writer, under queueMu, when it has drained the
-	// queue after Close; from then on Enqueue refuses ops.
-	stopped bool
-	// closing is set by Close; the writer exits once the queue is empty.
-	closing bool
-
-	// wake tells the writer the queue is no longer empty (1-buffered).
-	wake chan struct{}
-	// writerDone is closed when the writer goroutine has returned.
-	writerDone chan struct{}
-
-	highWater int
-	// warned is set when the queue crossed highWater and cleared when it
-	// falls below half of it, so a long backlog logs once, not per op.
-	warned atomic.Bool
-
-	stats queueStats
-	// commitSeen, when set (ObserveCommits), is told how long each Commit
-	// waited for its transaction.
-	commitSeen atomic.Pointer[func(time.Duration)]
+	// queue is the ordered write-behind queue and its writer (queue.go).
+	queue *queue
 
 	// stmtMu guards stmts.
 	stmtMu sync.Mutex
@@ -146,15 +123,13 @@ func openWith(path string, logger *slog.Logger, migs []migration) (*Store, error
 	db.SetConnMaxLifetime(0)
 
 	s := &Store{
-		db:         db,
-		path:       abs,
-		logger:     logger.With("component", "store"),
-		writeSem:   make(chan struct{}, 1),
-		wake:       make(chan struct{}, 1),
-		writerDone: make(chan struct{}),
-		highWater:  defaultHighWater,
-		stmts:      make(map[string]*sql.Stmt),
+		db:       db,
+		path:     abs,
+		logger:   logger.With("component", "store"),
+		writeSem: make(chan struct{}, 1),
+		stmts:    make(map[string]*sql.Stmt),
 	}
+	s.queue = newQueue(s)
 	ctx := context.Background()
 	if err := s.checkPragmas(ctx); err != nil {
 		db.Close()
@@ -164,7 +139,7 @@ func openWith(path string, logger *slog.Logger, migs []migration) (*Store, error
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
 	}
-	go s.writer()
+	go s.queue.writer()
 	return s, nil
 }
 
@@ -214,11 +189,7 @@ func (s *Store) Path() string { return s.path }
 // return the first call's result.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.queueMu.Lock()
-		s.closing = true
-		s.queueMu.Unlock()
-		s.signal()
-		<-s.writerDone
+		s.queue.close()
 		if st := s.Stats(); st.WriteErrors > 0 {
 			s.logger.Warn("store closed after write errors", "write_errors", st.WriteErrors, "written", st.Written)
 		}

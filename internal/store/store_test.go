@@ -881,7 +881,7 @@ func TestWriteErrorsAreLoggedAndCounted(t *testing.T) {
 func TestHighWaterLogsOnce(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ahpd.db")
 	s, sink := openAt(t, path)
-	s.highWater = 5 // before any Enqueue; the writer only reads it after one
+	s.queue.highWater = 5 // before any Enqueue; the writer only reads it after one
 
 	block, started, release := gate()
 	defer release()
