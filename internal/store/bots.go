@@ -34,7 +34,7 @@ type BotRecord struct {
 
 // AddBot stores a new bot. A slug held now or ever before is ErrSlugTaken.
 func (s *Store) AddBot(ctx context.Context, b BotRecord) error {
-	return s.withWrite(ctx, func(tx *sql.Tx) error {
+	return s.db.withWrite(ctx, func(tx *sql.Tx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM bots WHERE slug = ?`, b.Slug).Scan(&n); err != nil {
 			return fmt.Errorf("add bot %s: %w", b.Slug, err)
@@ -54,7 +54,7 @@ func (s *Store) AddBot(ctx context.Context, b BotRecord) error {
 
 // SetBotSession records the bot's work session.
 func (s *Store) SetBotSession(ctx context.Context, slug, session string, linked bool) error {
-	_, err := s.writeExec(ctx, `UPDATE bots SET session = ?, linked = ? WHERE slug = ? AND deleted = 0`, session, boolInt(linked), slug)
+	_, err := s.db.writeExec(ctx, `UPDATE bots SET session = ?, linked = ? WHERE slug = ? AND deleted = 0`, session, boolInt(linked), slug)
 	if err != nil {
 		return fmt.Errorf("set session of bot %s: %w", slug, err)
 	}
@@ -77,7 +77,7 @@ func scanBot(sc scanner) (BotRecord, error) {
 
 // Bot returns the live bot of slug; ok is false for none or a deleted one.
 func (s *Store) Bot(ctx context.Context, slug string) (BotRecord, bool, error) {
-	b, err := scanBot(s.queryRow(ctx, `SELECT `+botColumns+` FROM bots WHERE slug = ? AND deleted = 0`, slug))
+	b, err := scanBot(s.db.queryRow(ctx, `SELECT `+botColumns+` FROM bots WHERE slug = ? AND deleted = 0`, slug))
 	if errors.Is(err, sql.ErrNoRows) {
 		return BotRecord{}, false, nil
 	}
@@ -89,7 +89,7 @@ func (s *Store) Bot(ctx context.Context, slug string) (BotRecord, bool, error) {
 
 // Bots lists the live bots by slug.
 func (s *Store) Bots(ctx context.Context) ([]BotRecord, error) {
-	rows, err := s.query(ctx, `SELECT `+botColumns+` FROM bots WHERE deleted = 0 ORDER BY slug`)
+	rows, err := s.db.query(ctx, `SELECT `+botColumns+` FROM bots WHERE deleted = 0 ORDER BY slug`)
 	if err != nil {
 		return nil, fmt.Errorf("list bots: %w", err)
 	}
@@ -111,7 +111,7 @@ func (s *Store) Bots(ctx context.Context) ([]BotRecord, error) {
 // DeleteBot leaves a tombstone of a live bot: its slug stays taken. false:
 // no live bot had the slug.
 func (s *Store) DeleteBot(ctx context.Context, slug string) (bool, error) {
-	res, err := s.writeExec(ctx, `UPDATE bots SET deleted = 1 WHERE slug = ? AND deleted = 0`, slug)
+	res, err := s.db.writeExec(ctx, `UPDATE bots SET deleted = 1 WHERE slug = ? AND deleted = 0`, slug)
 	if err != nil {
 		return false, fmt.Errorf("delete bot %s: %w", slug, err)
 	}

@@ -17,7 +17,7 @@ type CofoldMessage struct {
 
 // CofoldMessages returns a cofold conversation's messages in order.
 func (s *Store) CofoldMessages(ctx context.Context, conversation string) ([]CofoldMessage, error) {
-	rows, err := s.db.QueryContext(ctx,
+	rows, err := s.db.pool.QueryContext(ctx,
 		`SELECT seq, turn, body FROM cofold_messages WHERE conversation = ? ORDER BY seq`, conversation)
 	if err != nil {
 		return nil, fmt.Errorf("read cofold conversation %s: %w", conversation, err)
@@ -47,7 +47,7 @@ func (s *Store) AppendCofoldMessages(ctx context.Context, conversation string, m
 			return fmt.Errorf("append to cofold conversation %s: %w: message %d", conversation, ErrInvalid, m.Seq)
 		}
 	}
-	err := s.withWrite(ctx, func(tx *sql.Tx) error {
+	err := s.db.withWrite(ctx, func(tx *sql.Tx) error {
 		for _, m := range msgs {
 			if _, err := tx.ExecContext(ctx,
 				`INSERT INTO cofold_messages (conversation, seq, turn, body) VALUES (?, ?, ?, ?)`,
@@ -66,7 +66,7 @@ func (s *Store) AppendCofoldMessages(ctx context.Context, conversation string, m
 // CutCofoldConversation keeps the first keep messages of a conversation
 // and deletes the rest (a rewind).
 func (s *Store) CutCofoldConversation(ctx context.Context, conversation string, keep int) error {
-	if _, err := s.writeExec(ctx, `DELETE FROM cofold_messages WHERE conversation = ? AND seq >= ?`, conversation, keep); err != nil {
+	if _, err := s.db.writeExec(ctx, `DELETE FROM cofold_messages WHERE conversation = ? AND seq >= ?`, conversation, keep); err != nil {
 		return fmt.Errorf("cut cofold conversation %s at %d: %w", conversation, keep, err)
 	}
 	return nil
@@ -76,7 +76,7 @@ func (s *Store) CutCofoldConversation(ctx context.Context, conversation string, 
 // messages of from, in one transaction (a fork; opening it again before
 // its first turn gives the same copy).
 func (s *Store) ForkCofoldConversation(ctx context.Context, from, to string, keep int) error {
-	err := s.withWrite(ctx, func(tx *sql.Tx) error {
+	err := s.db.withWrite(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM cofold_messages WHERE conversation = ?`, to); err != nil {
 			return err
 		}
@@ -92,7 +92,7 @@ func (s *Store) ForkCofoldConversation(ctx context.Context, from, to string, kee
 
 // DeleteCofoldConversation removes a conversation's messages.
 func (s *Store) DeleteCofoldConversation(ctx context.Context, conversation string) error {
-	if _, err := s.writeExec(ctx, `DELETE FROM cofold_messages WHERE conversation = ?`, conversation); err != nil {
+	if _, err := s.db.writeExec(ctx, `DELETE FROM cofold_messages WHERE conversation = ?`, conversation); err != nil {
 		return fmt.Errorf("delete cofold conversation %s: %w", conversation, err)
 	}
 	return nil

@@ -324,10 +324,10 @@ func (q *queue) runGroup(ctx context.Context, group []queuedOp) {
 		}
 		return
 	}
-	q.s.writeSem <- struct{}{}
-	tx, err := q.s.db.BeginTx(ctx, nil)
+	q.s.db.writeSem <- struct{}{}
+	tx, err := q.s.db.pool.BeginTx(ctx, nil)
 	if err != nil {
-		<-q.s.writeSem
+		<-q.s.db.writeSem
 		q.s.logger.Warn("begin grouped write; running the ops one by one", "err", err, "ops", ops)
 		for i := range group {
 			q.finish(group[i], q.run(ctx, group[i]))
@@ -356,7 +356,7 @@ func (q *queue) runGroup(ctx context.Context, group []queuedOp) {
 		}
 	}
 	commitErr := tx.Commit()
-	<-q.s.writeSem
+	<-q.s.db.writeSem
 	q.stats.groups.Add(1)
 	if commitErr != nil {
 		commitErr = fmt.Errorf("commit %d grouped writes: %w", ops, commitErr)
