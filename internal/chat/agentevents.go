@@ -12,7 +12,7 @@ func (c *Chat) onAgentEvent(ev agent.Event) {
 	if c.routeWorkerEvent(ev) {
 		return
 	}
-	c.trackChanges(ev) // changesets.go: a stopped turn's events too (C-TURN-19)
+	c.changesets.track(ev) // changesets.go: a stopped turn's events too (C-TURN-19)
 	if ev.Kind == agent.EventExited {
 		err := ev.Err
 		if err == nil {
@@ -29,7 +29,7 @@ func (c *Chat) onAgentEvent(ev agent.Event) {
 // is closed, so the next turn opens it again, resumed, and the engine ends
 // the turn that ran on it (a turn that waited unsent goes to the new one).
 func (c *Chat) conversationGone(err error) {
-	c.settleChanges("") // what the gone process changed stays its turns'
+	c.changesets.settle("") // what the gone process changed stays its turns'
 	gone := c.conv
 	if c.conv != nil {
 		_ = c.conv.Close()

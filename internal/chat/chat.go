@@ -144,8 +144,8 @@ type Chat struct {
 	wk workerBook
 	// canvases are the chat's canvases in opening order (canvases.go).
 	canvases []liveCanvas
-	// cs is the changeset bookkeeping (changesets.go).
-	cs changesetBook
+	// changesets is the changeset bookkeeping (changesets.go).
+	changesets changesets
 	// loadedFrom is the index of the oldest turn a paged watcher holds
 	// (-1: none), where fetchTurns without a cursor continues.
 	loadedFrom int
@@ -174,6 +174,7 @@ func Open(ctx context.Context, cfg Config) (*Chat, error) {
 		// nothing older to load (C-CMD-12).
 		loadedFrom: -1,
 	}
+	c.changesets = changesets{c: c}
 	if cfg.Agent != nil {
 		c.caps = cfg.Agent.Capabilities()
 	}
@@ -190,7 +191,7 @@ func Open(ctx context.Context, cfg Config) (*Chat, error) {
 	}
 	st := c.initialState()
 	c.restoreCanvases(&st)
-	if err := c.restoreChangesets(ctx, &st); err != nil {
+	if err := c.changesets.restore(ctx, &st); err != nil {
 		return nil, fmt.Errorf("open chat %s: %w", cfg.URI, err)
 	}
 	var crashed *store.TurnRecord
