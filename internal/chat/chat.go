@@ -143,7 +143,7 @@ type Chat struct {
 	// wk is the worker bookkeeping (worker.go).
 	wk workerBook
 	// canvases are the chat's canvases in opening order (canvases.go).
-	canvases []liveCanvas
+	canvases canvases
 	// changesets is the changeset bookkeeping (changesets.go).
 	changesets changesets
 	// loadedFrom is the index of the oldest turn a paged watcher holds
@@ -175,6 +175,7 @@ func Open(ctx context.Context, cfg Config) (*Chat, error) {
 		loadedFrom: -1,
 	}
 	c.changesets = changesets{c: c}
+	c.canvases = canvases{c: c}
 	if cfg.Agent != nil {
 		c.caps = cfg.Agent.Capabilities()
 	}
@@ -190,7 +191,7 @@ func Open(ctx context.Context, cfg Config) (*Chat, error) {
 		recs = c.readBack(ctx)
 	}
 	st := c.initialState()
-	c.restoreCanvases(&st)
+	c.canvases.restore(&st)
 	if err := c.changesets.restore(ctx, &st); err != nil {
 		return nil, fmt.Errorf("open chat %s: %w", cfg.URI, err)
 	}
@@ -313,7 +314,7 @@ func (c *Chat) run(crashed *store.TurnRecord) {
 			for _, fn := range c.inbox.Pop(batch) {
 				fn()
 			}
-			c.endCanvases() // a canvas goes with its chat (canvases.go)
+			c.canvases.endAll() // a canvas goes with its chat (canvases.go)
 			c.shutdown()
 			return
 		case <-c.inbox.Wake():
@@ -386,7 +387,7 @@ func (c *Chat) shutdown() {
 	if c.eng.Active() != nil {
 		c.persistRunning()
 	}
-	c.releaseCanvases()
+	c.canvases.release()
 	c.closeShell()
 	c.closeHostCommands()
 	if c.conv != nil {

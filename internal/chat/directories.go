@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"context"
 	"slices"
 
 	"github.com/ahpd/ahpd/internal/ahp"
@@ -46,4 +47,11 @@ func (c *Chat) sessionDirectories() []string {
 		return nil
 	}
 	return c.cfg.SessionDirectories()
+}
+
+// Directories are the chat's directories as local paths, as they are now.
+func (c *Chat) Directories(ctx context.Context) ([]string, error) {
+	var dirs []string
+	err := c.call(ctx, func() { dirs = slices.Clone(c.cfg.Directories) })
+	return dirs, err
 }

@@ -35,7 +35,7 @@ func (c *Chat) busy() bool {
 			return true
 		}
 	}
-	return c.cfg.Env.Bus.Subscribers(c.cfg.URI) > 0 || c.canvasesWatched()
+	return c.cfg.Env.Bus.Subscribers(c.cfg.URI) > 0 || c.canvases.watched()
 }
 
 // unloadIfIdle ends the actor when the chat is idle and nobody pushed
