@@ -9,7 +9,7 @@ import (
 // onAgentEvent hands one event of the chat's agent conversation on: a
 // worker's to the worker chat (worker.go), the rest to the turn engine.
 func (c *Chat) onAgentEvent(ev agent.Event) {
-	if c.routeWorkerEvent(ev) {
+	if c.workers.route(ev) {
 		return
 	}
 	c.changesets.track(ev) // changesets.go: a stopped turn's events too (C-TURN-19)

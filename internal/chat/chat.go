@@ -140,8 +140,8 @@ type Chat struct {
 	// conversation first opens and revoked when the actor ends.
 	tools       *agent.HostTools
 	revokeTools func()
-	// wk is the worker bookkeeping (worker.go).
-	wk workerBook
+	// workers is the worker bookkeeping (worker.go).
+	workers workers
 	// canvases are the chat's canvases in opening order (canvases.go).
 	canvases canvases
 	// changesets is the changeset bookkeeping (changesets.go).
@@ -176,6 +176,7 @@ func Open(ctx context.Context, cfg Config) (*Chat, error) {
 	}
 	c.changesets = changesets{c: c}
 	c.canvases = canvases{c: c}
+	c.workers = workers{c: c}
 	if cfg.Agent != nil {
 		c.caps = cfg.Agent.Capabilities()
 	}

@@ -95,12 +95,12 @@ func (h engineHost) Sent(_ string, r turns.Route) {
 
 func (h engineHost) Point(id, point string) { h.c.notePoint(id, point) }
 
-func (h engineHost) Ended(id string, outcome agent.Outcome) { h.c.endWorkersOf(id, outcome) }
+func (h engineHost) Ended(id string, outcome agent.Outcome) { h.c.workers.endWorkersOf(id, outcome) }
 
 func (h engineHost) WaitingChanged() { h.c.persistPending() }
 
 func (h engineHost) SpawnedContent(toolCallID string) []ahp.ToolResultContent {
-	return h.c.spawnedContent(toolCallID)
+	return h.c.workers.spawnedContent(toolCallID)
 }
 
 func (h engineHost) Warn(msg string, args ...any) { h.c.log.Warn(msg, args...) }

@@ -30,10 +30,8 @@ func (c *Chat) busy() bool {
 	if c.eng.Busy() {
 		return true
 	}
-	for _, w := range c.wk.spawned {
-		if !w.ended {
-			return true
-		}
+	if c.workers.running() {
+		return true
 	}
 	return c.cfg.Env.Bus.Subscribers(c.cfg.URI) > 0 || c.canvases.watched()
 }
