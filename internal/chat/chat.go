@@ -151,11 +151,8 @@ type Chat struct {
 	loadedFrom int
 	// runningDirty: the active turn streamed since it was last written.
 	runningDirty bool
-	// heard is when the agent last said something or was handed a prompt
-	// (silence.go); convSpoke, whether the conversation in c.conv has said
-	// anything since it was opened (a process still starting gets longer).
-	heard     time.Time
-	convSpoke bool
+	// silence is the agent silence watchdog (silence.go).
+	silence silence
 }
 
 // st is the chat's state, owned by the turn engine.
@@ -177,6 +174,7 @@ func Open(ctx context.Context, cfg Config) (*Chat, error) {
 	c.changesets = changesets{c: c}
 	c.canvases = canvases{c: c}
 	c.workers = workers{c: c}
+	c.silence = silence{c: c}
 	if cfg.Agent != nil {
 		c.caps = cfg.Agent.Capabilities()
 	}
@@ -329,8 +327,7 @@ func (c *Chat) run(crashed *store.TurnRecord) {
 				c.conversationGone(errors.New("agent conversation ended"))
 				continue
 			}
-			c.heardFromAgent()
-			c.convSpoke = true
+			c.silence.agentSpoke()
 			bug.Recover(c.log, "agent event", func() { c.onAgentEvent(ev) })
 		case ev, ok := <-shellEvents:
 			if !ok {
@@ -350,7 +347,7 @@ func (c *Chat) run(crashed *store.TurnRecord) {
 			if c.runningDirty {
 				c.persistRunning()
 			}
-			c.checkSilence()
+			c.silence.check()
 			// The ticker is not activity: it must not keep an idle
 			// chat loaded by resetting the idle timer.
 			continue

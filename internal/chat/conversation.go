@@ -75,7 +75,7 @@ func (c *Chat) ensureConversation() error {
 		return fmt.Errorf("open %s conversation (%s): %w", c.cfg.Provider, p.Mode, err)
 	}
 	c.conv = conv
-	c.convSpoke = false
+	c.silence.opened()
 	return nil
 }
 

@@ -90,7 +90,7 @@ func (h engineHost) Sent(_ string, r turns.Route) {
 	if r == turns.RouteAgent {
 		h.c.conversationUsed() // conversation.go
 	}
-	h.c.heardFromAgent() // the silence counts from the prompt (silence.go)
+	h.c.silence.hear() // the silence counts from the prompt (silence.go)
 }
 
 func (h engineHost) Point(id, point string) { h.c.notePoint(id, point) }
