@@ -153,6 +153,8 @@ type Chat struct {
 	runningDirty bool
 	// silence is the agent silence watchdog (silence.go).
 	silence silence
+	// idle unloads the chat when it is idle (idle.go).
+	idle idler
 }
 
 // st is the chat's state, owned by the turn engine.
@@ -175,6 +177,7 @@ func Open(ctx context.Context, cfg Config) (*Chat, error) {
 	c.canvases = canvases{c: c}
 	c.workers = workers{c: c}
 	c.silence = silence{c: c}
+	c.idle = idler{c: c}
 	if cfg.Agent != nil {
 		c.caps = cfg.Agent.Capabilities()
 	}
@@ -292,7 +295,7 @@ func (c *Chat) run(crashed *store.TurnRecord) {
 	flush := time.NewTicker(runningEvery)
 	defer flush.Stop()
 	var idle <-chan time.Time
-	idleTimer := c.idleTimer()
+	idleTimer := c.idle.timer()
 	if idleTimer != nil {
 		defer idleTimer.Stop()
 		idle = idleTimer.C
@@ -352,12 +355,12 @@ func (c *Chat) run(crashed *store.TurnRecord) {
 			// chat loaded by resetting the idle timer.
 			continue
 		case <-idle:
-			if c.unloadIfIdle() {
+			if c.idle.unloadIfIdle() {
 				return
 			}
 		}
 		if idleTimer != nil {
-			idleTimer.Reset(c.idleTimeout())
+			idleTimer.Reset(c.idle.timeout())
 		}
 	}
 }
