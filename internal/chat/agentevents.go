@@ -19,21 +19,22 @@ func (c *Chat) onAgentEvent(ev agent.Event) {
 			err = fmt.Errorf("agent process exited")
 		}
 		c.log.Warn("agent conversation exited", "err", err)
-		c.conversationGone(err)
+		c.backends.gone(err)
 		return
 	}
-	c.eng.Event(c.conv, ev)
+	c.eng.Event(c.backends.conv, ev)
 }
 
-// conversationGone handles a backend process that ended: the conversation
+// gone handles a backend process that ended: the conversation
 // is closed, so the next turn opens it again, resumed, and the engine ends
 // the turn that ran on it (a turn that waited unsent goes to the new one).
-func (c *Chat) conversationGone(err error) {
+func (be *backends) gone(err error) {
+	c := be.c
 	c.changesets.settle("") // what the gone process changed stays its turns'
-	gone := c.conv
-	if c.conv != nil {
-		_ = c.conv.Close()
-		c.conv = nil
+	gone := be.conv
+	if be.conv != nil {
+		_ = be.conv.Close()
+		be.conv = nil
 	}
 	c.eng.ConversationGone(gone, agent.End{Outcome: agent.OutcomeError, ErrorType: "agentExited", Message: err.Error()})
 }

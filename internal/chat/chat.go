@@ -20,8 +20,6 @@ import (
 	"time"
 
 	"github.com/ahpd/ahpd/internal/agent"
-	"github.com/ahpd/ahpd/internal/agent/hostcmd"
-	"github.com/ahpd/ahpd/internal/agent/shell"
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/attach"
 	"github.com/ahpd/ahpd/internal/bug"
@@ -130,16 +128,9 @@ type Chat struct {
 	lastSummary ahp.ChatSummary
 	record      store.ChatRecord
 	points      map[string]string // turn id → backend fork/rewind point
-	conv        agent.Conversation
-	caps        agent.Capabilities
-	// shell runs the chat's ! commands (host.go), nil until one runs.
-	shell *shell.Conversation
-	// hostCmds answers the host's own commands (/rename), nil until one runs.
-	hostCmds *hostcmd.Conversation
-	// tools is the chat's credential for the host's tools, minted when a
-	// conversation first opens and revoked when the actor ends.
-	tools       *agent.HostTools
-	revokeTools func()
+	// backends are the conversations the chat's turns run on: its agent's,
+	// its ! shell, its host commands (conversation.go).
+	backends backends
 	// workers is the worker bookkeeping (worker.go).
 	workers workers
 	// canvases are the chat's canvases in opening order (canvases.go).
@@ -173,13 +164,14 @@ func Open(ctx context.Context, cfg Config) (*Chat, error) {
 		// nothing older to load (C-CMD-12).
 		loadedFrom: -1,
 	}
+	c.backends = backends{c: c}
 	c.changesets = changesets{c: c}
 	c.canvases = canvases{c: c}
 	c.workers = workers{c: c}
 	c.silence = silence{c: c}
 	c.idle = idler{c: c}
 	if cfg.Agent != nil {
-		c.caps = cfg.Agent.Capabilities()
+		c.backends.caps = cfg.Agent.Capabilities()
 	}
 	recs, err := cfg.Env.Store.Turns(ctx, cfg.URI)
 	if err != nil {
@@ -190,7 +182,7 @@ func Open(ctx context.Context, cfg Config) (*Chat, error) {
 		// back from its transcript, with the points to fork or rewind at.
 		// A chat a client cleared keeps its backend conversation when the
 		// backend could not delete it (Cleared): its turns stay gone.
-		recs = c.readBack(ctx)
+		recs = c.backends.readBack(ctx)
 	}
 	st := c.initialState()
 	c.canvases.restore(&st)
@@ -219,7 +211,7 @@ func Open(ctx context.Context, cfg Config) (*Chat, error) {
 		st.ActiveTurn = &at
 		st.Status = st.Status.WithActivity(ahp.StatusInProgress)
 	}
-	c.eng = turns.New(engineHost{c}, st, turns.Options{HasAgent: cfg.Agent != nil, Caps: c.caps})
+	c.eng = turns.New(engineHost{c}, st, turns.Options{HasAgent: cfg.Agent != nil, Caps: c.backends.caps})
 	for _, r := range recs {
 		c.remember(r)
 	}
@@ -281,11 +273,7 @@ func (c *Chat) call(ctx context.Context, fn func()) error { return c.inbox.Call(
 // owned by run.
 func (c *Chat) run(crashed *store.TurnRecord) {
 	defer c.inbox.Stopped()
-	defer func() {
-		if c.revokeTools != nil {
-			c.revokeTools()
-		}
-	}()
+	defer c.backends.revokeTools()
 	if crashed != nil {
 		// C-TURN-10: a turn that was running when the process died ends
 		// once, with an error saying so.
@@ -302,14 +290,14 @@ func (c *Chat) run(crashed *store.TurnRecord) {
 	}
 	for {
 		var events, shellEvents, hostEvents <-chan agent.Event
-		if c.conv != nil {
-			events = c.conv.Events()
+		if c.backends.conv != nil {
+			events = c.backends.conv.Events()
 		}
-		if c.shell != nil {
-			shellEvents = c.shell.Events()
+		if c.backends.shell != nil {
+			shellEvents = c.backends.shell.Events()
 		}
-		if c.hostCmds != nil {
-			hostEvents = c.hostCmds.Events()
+		if c.backends.hostCmds != nil {
+			hostEvents = c.backends.hostCmds.Events()
 		}
 		select {
 		case <-c.stopping:
@@ -327,25 +315,25 @@ func (c *Chat) run(crashed *store.TurnRecord) {
 			}
 		case ev, ok := <-events:
 			if !ok {
-				c.conversationGone(errors.New("agent conversation ended"))
+				c.backends.gone(errors.New("agent conversation ended"))
 				continue
 			}
 			c.silence.agentSpoke()
 			bug.Recover(c.log, "agent event", func() { c.onAgentEvent(ev) })
 		case ev, ok := <-shellEvents:
 			if !ok {
-				c.eng.Forget(localConv{c.shell})
-				c.shell = nil
+				c.eng.Forget(localConv{c.backends.shell})
+				c.backends.shell = nil
 				continue
 			}
-			bug.Recover(c.log, "command event", func() { c.eng.Event(localConv{c.shell}, ev) })
+			bug.Recover(c.log, "command event", func() { c.eng.Event(localConv{c.backends.shell}, ev) })
 		case ev, ok := <-hostEvents:
 			if !ok {
-				c.eng.Forget(c.hostCmds)
-				c.hostCmds = nil
+				c.eng.Forget(c.backends.hostCmds)
+				c.backends.hostCmds = nil
 				continue
 			}
-			bug.Recover(c.log, "host command event", func() { c.eng.Event(c.hostCmds, ev) })
+			bug.Recover(c.log, "host command event", func() { c.eng.Event(c.backends.hostCmds, ev) })
 		case <-flush.C:
 			if c.runningDirty {
 				c.persistRunning()
@@ -370,7 +358,7 @@ func (c *Chat) run(crashed *store.TurnRecord) {
 func (c *Chat) Close(ctx context.Context, deleteConversation bool) error {
 	var err error
 	if deleteConversation {
-		err = c.call(ctx, func() { c.deleteConversation(ctx) })
+		err = c.call(ctx, func() { c.backends.deleteConversation(ctx) })
 	}
 	c.closeOnce.Do(func() {
 		c.inbox.Close()
@@ -389,27 +377,7 @@ func (c *Chat) shutdown() {
 		c.persistRunning()
 	}
 	c.canvases.release()
-	c.closeShell()
-	c.closeHostCommands()
-	if c.conv != nil {
-		if err := c.conv.Close(); err != nil {
-			c.log.Warn("close agent conversation", "err", err)
-		}
-		c.conv = nil
-	}
-}
-
-func (c *Chat) deleteConversation(ctx context.Context) {
-	if c.conv != nil {
-		_ = c.conv.Close()
-		c.conv = nil
-	}
-	if c.cfg.Agent == nil || !c.caps.Delete || c.record.ConversationID == "" {
-		return
-	}
-	if err := c.cfg.Agent.Delete(ctx, c.record.ConversationID, c.cfg.Directories); err != nil {
-		c.log.Warn("delete agent conversation", "conversation", c.record.ConversationID, "err", err)
-	}
+	c.backends.closeAll()
 }
 
 // apply runs a's reducer on the chat's state (through the turn engine,

@@ -33,10 +33,10 @@ func (c *Chat) clientDirectories(cl Client, origin *ahp.ActionOrigin, a ahp.Acti
 		return
 	}
 	c.cfg.Directories = paths
-	c.closeShell() // the next ! command runs in the new first directory
-	if c.conv != nil {
-		c.closeConversation()
-		if err := c.ensureConversation(); err != nil {
+	c.backends.closeShell() // the next ! command runs in the new first directory
+	if c.backends.conv != nil {
+		c.backends.close()
+		if err := c.backends.ensure(); err != nil {
 			c.log.Warn("restart chat in its new directories", "err", err)
 		}
 	}

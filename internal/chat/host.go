@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/ahpd/ahpd/internal/agent"
-	"github.com/ahpd/ahpd/internal/agent/hostcmd"
 	"github.com/ahpd/ahpd/internal/agent/shell"
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/attach"
@@ -36,27 +35,7 @@ func (h engineHost) Prepare(m ahp.Message, extra any) (ahp.Message, []agent.Atta
 
 // Open returns the chat's agent conversation, or its ! command shell.
 func (h engineHost) Open(r turns.Route) (agent.Conversation, agent.Capabilities, error) {
-	c := h.c
-	if r == turns.RouteHost {
-		if c.hostCmds == nil {
-			c.hostCmds = hostcmd.New()
-		}
-		return c.hostCmds, hostcmd.Caps, nil
-	}
-	if r == turns.RouteLocal {
-		if c.shell == nil {
-			dir := ""
-			if len(c.cfg.Directories) > 0 {
-				dir = c.cfg.Directories[0]
-			}
-			c.shell = shell.New(shell.Config{Dir: dir, Terminals: c.cfg.Env.Terminals, Session: c.cfg.Session, Owner: c.cfg.Owner})
-		}
-		return localConv{c.shell}, shell.Caps, nil
-	}
-	if err := c.ensureConversation(); err != nil {
-		return nil, agent.Capabilities{}, err
-	}
-	return c.conv, c.caps, nil
+	return h.c.backends.open(r)
 }
 
 // HostContext is what the host has to say on the chat's first prompt
@@ -88,7 +67,7 @@ func (h engineHost) Admitted(s turns.Start) {
 
 func (h engineHost) Sent(_ string, r turns.Route) {
 	if r == turns.RouteAgent {
-		h.c.conversationUsed() // conversation.go
+		h.c.backends.used() // conversation.go
 	}
 	h.c.silence.hear() // the silence counts from the prompt (silence.go)
 }

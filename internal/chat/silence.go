@@ -19,8 +19,8 @@ const DefaultAgentSilence = 10 * time.Minute
 type silence struct {
 	c *Chat
 	// heard is when the agent last said something or was handed a prompt;
-	// spoke, whether the conversation in c.conv has said anything since it
-	// was opened (a process still starting gets longer).
+	// spoke, whether the agent conversation (backends.conv) has said
+	// anything since it was opened (a process still starting gets longer).
 	heard time.Time
 	spoke bool
 }
@@ -68,7 +68,7 @@ func (sl *silence) check() {
 	c := sl.c
 	limit := sl.limit()
 	t := c.eng.Active()
-	if limit == 0 || t == nil || !t.Sent || t.Conv != c.conv || c.conv == nil || sl.waitingOnClient() {
+	if limit == 0 || t == nil || !t.Sent || t.Conv != c.backends.conv || c.backends.conv == nil || sl.waitingOnClient() {
 		return
 	}
 	if !sl.spoke {
@@ -83,8 +83,8 @@ func (sl *silence) check() {
 	if !sl.spoke {
 		message = fmt.Sprintf("The agent said nothing for %s after it was started; its process was replaced.", limit.Round(time.Second))
 	}
-	conv := c.conv
-	c.conv = nil
+	conv := c.backends.conv
+	c.backends.conv = nil
 	// Killed off the actor's goroutine: a process that stopped answering
 	// may take its kill grace, and nobody waits on this actor for that.
 	go killConversation(conv)

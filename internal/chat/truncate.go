@@ -87,15 +87,15 @@ func (c *Chat) rewindAnchor(keep int) anchor {
 // rewindBackend cuts the backend to the anchor, or starts the chat over.
 func (c *Chat) rewindBackend(at anchor) {
 	if at.found {
-		if at.point == "" || !c.caps.Rewind {
+		if at.point == "" || !c.backends.caps.Rewind {
 			// C-COMP-11, 12: no rewind point (a turn read back by a backend
 			// that names points only for turns it watched), or a backend
 			// that cannot cut: the turns dropped from every client stay in
 			// the backend.
-			c.log.Info("rewind: backend keeps its history", "point", at.point, "canRewind", c.caps.Rewind)
+			c.log.Info("rewind: backend keeps its history", "point", at.point, "canRewind", c.backends.caps.Rewind)
 			return
 		}
-		c.closeConversation()
+		c.backends.close()
 		meta := ParseRecordMeta(c.record.Meta)
 		meta.PendingOpen = &PendingOpen{Rewind: true, Point: at.point}
 		c.record.Meta = meta.Raw()
@@ -104,15 +104,15 @@ func (c *Chat) rewindBackend(at anchor) {
 	}
 	// Start over (C-COMP-14..19): the backend stops, its conversation is
 	// deleted through its delete, and a new one starts for this chat.
-	c.closeConversation()
+	c.backends.close()
 	meta := ParseRecordMeta(c.record.Meta)
 	meta.PendingOpen = nil
-	if !meta.BackendStarted && !c.hasBackendTurns() {
+	if !meta.BackendStarted && !c.backends.hasTurns() {
 		c.record.Meta = meta.Raw()
 		c.persistRecord()
 		return
 	}
-	if c.cfg.Agent == nil || !c.caps.Delete {
+	if c.cfg.Agent == nil || !c.backends.caps.Delete {
 		// C-COMP-17: a backend with no delete keeps the conversation, and
 		// the chat comes back on it (reading 10, docs/CHATS.md).
 		c.log.Info("clear: backend has no delete; it keeps the conversation", "conversation", c.record.ConversationID)
@@ -135,17 +135,4 @@ func (c *Chat) rewindBackend(at anchor) {
 	meta.BackendStarted = false
 	c.record.Meta = meta.Raw()
 	c.persistRecord()
-}
-
-// closeConversation ends the backend process of this chat; the next turn
-// opens it again.
-func (c *Chat) closeConversation() {
-	if c.conv == nil {
-		return
-	}
-	if err := c.conv.Close(); err != nil {
-		c.log.Warn("close agent conversation", "err", err)
-	}
-	c.eng.Forget(c.conv)
-	c.conv = nil
 }

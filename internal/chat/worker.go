@@ -372,10 +372,10 @@ func (wk *workers) stopped() {
 func (wk *workers) stopWorker(id string) {
 	c := wk.c
 	w := wk.spawned[id]
-	if w == nil || c.conv == nil {
+	if w == nil || c.backends.conv == nil {
 		return
 	}
-	if ws, ok := c.conv.(agent.WorkerStopper); ok {
+	if ws, ok := c.backends.conv.(agent.WorkerStopper); ok {
 		if err := ws.StopWorker(context.Background(), id); err != nil {
 			c.log.Warn("stop worker", "worker", id, "err", err)
 		}
@@ -399,10 +399,10 @@ func (wk *workers) confirmed(toolCallID string, approved bool) {
 func (wk *workers) onWorkerRunner(worker string, fn func(agent.ClientToolRunner, string) error) {
 	c := wk.c
 	w := wk.spawned[worker]
-	if w == nil || c.conv == nil {
+	if w == nil || c.backends.conv == nil {
 		return
 	}
-	r, ok := c.conv.(agent.ClientToolRunner)
+	r, ok := c.backends.conv.(agent.ClientToolRunner)
 	if !ok {
 		return
 	}
@@ -414,10 +414,10 @@ func (wk *workers) onWorkerRunner(worker string, fn func(agent.ClientToolRunner,
 func (wk *workers) confirmWorkerTool(worker, toolCallID string, approved bool) {
 	c := wk.c
 	w := wk.spawned[worker]
-	if w == nil || c.conv == nil {
+	if w == nil || c.backends.conv == nil {
 		return
 	}
-	if err := c.conv.Confirm(w.turnID, toolCallID, approved); err != nil {
+	if err := c.backends.conv.Confirm(w.turnID, toolCallID, approved); err != nil {
 		c.log.Warn("confirm worker's tool call", "worker", worker, "tool", toolCallID, "err", err)
 	}
 }
