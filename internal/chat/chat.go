@@ -146,6 +146,8 @@ type Chat struct {
 	silence silence
 	// idle unloads the chat when it is idle (idle.go).
 	idle idler
+	// rewind cuts the chat back at a client's truncation (truncate.go).
+	rewind rewind
 }
 
 // st is the chat's state, owned by the turn engine.
@@ -170,6 +172,7 @@ func Open(ctx context.Context, cfg Config) (*Chat, error) {
 	c.workers = workers{c: c}
 	c.silence = silence{c: c}
 	c.idle = idler{c: c}
+	c.rewind = rewind{c: c}
 	if cfg.Agent != nil {
 		c.backends.caps = cfg.Agent.Capabilities()
 	}

@@ -39,7 +39,7 @@ func (c *Chat) onClientAction(cl Client, origin *ahp.ActionOrigin, a ahp.Action)
 		c.setTitle(a.Title, false)
 		c.cfg.Env.Bus.Publish(c.cfg.URI, a, origin)
 	case ahp.ChatTruncated:
-		c.clientTruncate(cl, origin, a)
+		c.rewind.truncate(cl, origin, a)
 	case ahp.ChatWorkingDirectorySet, ahp.ChatWorkingDirectoryRemoved:
 		c.clientDirectories(cl, origin, a)
 	default:

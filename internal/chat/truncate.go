@@ -9,11 +9,17 @@ import (
 
 const reasonTruncateRunning = "A chat cannot be rewound while a turn runs; stop it first."
 
-// clientTruncate is a rewind (chat/truncated, CHATS.md "Compacted context,
+// rewind cuts a chat back at a client's chat/truncated: its turns, and its
+// backend to where the kept turn ended, or the chat starts over. It is part
+// of the chat actor and runs only on the actor's goroutine.
+type rewind struct{ c *Chat }
+
+// truncate is a rewind (chat/truncated, CHATS.md "Compacted context,
 // and a rewind"): the turns after the named one drop, said first
 // (C-COMP-05, 10); then the backend is cut back to where the kept turn
 // ended, or, with no turnId, the chat starts over (C-COMP-13..19).
-func (c *Chat) clientTruncate(cl Client, origin *ahp.ActionOrigin, a ahp.ChatTruncated) {
+func (rw *rewind) truncate(cl Client, origin *ahp.ActionOrigin, a ahp.ChatTruncated) {
+	c := rw.c
 	if c.readOnly() {
 		c.refuse(cl, origin, a, reasonReadOnly)
 		return
@@ -33,7 +39,7 @@ func (c *Chat) clientTruncate(cl Client, origin *ahp.ActionOrigin, a ahp.ChatTru
 	// The commands and points of the turns that drop go with them
 	// (C-COMP-24); what the backend is cut to is decided on the turns
 	// as they were.
-	anchor := c.rewindAnchor(keep)
+	anchor := rw.anchorAt(keep)
 	var dropped []string
 	for _, t := range c.st().Turns[keep+1:] {
 		dropped = append(dropped, t.ID)
@@ -51,7 +57,7 @@ func (c *Chat) clientTruncate(cl Client, origin *ahp.ActionOrigin, a ahp.ChatTru
 	if c.loadedFrom > len(c.st().Turns) {
 		c.loadedFrom = len(c.st().Turns)
 	}
-	c.rewindBackend(anchor)
+	rw.cut(anchor)
 }
 
 func (c *Chat) turnIndex(id string) int {
@@ -63,7 +69,7 @@ func (c *Chat) turnIndex(id string) int {
 	return -1
 }
 
-// rewindAnchor is the backend's point for a rewind that keeps turns
+// anchorAt is the backend's point for a rewind that keeps turns
 // 0..keep: the last turn at or before keep that the backend saw (a !
 // command's turn rewinds the backend at the turn before it, C-COMP-20).
 // found is false when there is no such turn: the chat starts over
@@ -73,7 +79,8 @@ type anchor struct {
 	point string
 }
 
-func (c *Chat) rewindAnchor(keep int) anchor {
+func (rw *rewind) anchorAt(keep int) anchor {
+	c := rw.c
 	for i := keep; i >= 0; i-- {
 		id := c.st().Turns[i].ID
 		if c.isLocal(id) {
@@ -84,8 +91,9 @@ func (c *Chat) rewindAnchor(keep int) anchor {
 	return anchor{}
 }
 
-// rewindBackend cuts the backend to the anchor, or starts the chat over.
-func (c *Chat) rewindBackend(at anchor) {
+// cut cuts the backend to the anchor, or starts the chat over.
+func (rw *rewind) cut(at anchor) {
+	c := rw.c
 	if at.found {
 		if at.point == "" || !c.backends.caps.Rewind {
 			// C-COMP-11, 12: no rewind point (a turn read back by a backend
