@@ -140,7 +140,7 @@ func (cv *canvases) draw(uri string, d canvas.Drawing) error {
 	if !sameDrawing(l.Drawing, kept) {
 		l.Drawing = kept
 		cv.store()
-		c.commit("canvas "+uri, c.recordOp())
+		c.durable.commit("canvas "+uri, c.durable.recordOp())
 	}
 	a := ahp.CanvasStateChanged{Canvas: d.State}
 	reduce.Canvas(&l.shown, a)

@@ -140,8 +140,8 @@ type Chat struct {
 	// loadedFrom is the index of the oldest turn a paged watcher holds
 	// (-1: none), where fetchTurns without a cursor continues.
 	loadedFrom int
-	// runningDirty: the active turn streamed since it was last written.
-	runningDirty bool
+	// durable commits and writes the chat's record and turns (durable.go).
+	durable durable
 	// silence is the agent silence watchdog (silence.go).
 	silence silence
 	// idle unloads the chat when it is idle (idle.go).
@@ -166,6 +166,7 @@ func Open(ctx context.Context, cfg Config) (*Chat, error) {
 		// nothing older to load (C-CMD-12).
 		loadedFrom: -1,
 	}
+	c.durable = durable{c: c}
 	c.backends = backends{c: c}
 	c.changesets = changesets{c: c}
 	c.canvases = canvases{c: c}
@@ -218,7 +219,7 @@ func Open(ctx context.Context, cfg Config) (*Chat, error) {
 	for _, r := range recs {
 		c.remember(r)
 	}
-	c.restorePending()
+	c.durable.restorePending()
 	c.lastSummary = reduce.ChatSummaryOf(c.st())
 	go c.run(crashed)
 	return c, nil
@@ -338,9 +339,7 @@ func (c *Chat) run(crashed *store.TurnRecord) {
 			}
 			bug.Recover(c.log, "host command event", func() { c.eng.Event(c.backends.hostCmds, ev) })
 		case <-flush.C:
-			if c.runningDirty {
-				c.persistRunning()
-			}
+			c.durable.flushRunning()
 			c.silence.check()
 			// The ticker is not activity: it must not keep an idle
 			// chat loaded by resetting the idle timer.
@@ -377,7 +376,7 @@ func (c *Chat) Close(ctx context.Context, deleteConversation bool) error {
 
 func (c *Chat) shutdown() {
 	if c.eng.Active() != nil {
-		c.persistRunning()
+		c.durable.persistRunning()
 	}
 	c.canvases.release()
 	c.backends.closeAll()
@@ -394,7 +393,7 @@ func (c *Chat) tell(a ahp.Action, origin *ahp.ActionOrigin) {
 	if c.st().ActiveTurn != nil {
 		// Whatever the running turn streamed is written at least every
 		// second (runningEvery); a start or an ending is committed below.
-		c.runningDirty = true
+		c.durable.streamed()
 	}
 	switch a.(type) {
 	case ahp.ChatDelta, ahp.ChatReasoning, ahp.ChatToolCallDelta, ahp.ChatUsage:
@@ -402,7 +401,7 @@ func (c *Chat) tell(a ahp.Action, origin *ahp.ActionOrigin) {
 		c.cfg.Env.Bus.Publish(c.cfg.URI, a, origin)
 		return
 	}
-	c.storeBeforeTelling(a)
+	c.durable.storeBeforeTelling(a)
 	c.cfg.Env.Bus.Publish(c.cfg.URI, a, origin)
 	c.summaryChanged()
 }
@@ -491,44 +490,6 @@ func (c *Chat) State(ctx context.Context) (ahp.ChatState, error) {
 func (c *Chat) Dispatch(cl Client, clientSeq int64, a ahp.Action) error {
 	origin := &ahp.ActionOrigin{ClientID: cl.ID, ClientSeq: clientSeq}
 	return c.do(func() { c.onClientAction(cl, origin, a) })
-}
-
-// SetTitle renames the chat (a client's rename, or the host's title).
-func (c *Chat) SetTitle(title string, provisional bool) error {
-	return c.do(func() { c.setTitle(title, provisional) })
-}
-
-func (c *Chat) setTitle(title string, provisional bool) {
-	if title == c.st().Title && provisional == c.record.TitleProvisional {
-		return
-	}
-	c.st().Title = title
-	c.record.Title = title
-	c.record.TitleProvisional = provisional
-	// The title is stored before the session says it (C-COMP-26).
-	c.commit("title", c.recordOp())
-	c.summaryChanged()
-}
-
-// persistRecord writes the chat's record behind the actor's back (for what
-// no client is shown; storeBeforeTelling commits the rest).
-func (c *Chat) persistRecord() {
-	c.cfg.Env.Store.Enqueue(c.recordOp())
-}
-
-// recordOp brings the chat's record up to date with its state and returns
-// the op that stores it.
-func (c *Chat) recordOp() store.Op {
-	rec := c.record
-	st := c.st()
-	rec.Title = st.Title
-	rec.Flags = int(st.Status & (ahp.StatusIsRead | ahp.StatusIsArchived))
-	rec.WorkingDirectories = st.WorkingDirectories
-	if m, err := time.Parse(time.RFC3339Nano, st.ModifiedAt); err == nil {
-		rec.ModifiedAt = m
-	}
-	c.record = rec
-	return func(ctx context.Context, s *store.Store) error { return s.PutChat(ctx, rec) }
 }
 
 func parseISO(s string) time.Time {

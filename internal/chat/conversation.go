@@ -143,7 +143,7 @@ func (be *backends) used() {
 	meta.PendingOpen = nil
 	meta.BackendStarted = true
 	c.record.Meta = meta.Raw()
-	c.persistRecord()
+	c.durable.persistRecord()
 }
 
 // hasTurns reports whether the backend has seen a turn of this chat

@@ -49,7 +49,7 @@ func (h engineHost) HostContext() string {
 	text := meta.FirstPromptContext
 	meta.FirstPromptContext = ""
 	c.record.Meta = meta.Raw()
-	c.persistRecord()
+	c.durable.persistRecord()
 	return text
 }
 
@@ -76,7 +76,7 @@ func (h engineHost) Point(id, point string) { h.c.notePoint(id, point) }
 
 func (h engineHost) Ended(id string, outcome agent.Outcome) { h.c.workers.endWorkersOf(id, outcome) }
 
-func (h engineHost) WaitingChanged() { h.c.persistPending() }
+func (h engineHost) WaitingChanged() { h.c.durable.persistPending() }
 
 func (h engineHost) SpawnedContent(toolCallID string) []ahp.ToolResultContent {
 	return h.c.workers.spawnedContent(toolCallID)

@@ -107,7 +107,7 @@ func (rw *rewind) cut(at anchor) {
 		meta := ParseRecordMeta(c.record.Meta)
 		meta.PendingOpen = &PendingOpen{Rewind: true, Point: at.point}
 		c.record.Meta = meta.Raw()
-		c.persistRecord()
+		c.durable.persistRecord()
 		return
 	}
 	// Start over (C-COMP-14..19): the backend stops, its conversation is
@@ -117,7 +117,7 @@ func (rw *rewind) cut(at anchor) {
 	meta.PendingOpen = nil
 	if !meta.BackendStarted && !c.backends.hasTurns() {
 		c.record.Meta = meta.Raw()
-		c.persistRecord()
+		c.durable.persistRecord()
 		return
 	}
 	if c.cfg.Agent == nil || !c.backends.caps.Delete {
@@ -126,7 +126,7 @@ func (rw *rewind) cut(at anchor) {
 		c.log.Info("clear: backend has no delete; it keeps the conversation", "conversation", c.record.ConversationID)
 		meta.Cleared = true
 		c.record.Meta = meta.Raw()
-		c.persistRecord()
+		c.durable.persistRecord()
 		return
 	}
 	if err := c.cfg.Agent.Delete(context.Background(), c.record.ConversationID, c.cfg.Directories); err != nil {
@@ -135,12 +135,12 @@ func (rw *rewind) cut(at anchor) {
 		c.log.Warn("clear: delete backend conversation failed; keeping it", "conversation", c.record.ConversationID, "err", err)
 		meta.Cleared = true
 		c.record.Meta = meta.Raw()
-		c.persistRecord()
+		c.durable.persistRecord()
 		return
 	}
 	// C-COMP-16: a new conversation for the same chat, nothing to resume.
 	c.record.ConversationID = uuid.NewString()
 	meta.BackendStarted = false
 	c.record.Meta = meta.Raw()
-	c.persistRecord()
+	c.durable.persistRecord()
 }
