@@ -137,9 +137,8 @@ type Chat struct {
 	canvases canvases
 	// changesets is the changeset bookkeeping (changesets.go).
 	changesets changesets
-	// loadedFrom is the index of the oldest turn a paged watcher holds
-	// (-1: none), where fetchTurns without a cursor continues.
-	loadedFrom int
+	// pages are the watchers' pages of turns (paging.go).
+	pages pager
 	// durable commits and writes the chat's record and turns (durable.go).
 	durable durable
 	// silence is the agent silence watchdog (silence.go).
@@ -162,10 +161,10 @@ func Open(ctx context.Context, cfg Config) (*Chat, error) {
 		stopping: make(chan struct{}),
 		record:   cfg.Record,
 		points:   make(map[string]string),
-		// No watcher holds a page yet: fetchTurns without a cursor has
-		// nothing older to load (C-CMD-12).
-		loadedFrom: -1,
 	}
+	// No watcher holds a page yet: fetchTurns without a cursor has
+	// nothing older to load (C-CMD-12).
+	c.pages = pager{c: c, loadedFrom: -1}
 	c.durable = durable{c: c}
 	c.backends = backends{c: c}
 	c.changesets = changesets{c: c}
@@ -435,25 +434,7 @@ func (c *Chat) Subscribe(ctx context.Context, sub bus.Subscriber, view *ahp.Subs
 		if !sub.Knows(ahp.ActionChatCanvasesChanged) {
 			st.Canvases = nil // a connection below 0.10.0 knows no canvas (C-CANV-12)
 		}
-		if view != nil && view.Turns != nil {
-			n := *view.Turns
-			if n < 0 {
-				n = 0
-			}
-			if n < len(st.Turns) {
-				from := len(st.Turns) - n
-				st.Turns = st.Turns[from:]
-				// A view of zero turns pages from the very end.
-				cur := endCursor
-				if from < len(c.st().Turns) {
-					cur = turnCursor(c.st().Turns[from].ID)
-				}
-				st.TurnsNextCursor = &cur
-				if c.loadedFrom < 0 || from < c.loadedFrom {
-					c.loadedFrom = from
-				}
-			}
-		}
+		c.pages.view(&st, view)
 		raw, err := json.Marshal(st)
 		if err != nil {
 			c.log.Error("marshal chat snapshot", "err", err)

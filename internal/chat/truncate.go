@@ -54,9 +54,7 @@ func (rw *rewind) truncate(cl Client, origin *ahp.ActionOrigin, a ahp.ChatTrunca
 		c.eng.Drop(id)
 	}
 	// apply committed the cut before saying it (durable.go).
-	if c.loadedFrom > len(c.st().Turns) {
-		c.loadedFrom = len(c.st().Turns)
-	}
+	c.pages.cut()
 	rw.cut(anchor)
 }
 
