@@ -147,6 +147,8 @@ type Chat struct {
 	idle idler
 	// rewind cuts the chat back at a client's truncation (truncate.go).
 	rewind rewind
+	// attachments writes a message's attachments (attachments.go).
+	attachments attachments
 }
 
 // st is the chat's state, owned by the turn engine.
@@ -173,6 +175,7 @@ func Open(ctx context.Context, cfg Config) (*Chat, error) {
 	c.silence = silence{c: c}
 	c.idle = idler{c: c}
 	c.rewind = rewind{c: c}
+	c.attachments = attachments{c: c}
 	if cfg.Agent != nil {
 		c.backends.caps = cfg.Agent.Capabilities()
 	}

@@ -30,7 +30,7 @@ func (h engineHost) Refuse(from turns.From, origin *ahp.ActionOrigin, a ahp.Acti
 
 func (h engineHost) Prepare(m ahp.Message, extra any) (ahp.Message, []agent.Attachment, error) {
 	resolved, _ := extra.([]attach.Resolved)
-	return h.c.prepareMessage(m, resolved)
+	return h.c.attachments.prepare(m, resolved)
 }
 
 // Open returns the chat's agent conversation, or its ! command shell.
