@@ -149,6 +149,8 @@ type Chat struct {
 	rewind rewind
 	// attachments writes a message's attachments (attachments.go).
 	attachments attachments
+	// directories changes the chat's directories (directories.go).
+	directories directories
 }
 
 // st is the chat's state, owned by the turn engine.
@@ -176,6 +178,7 @@ func Open(ctx context.Context, cfg Config) (*Chat, error) {
 	c.idle = idler{c: c}
 	c.rewind = rewind{c: c}
 	c.attachments = attachments{c: c}
+	c.directories = directories{c: c}
 	if cfg.Agent != nil {
 		c.backends.caps = cfg.Agent.Capabilities()
 	}

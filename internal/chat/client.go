@@ -41,7 +41,7 @@ func (c *Chat) onClientAction(cl Client, origin *ahp.ActionOrigin, a ahp.Action)
 	case ahp.ChatTruncated:
 		c.rewind.truncate(cl, origin, a)
 	case ahp.ChatWorkingDirectorySet, ahp.ChatWorkingDirectoryRemoved:
-		c.clientDirectories(cl, origin, a)
+		c.directories.change(cl, origin, a)
 	default:
 		// Turns, pending messages, stops, resumes and confirmations are
 		// the engine's rules; a draft, a flag or a client's tool result
