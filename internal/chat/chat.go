@@ -128,19 +128,25 @@ type Chat struct {
 	lastSummary ahp.ChatSummary
 	record      store.ChatRecord
 	points      map[string]string // turn id → backend fork/rewind point
+
+	// The actor's jobs, one component each: a struct holding its own state
+	// and a back-pointer to the actor, which runs only on the actor's
+	// goroutine (run, or a func the mailbox hands it). They are wired once
+	// in Open.
+	//
 	// backends are the conversations the chat's turns run on: its agent's,
 	// its ! shell, its host commands (conversation.go).
 	backends backends
+	// durable commits and writes the chat's record and turns (durable.go).
+	durable durable
+	// pages are the watchers' pages of turns (paging.go).
+	pages pager
 	// workers is the worker bookkeeping (worker.go).
 	workers workers
 	// canvases are the chat's canvases in opening order (canvases.go).
 	canvases canvases
 	// changesets is the changeset bookkeeping (changesets.go).
 	changesets changesets
-	// pages are the watchers' pages of turns (paging.go).
-	pages pager
-	// durable commits and writes the chat's record and turns (durable.go).
-	durable durable
 	// silence is the agent silence watchdog (silence.go).
 	silence silence
 	// idle unloads the chat when it is idle (idle.go).
@@ -166,14 +172,14 @@ func Open(ctx context.Context, cfg Config) (*Chat, error) {
 		record:   cfg.Record,
 		points:   make(map[string]string),
 	}
+	c.backends = backends{c: c}
+	c.durable = durable{c: c}
 	// No watcher holds a page yet: fetchTurns without a cursor has
 	// nothing older to load (C-CMD-12).
 	c.pages = pager{c: c, loadedFrom: -1}
-	c.durable = durable{c: c}
-	c.backends = backends{c: c}
-	c.changesets = changesets{c: c}
-	c.canvases = canvases{c: c}
 	c.workers = workers{c: c}
+	c.canvases = canvases{c: c}
+	c.changesets = changesets{c: c}
 	c.silence = silence{c: c}
 	c.idle = idler{c: c}
 	c.rewind = rewind{c: c}

@@ -1,6 +1,6 @@
 package chat
 
-// closeShell ends the chat's shell, the backend of its ! commands (host.go):
+// closeShell ends the chat's shell, the backend of its ! commands (backends.open):
 // a running command is interrupted (the chat unloads, closes, or works in
 // other directories now).
 func (be *backends) closeShell() {

@@ -284,7 +284,7 @@ func (wk *workers) begin(prompt string) {
 // workerConv is the conversation a worker chat's turn is handed to: the
 // backend running the worker is the root chat's, so a stop or an answer
 // said here goes there (C-SUB-12, 13); what the worker says arrives through
-// the root chat (workerEvent). Its methods run on the worker chat's actor.
+// the root chat (workers.event). Its methods run on the worker chat's actor.
 type workerConv struct{ c *Chat }
 
 func (w workerConv) Send(context.Context, agent.Turn) error {
@@ -338,7 +338,7 @@ func (wk *workers) event(ev agent.Event) {
 	}
 	switch ev.Kind {
 	case agent.EventTurnEnd, agent.EventSteeringConsumed, agent.EventSteeringReturned, agent.EventTurnStarted, agent.EventExited:
-		// The worker's own end comes as workerEnd; the rest is its
+		// The worker's own end comes as workers.end; the rest is its
 		// backend's business.
 		return
 	}
