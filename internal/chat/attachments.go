@@ -9,7 +9,12 @@ import (
 	"github.com/ahpd/ahpd/internal/attach"
 )
 
-// prepareMessage is what a turn's message becomes when the chat admits it
+// attachments writes and reads the bytes of a message's attachments as
+// the chat admits it (engineHost.Prepare). It is part of the chat actor and
+// runs only on the actor's goroutine.
+type attachments struct{ c *Chat }
+
+// prepare is what a turn's message becomes when the chat admits it
 // (CHATS.md "Attachments", decided once for every backend: C-ATT-01). Inline
 // bytes are written under the session's attachments folder before the turn
 // is said, and the message carries the path from then on (C-ATT-07..10); a
@@ -21,7 +26,8 @@ import (
 //
 // Runs on the actor's goroutine; m's attachments are copied, never changed
 // in place.
-func (c *Chat) prepareMessage(m ahp.Message, resolved []attach.Resolved) (ahp.Message, []agent.Attachment, error) {
+func (at *attachments) prepare(m ahp.Message, resolved []attach.Resolved) (ahp.Message, []agent.Attachment, error) {
+	c := at.c
 	if len(m.Attachments) == 0 {
 		return m, nil, nil
 	}
@@ -42,7 +48,7 @@ func (c *Chat) prepareMessage(m ahp.Message, resolved []attach.Resolved) (ahp.Me
 				forms = append(forms, agent.Attachment{As: attach.AsPath, Label: a.Label, MimeType: a.ContentType})
 				continue
 			}
-			path, err := w.Write(c.sessionFolder(), a.Label, data)
+			path, err := w.Write(at.sessionFolder(), a.Label, data)
 			if err != nil {
 				// C-ATT-19, 20: the message goes on with the bytes it came with.
 				c.log.Warn("attachment left as sent", "label", a.Label, "err", err)
@@ -56,10 +62,10 @@ func (c *Chat) prepareMessage(m ahp.Message, resolved []attach.Resolved) (ahp.Me
 			// attachments.go), then written as inline bytes are.
 			r, ok := byIndex[i]
 			if !ok || !r.Fetched {
-				forms = append(forms, keptForm(a, c.readableRoots()))
+				forms = append(forms, keptForm(a, at.readableRoots()))
 				continue
 			}
-			path, err := w.Write(c.sessionFolder(), a.Label, r.Data)
+			path, err := w.Write(at.sessionFolder(), a.Label, r.Data)
 			if err != nil {
 				c.log.Warn("fetched attachment not written", "label", a.Label, "err", err)
 				forms = append(forms, ownForm(a.Label, r.ContentType, "", r.Data))
@@ -85,7 +91,7 @@ func (c *Chat) prepareMessage(m ahp.Message, resolved []attach.Resolved) (ahp.Me
 			}
 			forms = append(forms, agent.Attachment{As: attach.AsInline, Label: a.Label, Text: rep})
 		default:
-			forms = append(forms, keptForm(a, c.readableRoots()))
+			forms = append(forms, keptForm(a, at.readableRoots()))
 		}
 	}
 	m.Attachments = out
@@ -96,16 +102,18 @@ func (c *Chat) prepareMessage(m ahp.Message, resolved []attach.Resolved) (ahp.Me
 // may be read from: the session's attachments folder and the chat's
 // directories. Anything else goes to the model by path, for the agent to
 // read under its own permissions.
-func (c *Chat) readableRoots() []string {
+func (at *attachments) readableRoots() []string {
+	c := at.c
 	roots := slices.Clone(c.cfg.Directories)
 	if c.cfg.Env.Attachments.Dir != "" {
-		roots = append(roots, filepath.Join(c.cfg.Env.Attachments.Dir, attach.FileName(c.sessionFolder())))
+		roots = append(roots, filepath.Join(c.cfg.Env.Attachments.Dir, attach.FileName(at.sessionFolder())))
 	}
 	return roots
 }
 
 // sessionFolder names the session's own attachments folder.
-func (c *Chat) sessionFolder() string {
+func (at *attachments) sessionFolder() string {
+	c := at.c
 	if id, ok := ahp.SessionID(c.cfg.Session); ok && id != "" {
 		return id
 	}

@@ -26,6 +26,14 @@ const maxCanvases = 64
 // or its chat closes: no url, since nothing serves it any more.
 const StatusClosed = "Closed"
 
+// canvases are the chat's canvases in opening order, as the actor holds
+// them. It is part of the chat actor and runs only on the actor's
+// goroutine.
+type canvases struct {
+	c    *Chat
+	list []liveCanvas
+}
+
 // liveCanvas is one canvas as the actor holds it: as stored, and the state
 // its channel shows (with its url).
 type liveCanvas struct {
@@ -38,41 +46,44 @@ func stripURL(d canvas.Drawing) canvas.Drawing {
 	return d
 }
 
-// restoreCanvases reads the stored canvases into st and the actor, asking
+// restore reads the stored canvases into st and the actor, asking
 // each one's plugin what to show (a url is never reused from the store).
-func (c *Chat) restoreCanvases(st *ahp.ChatState) {
+func (cv *canvases) restore(st *ahp.ChatState) {
+	c := cv.c
 	for _, s := range ParseRecordMeta(c.record.Meta).Canvases {
 		shown := s.State
 		shown.URL = ""
 		if c.cfg.Canvases != nil {
 			shown = c.cfg.Canvases.Revive(c.cfg.URI, s)
 		}
-		c.canvases = append(c.canvases, liveCanvas{Stored: s, shown: shown})
+		cv.list = append(cv.list, liveCanvas{Stored: s, shown: shown})
 		st.Canvases = append(st.Canvases, ahp.CanvasReference{Resource: s.URI})
 	}
 }
 
-func (c *Chat) canvasIndex(uri string) int {
-	return slices.IndexFunc(c.canvases, func(l liveCanvas) bool { return l.URI == uri })
+func (cv *canvases) index(uri string) int {
+	return slices.IndexFunc(cv.list, func(l liveCanvas) bool { return l.URI == uri })
 }
 
-// storeCanvases puts the canvases into the record's meta (committed by
+// store puts the canvases into the record's meta (committed by
 // whoever says the change).
-func (c *Chat) storeCanvases() {
+func (cv *canvases) store() {
+	c := cv.c
 	meta := ParseRecordMeta(c.record.Meta)
 	meta.Canvases = nil
-	for _, l := range c.canvases {
+	for _, l := range cv.list {
 		meta.Canvases = append(meta.Canvases, l.Stored)
 	}
 	c.record.Meta = meta.Raw()
 }
 
-// sayCanvases stores the list and says it: chat/canvasesChanged, committed
+// say stores the list and says it: chat/canvasesChanged, committed
 // with the record before it is published (durable.go).
-func (c *Chat) sayCanvases() {
-	c.storeCanvases()
+func (cv *canvases) say() {
+	c := cv.c
+	cv.store()
 	var refs []ahp.CanvasReference
-	for _, l := range c.canvases {
+	for _, l := range cv.list {
 		refs = append(refs, ahp.CanvasReference{Resource: l.URI})
 	}
 	c.apply(ahp.ChatCanvasesChanged{Canvases: refs}, nil)
@@ -82,53 +93,59 @@ func (c *Chat) sayCanvases() {
 // chat lists it last (C-CANV-01, 02).
 func (c *Chat) OpenCanvas(ctx context.Context, uri string, d canvas.Drawing) error {
 	var ferr error
-	err := c.call(ctx, func() {
-		if chat, _, ok := canvas.Parse(uri); !ok || chat != c.cfg.URI {
-			ferr = ahp.Errorf(ahp.ErrInvalidParams, "%s is not a canvas channel of %s", uri, c.cfg.URI)
-			return
-		}
-		if c.canvasIndex(uri) >= 0 {
-			ferr = ahp.Errorf(ahp.ErrAlreadyExists, "canvas %s is open", uri)
-			return
-		}
-		if len(c.canvases) >= maxCanvases {
-			ferr = fmt.Errorf("chat %s holds %d canvases, the most it may", c.cfg.URI, maxCanvases)
-			return
-		}
-		c.canvases = append(c.canvases, liveCanvas{Stored: canvas.Stored{URI: uri, Drawing: stripURL(d)}, shown: d.State})
-		c.sayCanvases()
-	})
+	err := c.call(ctx, func() { ferr = c.canvases.open(uri, d) })
 	if err != nil {
 		return err
 	}
 	return ferr
 }
 
+// open is OpenCanvas on the actor.
+func (cv *canvases) open(uri string, d canvas.Drawing) error {
+	c := cv.c
+	if chat, _, ok := canvas.Parse(uri); !ok || chat != c.cfg.URI {
+		return ahp.Errorf(ahp.ErrInvalidParams, "%s is not a canvas channel of %s", uri, c.cfg.URI)
+	}
+	if cv.index(uri) >= 0 {
+		return ahp.Errorf(ahp.ErrAlreadyExists, "canvas %s is open", uri)
+	}
+	if len(cv.list) >= maxCanvases {
+		return fmt.Errorf("chat %s holds %d canvases, the most it may", c.cfg.URI, maxCanvases)
+	}
+	cv.list = append(cv.list, liveCanvas{Stored: canvas.Stored{URI: uri, Drawing: stripURL(d)}, shown: d.State})
+	cv.say()
+	return nil
+}
+
 // DrawCanvas replaces a canvas's state: what its chat keeps is stored
 // first, then canvas/stateChanged is said on its channel.
 func (c *Chat) DrawCanvas(ctx context.Context, uri string, d canvas.Drawing) error {
 	var ferr error
-	err := c.call(ctx, func() {
-		i := c.canvasIndex(uri)
-		if i < 0 {
-			ferr = canvas.ErrGone(uri)
-			return
-		}
-		l := &c.canvases[i]
-		kept := stripURL(d)
-		if !sameDrawing(l.Drawing, kept) {
-			l.Drawing = kept
-			c.storeCanvases()
-			c.commit("canvas "+uri, c.recordOp())
-		}
-		a := ahp.CanvasStateChanged{Canvas: d.State}
-		reduce.Canvas(&l.shown, a)
-		c.cfg.Env.Bus.Publish(uri, a, nil)
-	})
+	err := c.call(ctx, func() { ferr = c.canvases.draw(uri, d) })
 	if err != nil {
 		return err
 	}
 	return ferr
+}
+
+// draw is DrawCanvas on the actor.
+func (cv *canvases) draw(uri string, d canvas.Drawing) error {
+	c := cv.c
+	i := cv.index(uri)
+	if i < 0 {
+		return canvas.ErrGone(uri)
+	}
+	l := &cv.list[i]
+	kept := stripURL(d)
+	if !sameDrawing(l.Drawing, kept) {
+		l.Drawing = kept
+		cv.store()
+		c.durable.commit("canvas "+uri, c.durable.recordOp())
+	}
+	a := ahp.CanvasStateChanged{Canvas: d.State}
+	reduce.Canvas(&l.shown, a)
+	c.cfg.Env.Bus.Publish(uri, a, nil)
+	return nil
 }
 
 func sameDrawing(a, b canvas.Drawing) bool {
@@ -139,26 +156,30 @@ func sameDrawing(a, b canvas.Drawing) bool {
 // told it has no url any more, and then it has no subscribers.
 func (c *Chat) CloseCanvas(ctx context.Context, uri string) error {
 	var ferr error
-	err := c.call(ctx, func() {
-		i := c.canvasIndex(uri)
-		if i < 0 {
-			ferr = canvas.ErrGone(uri)
-			return
-		}
-		l := c.canvases[i]
-		c.canvases = slices.Delete(c.canvases, i, i+1)
-		c.sayCanvases()
-		c.endCanvas(l)
-	})
+	err := c.call(ctx, func() { ferr = c.canvases.close(uri) })
 	if err != nil {
 		return err
 	}
 	return ferr
 }
 
-// endCanvas says a canvas's last state, drops its channel and lets its
+// close is CloseCanvas on the actor.
+func (cv *canvases) close(uri string) error {
+	i := cv.index(uri)
+	if i < 0 {
+		return canvas.ErrGone(uri)
+	}
+	l := cv.list[i]
+	cv.list = slices.Delete(cv.list, i, i+1)
+	cv.say()
+	cv.end(l)
+	return nil
+}
+
+// end says a canvas's last state, drops its channel and lets its
 // plugin know.
-func (c *Chat) endCanvas(l liveCanvas) {
+func (cv *canvases) end(l liveCanvas) {
+	c := cv.c
 	last := l.shown
 	last.URL = ""
 	last.Status = StatusClosed
@@ -169,32 +190,34 @@ func (c *Chat) endCanvas(l liveCanvas) {
 	}
 }
 
-// endCanvases ends every canvas with the chat (C-CANV-06, 07): it is
+// endAll ends every canvas with the chat (C-CANV-06, 07): it is
 // closing. What the record keeps is left as it is: a chat closed for good
 // is gone with its record, and one the host closes to stop comes back
 // with its canvases.
-func (c *Chat) endCanvases() {
-	for _, l := range c.canvases {
-		c.endCanvas(l)
+func (cv *canvases) endAll() {
+	for _, l := range cv.list {
+		cv.end(l)
 	}
-	c.canvases = nil
+	cv.list = nil
 }
 
-// releaseCanvases lets the plugins stop serving the canvases of a chat
+// release lets the plugins stop serving the canvases of a chat
 // that unloads; they are revived when it opens again.
-func (c *Chat) releaseCanvases() {
+func (cv *canvases) release() {
+	c := cv.c
 	if c.cfg.Canvases == nil {
 		return
 	}
-	for _, l := range c.canvases {
+	for _, l := range cv.list {
 		c.cfg.Canvases.Released(l.Stored, false)
 	}
 }
 
-// canvasesWatched: somebody watches one of the chat's canvases, which
+// watched: somebody watches one of the chat's canvases, which
 // keeps the chat loaded, as a watcher of the chat does.
-func (c *Chat) canvasesWatched() bool {
-	for _, l := range c.canvases {
+func (cv *canvases) watched() bool {
+	c := cv.c
+	for _, l := range cv.list {
 		if c.cfg.Env.Bus.Subscribers(l.URI) > 0 {
 			return true
 		}
@@ -208,36 +231,31 @@ func (c *Chat) canvasesWatched() bool {
 func (c *Chat) SubscribeCanvas(ctx context.Context, sub bus.Subscriber, uri string) (ahp.Snapshot, error) {
 	var snap ahp.Snapshot
 	var ferr error
-	err := c.call(ctx, func() {
-		i := c.canvasIndex(uri)
-		if i < 0 {
-			ferr = canvas.ErrGone(uri)
-			return
-		}
-		raw, err := json.Marshal(c.canvases[i].shown)
-		if err != nil {
-			ferr = fmt.Errorf("snapshot canvas %s: %w", uri, err)
-			return
-		}
-		seq := c.cfg.Env.Bus.Subscribe(sub, uri)
-		snap = ahp.Snapshot{Resource: uri, State: json.RawMessage(raw), FromSeq: seq}
-	})
+	err := c.call(ctx, func() { snap, ferr = c.canvases.subscribe(sub, uri) })
 	if err != nil {
 		return ahp.Snapshot{}, err
 	}
 	return snap, ferr
 }
 
+// subscribe is SubscribeCanvas on the actor.
+func (cv *canvases) subscribe(sub bus.Subscriber, uri string) (ahp.Snapshot, error) {
+	c := cv.c
+	i := cv.index(uri)
+	if i < 0 {
+		return ahp.Snapshot{}, canvas.ErrGone(uri)
+	}
+	raw, err := json.Marshal(cv.list[i].shown)
+	if err != nil {
+		return ahp.Snapshot{}, fmt.Errorf("snapshot canvas %s: %w", uri, err)
+	}
+	seq := c.cfg.Env.Bus.Subscribe(sub, uri)
+	return ahp.Snapshot{Resource: uri, State: json.RawMessage(raw), FromSeq: seq}, nil
+}
+
 // HasCanvas reports whether the chat holds canvas uri.
 func (c *Chat) HasCanvas(ctx context.Context, uri string) (bool, error) {
 	var has bool
-	err := c.call(ctx, func() { has = c.canvasIndex(uri) >= 0 })
+	err := c.call(ctx, func() { has = c.canvases.index(uri) >= 0 })
 	return has, err
-}
-
-// Directories are the chat's directories as local paths, as they are now.
-func (c *Chat) Directories(ctx context.Context) ([]string, error) {
-	var dirs []string
-	err := c.call(ctx, func() { dirs = slices.Clone(c.cfg.Directories) })
-	return dirs, err
 }

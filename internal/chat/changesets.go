@@ -77,37 +77,42 @@ func (a fileSide) hash() string {
 	return store.ContentHash(a.data)
 }
 
-// changesetBook is the actor's changeset bookkeeping.
-type changesetBook struct {
+// changesets is the chat's changeset bookkeeping: the files of the
+// file-changing calls it read before they ran, what it stored of what they
+// changed, and the changeset channels that show it and keep or undo it.
+// It is part of the chat actor and runs only on the actor's goroutine.
+type changesets struct {
+	c *Chat
+	// open holds the captures of calls seen ready and not yet settled.
 	open map[captureKey]*changeCapture
 }
 
 // captureKey is one file of one call (an ACP call may name several).
 type captureKey struct{ call, path string }
 
-// trackChanges takes one agent event into the changeset record.
-func (c *Chat) trackChanges(ev agent.Event) {
+// track takes one agent event into the changeset record.
+func (cs *changesets) track(ev agent.Event) {
 	switch ev.Kind {
 	case agent.EventToolReady:
 		if ev.ToolCall != nil {
-			c.captureBefore(ev.TurnID, ev.ToolCall)
+			cs.captureBefore(ev.TurnID, ev.ToolCall)
 		}
 	case agent.EventToolDone:
 		if ev.ToolCall != nil {
-			c.settleWhere(func(cp *changeCapture) bool { return cp.call == ev.ToolCall.ID })
+			cs.settleWhere(func(cp *changeCapture) bool { return cp.call == ev.ToolCall.ID })
 		}
 	case agent.EventTurnEnd:
-		c.settleChanges(ev.TurnID)
+		cs.settle(ev.TurnID)
 	}
 }
 
 // captureBefore reads the files a call is about to change. A path outside
 // the chat's directories is not recorded: the host never writes there.
-func (c *Chat) captureBefore(turn string, tc *agent.ToolCall) {
+func (cs *changesets) captureBefore(turn string, tc *agent.ToolCall) {
 	if turn == "" || tc.ID == "" {
 		return
 	}
-	for k := range c.cs.open {
+	for k := range cs.open {
 		if k.call == tc.ID {
 			return // ready said again (a permission ask after the stream's)
 		}
@@ -120,21 +125,22 @@ func (c *Chat) captureBefore(turn string, tc *agent.ToolCall) {
 		paths = tc.Paths // what the backend says the call touches
 	}
 	for _, p := range paths {
-		c.captureFile(turn, tc, p)
+		cs.captureFile(turn, tc, p)
 	}
 }
 
-func (c *Chat) captureFile(turn string, tc *agent.ToolCall, p string) {
-	path, err := c.confinedPath(p)
+func (cs *changesets) captureFile(turn string, tc *agent.ToolCall, p string) {
+	c := cs.c
+	path, err := cs.confinedPath(p)
 	if err != nil {
 		c.log.Info("changeset: a call names a file outside the chat's directories", "call", tc.ID, "path", p, "err", err)
 		return
 	}
-	if c.cs.open == nil {
-		c.cs.open = make(map[captureKey]*changeCapture)
+	if cs.open == nil {
+		cs.open = make(map[captureKey]*changeCapture)
 	}
 	key := captureKey{tc.ID, path}
-	if c.cs.open[key] != nil {
+	if cs.open[key] != nil {
 		return
 	}
 	before := readSide(path)
@@ -149,12 +155,13 @@ func (c *Chat) captureFile(turn string, tc *agent.ToolCall, p string) {
 			}
 		}
 	}
-	c.cs.open[key] = &changeCapture{turn: turn, call: tc.ID, tool: tc.Name, path: path, before: before}
+	cs.open[key] = &changeCapture{turn: turn, call: tc.ID, tool: tc.Name, path: path, before: before}
 }
 
 // confinedPath resolves p (relative to the chat's first directory) inside
 // the chat's directories.
-func (c *Chat) confinedPath(p string) (string, error) {
+func (cs *changesets) confinedPath(p string) (string, error) {
+	c := cs.c
 	if !filepath.IsAbs(p) {
 		if len(c.cfg.Directories) == 0 {
 			return "", fmt.Errorf("%s: relative, and the chat has no directory", p)
@@ -164,15 +171,15 @@ func (c *Chat) confinedPath(p string) (string, error) {
 	return confine.ResolveNew(p, c.cfg.Directories)
 }
 
-// settleChanges settles every open capture of turn ("" every turn's).
-func (c *Chat) settleChanges(turn string) {
-	c.settleWhere(func(cp *changeCapture) bool { return turn == "" || cp.turn == turn })
+// settle settles every open capture of turn ("" every turn's).
+func (cs *changesets) settle(turn string) {
+	cs.settleWhere(func(cp *changeCapture) bool { return turn == "" || cp.turn == turn })
 }
 
 // settleWhere settles the open captures match picks, in a stable order.
-func (c *Chat) settleWhere(match func(*changeCapture) bool) {
+func (cs *changesets) settleWhere(match func(*changeCapture) bool) {
 	var caps []*changeCapture
-	for _, cp := range c.cs.open {
+	for _, cp := range cs.open {
 		if match(cp) {
 			caps = append(caps, cp)
 		}
@@ -181,14 +188,15 @@ func (c *Chat) settleWhere(match func(*changeCapture) bool) {
 		return cmp.Or(strings.Compare(a.call, b.call), strings.Compare(a.path, b.path))
 	})
 	for _, cp := range caps {
-		c.settleChange(cp)
+		cs.settleChange(cp)
 	}
 }
 
 // settleChange reads the file again and records what changed, stored
 // before it is published.
-func (c *Chat) settleChange(cp *changeCapture) {
-	delete(c.cs.open, captureKey{cp.call, cp.path})
+func (cs *changesets) settleChange(cp *changeCapture) {
+	c := cs.c
+	delete(cs.open, captureKey{cp.call, cp.path})
 	after := readSide(cp.path)
 	if cp.before.same(after) {
 		return
@@ -204,7 +212,7 @@ func (c *Chat) settleChange(cp *changeCapture) {
 	if f.Skipped == "" {
 		// Count from the turn's first before: an earlier change of the
 		// turn may have stored one.
-		first, err := c.turnFirstBefore(ctx, cp)
+		first, err := cs.turnFirstBefore(ctx, cp)
 		if err != nil {
 			c.log.Error("changeset: read the turn's record of a file", "path", cp.path, "err", err)
 			return
@@ -226,17 +234,18 @@ func (c *Chat) settleChange(cp *changeCapture) {
 	if stored.Skipped == "" && stored.BeforeExists == stored.AfterExists && stored.BeforeHash == stored.AfterHash {
 		// The turn put the file back as it found it (made and removed,
 		// changed and restored): no change is left to list.
-		c.forgetUndone(ctx, changeset.TurnURI(c.cfg.URI, stored.Turn), stored.Turn, []string{stored.Path})
+		cs.forgetUndone(ctx, changeset.TurnURI(c.cfg.URI, stored.Turn), stored.Turn, []string{stored.Path})
 		return
 	}
-	c.changesetCatalogue()
-	c.cfg.Env.Bus.Publish(changeset.TurnURI(c.cfg.URI, stored.Turn), ahp.ChangesetFileSet{File: c.changesetFile(stored)}, nil)
-	c.publishChatWide(ctx, stored.Path)
+	cs.catalogue()
+	c.cfg.Env.Bus.Publish(changeset.TurnURI(c.cfg.URI, stored.Turn), ahp.ChangesetFileSet{File: cs.file(stored)}, nil)
+	cs.publishChatWide(ctx, stored.Path)
 }
 
 // turnFirstBefore is the contents cp's file had before its turn first
 // changed it: what the turn's record holds, else cp's own read.
-func (c *Chat) turnFirstBefore(ctx context.Context, cp *changeCapture) ([]byte, error) {
+func (cs *changesets) turnFirstBefore(ctx context.Context, cp *changeCapture) ([]byte, error) {
+	c := cs.c
 	files, err := c.cfg.Env.Store.ChangesetFiles(ctx, c.cfg.URI, cp.turn)
 	if err != nil {
 		return nil, err
@@ -290,9 +299,10 @@ func readSide(path string) fileSide {
 	return s
 }
 
-// changesetCatalogue lists the chat's changesets in its state, once it has
+// catalogue lists the chat's changesets in its state, once it has
 // changed a file (a chat that changed none shows no catalogue).
-func (c *Chat) changesetCatalogue() {
+func (cs *changesets) catalogue() {
+	c := cs.c
 	if len(c.st().Changesets) > 0 {
 		return
 	}
@@ -308,9 +318,10 @@ func ChangesetCatalogue(chat string) []ahp.Changeset {
 	}
 }
 
-// changesetFile is a stored file as the channel shows it: a FileEdit whose
+// file is a stored file as the channel shows it: a FileEdit whose
 // sides point at the kept contents.
-func (c *Chat) changesetFile(f store.ChangesetFile) ahp.ChangesetFile {
+func (cs *changesets) file(f store.ChangesetFile) ahp.ChangesetFile {
+	c := cs.c
 	uri := ahp.FileURI(f.Path)
 	side := func(hash string) map[string]any {
 		ref := map[string]any{"uri": uri} // not kept: the file itself
@@ -362,7 +373,8 @@ func chatWide(files []store.ChangesetFile) []store.ChangesetFile {
 
 // chatWideFiles reads the chat's merged files, with line counts from the
 // first before to the last after.
-func (c *Chat) chatWideFiles(ctx context.Context, path string) ([]store.ChangesetFile, error) {
+func (cs *changesets) chatWideFiles(ctx context.Context, path string) ([]store.ChangesetFile, error) {
+	c := cs.c
 	all, err := c.cfg.Env.Store.ChangesetFiles(ctx, c.cfg.URI, "")
 	if err != nil {
 		return nil, err
@@ -389,8 +401,9 @@ func (c *Chat) chatWideFiles(ctx context.Context, path string) ([]store.Changese
 }
 
 // publishChatWide publishes path's entry of the chat's changeset.
-func (c *Chat) publishChatWide(ctx context.Context, path string) {
-	merged, err := c.chatWideFiles(ctx, path)
+func (cs *changesets) publishChatWide(ctx context.Context, path string) {
+	c := cs.c
+	merged, err := cs.chatWideFiles(ctx, path)
 	if err != nil {
 		c.log.Warn("changeset: read the chat's files", "err", err)
 		return
@@ -400,7 +413,7 @@ func (c *Chat) publishChatWide(ctx context.Context, path string) {
 		c.cfg.Env.Bus.Publish(ch, ahp.ChangesetFileRemoved{FileID: ahp.FileURI(path)}, nil)
 		return
 	}
-	c.cfg.Env.Bus.Publish(ch, ahp.ChangesetFileSet{File: c.changesetFile(merged[0])}, nil)
+	c.cfg.Env.Bus.Publish(ch, ahp.ChangesetFileSet{File: cs.file(merged[0])}, nil)
 }
 
 // turnOperations are what a turn's changeset offers.
@@ -414,7 +427,8 @@ func turnOperations() []ahp.ChangesetOperation {
 }
 
 // knowsTurn reports whether turn is one of the chat's.
-func (c *Chat) knowsTurn(turn string) bool {
+func (cs *changesets) knowsTurn(turn string) bool {
+	c := cs.c
 	st := c.st()
 	if st.ActiveTurn != nil && st.ActiveTurn.ID == turn {
 		return true
@@ -428,36 +442,7 @@ func (c *Chat) knowsTurn(turn string) bool {
 func (c *Chat) SubscribeChangeset(ctx context.Context, sub bus.Subscriber, uri string, ch changeset.Channel) (ahp.Snapshot, error) {
 	var snap ahp.Snapshot
 	var ferr error
-	err := c.call(ctx, func() {
-		var files []store.ChangesetFile
-		if ch.Turn == "" {
-			files, ferr = c.chatWideFiles(ctx, "")
-		} else {
-			files, ferr = c.cfg.Env.Store.ChangesetFiles(ctx, c.cfg.URI, ch.Turn)
-		}
-		if ferr != nil {
-			return
-		}
-		st := ahp.ChangesetState{Status: ahp.ChangesetReady, Files: []ahp.ChangesetFile{}}
-		for _, f := range files {
-			st.Files = append(st.Files, c.changesetFile(f))
-		}
-		if ch.Turn != "" {
-			if len(files) == 0 && !c.knowsTurn(ch.Turn) {
-				st.Status = ahp.ChangesetError
-				st.Error = &ahp.ErrorInfo{ErrorType: "turnNotFound", Message: fmt.Sprintf("%s has no turn %s", c.cfg.URI, ch.Turn)}
-			} else {
-				st.Operations = turnOperations()
-			}
-		}
-		raw, err := json.Marshal(st)
-		if err != nil {
-			ferr = err
-			return
-		}
-		seq := c.cfg.Env.Bus.Subscribe(sub, uri)
-		snap = ahp.Snapshot{Resource: uri, State: json.RawMessage(raw), FromSeq: seq}
-	})
+	err := c.call(ctx, func() { snap, ferr = c.changesets.subscribe(ctx, sub, uri, ch) })
 	if err == nil {
 		err = ferr
 	}
@@ -465,6 +450,40 @@ func (c *Chat) SubscribeChangeset(ctx context.Context, sub bus.Subscriber, uri s
 		return ahp.Snapshot{}, fmt.Errorf("subscribe %s: %w", uri, err)
 	}
 	return snap, nil
+}
+
+// subscribe is SubscribeChangeset on the actor: the channel's snapshot,
+// with sub added to the channel.
+func (cs *changesets) subscribe(ctx context.Context, sub bus.Subscriber, uri string, ch changeset.Channel) (ahp.Snapshot, error) {
+	c := cs.c
+	var files []store.ChangesetFile
+	var err error
+	if ch.Turn == "" {
+		files, err = cs.chatWideFiles(ctx, "")
+	} else {
+		files, err = c.cfg.Env.Store.ChangesetFiles(ctx, c.cfg.URI, ch.Turn)
+	}
+	if err != nil {
+		return ahp.Snapshot{}, err
+	}
+	st := ahp.ChangesetState{Status: ahp.ChangesetReady, Files: []ahp.ChangesetFile{}}
+	for _, f := range files {
+		st.Files = append(st.Files, cs.file(f))
+	}
+	if ch.Turn != "" {
+		if len(files) == 0 && !cs.knowsTurn(ch.Turn) {
+			st.Status = ahp.ChangesetError
+			st.Error = &ahp.ErrorInfo{ErrorType: "turnNotFound", Message: fmt.Sprintf("%s has no turn %s", c.cfg.URI, ch.Turn)}
+		} else {
+			st.Operations = turnOperations()
+		}
+	}
+	raw, err := json.Marshal(st)
+	if err != nil {
+		return ahp.Snapshot{}, err
+	}
+	seq := c.cfg.Env.Bus.Subscribe(sub, uri)
+	return ahp.Snapshot{Resource: uri, State: json.RawMessage(raw), FromSeq: seq}, nil
 }
 
 // ChangesetTarget is invokeChangesetOperation's target.
@@ -479,14 +498,15 @@ type ChangesetTarget struct {
 func (c *Chat) InvokeChangesetOperation(ctx context.Context, uri string, ch changeset.Channel, op string, target *ChangesetTarget) (string, error) {
 	var msg string
 	var opErr error
-	err := c.call(ctx, func() { msg, opErr = c.invokeChangeset(ctx, uri, ch, op, target) })
+	err := c.call(ctx, func() { msg, opErr = c.changesets.invoke(ctx, uri, ch, op, target) })
 	if err == nil {
 		err = opErr
 	}
 	return msg, err
 }
 
-func (c *Chat) invokeChangeset(ctx context.Context, uri string, ch changeset.Channel, op string, target *ChangesetTarget) (string, error) {
+func (cs *changesets) invoke(ctx context.Context, uri string, ch changeset.Channel, op string, target *ChangesetTarget) (string, error) {
+	c := cs.c
 	if ch.Turn == "" || (op != OpKeep && op != OpUndo) {
 		return "", ahp.Errorf(ahp.ErrInvalidParams, "params.operationId: %s offers no operation %q", uri, op)
 	}
@@ -509,9 +529,9 @@ func (c *Chat) invokeChangeset(ctx context.Context, uri string, ch changeset.Cha
 	c.cfg.Env.Bus.Publish(uri, ahp.ChangesetOperationStatusChanged{OperationID: op, Status: "running"}, nil)
 	var msg string
 	if op == OpKeep {
-		msg, err = c.keepFiles(ctx, uri, ch.Turn, files)
+		msg, err = cs.keep(ctx, uri, ch.Turn, files)
 	} else {
-		msg, err = c.undoFiles(ctx, uri, ch.Turn, files)
+		msg, err = cs.undo(ctx, uri, ch.Turn, files)
 	}
 	if err != nil {
 		c.cfg.Env.Bus.Publish(uri, ahp.ChangesetOperationStatusChanged{OperationID: op, Status: ahp.ChangesetError,
@@ -522,7 +542,8 @@ func (c *Chat) invokeChangeset(ctx context.Context, uri string, ch changeset.Cha
 	return msg, nil
 }
 
-func (c *Chat) keepFiles(ctx context.Context, uri, turn string, files []store.ChangesetFile) (string, error) {
+func (cs *changesets) keep(ctx context.Context, uri, turn string, files []store.ChangesetFile) (string, error) {
+	c := cs.c
 	var paths, ids []string
 	for _, f := range files {
 		paths, ids = append(paths, f.Path), append(ids, ahp.FileURI(f.Path))
@@ -532,15 +553,16 @@ func (c *Chat) keepFiles(ctx context.Context, uri, turn string, files []store.Ch
 	}
 	c.cfg.Env.Bus.Publish(uri, ahp.ChangesetFilesReviewChanged{Files: ids, Reviewed: true}, nil)
 	for _, p := range paths {
-		c.publishChatWide(ctx, p)
+		cs.publishChatWide(ctx, p)
 	}
 	return fmt.Sprintf("Kept %d file(s).", len(files)), nil
 }
 
-// undoFiles restores files to their contents from before the turn, all or
+// undo restores files to their contents from before the turn, all or
 // none: a file changed since the turn, one whose contents were not kept and
 // one outside the chat's directories refuse the whole undo, named.
-func (c *Chat) undoFiles(ctx context.Context, uri, turn string, files []store.ChangesetFile) (string, error) {
+func (cs *changesets) undo(ctx context.Context, uri, turn string, files []store.ChangesetFile) (string, error) {
+	c := cs.c
 	var changed, unkept, outside []string
 	befores := make([][]byte, len(files))
 	for i, f := range files {
@@ -589,19 +611,20 @@ func (c *Chat) undoFiles(ctx context.Context, uri, turn string, files []store.Ch
 			}
 		}
 		if err != nil {
-			c.forgetUndone(ctx, uri, turn, done)
+			cs.forgetUndone(ctx, uri, turn, done)
 			return "", fmt.Errorf("undo %s: %w (undone before it: %d)", f.Path, err, len(done))
 		}
 		done = append(done, f.Path)
 	}
-	c.forgetUndone(ctx, uri, turn, done)
+	cs.forgetUndone(ctx, uri, turn, done)
 	return fmt.Sprintf("Undid %d file(s).", len(done)), nil
 }
 
 // forgetUndone drops files from the turn's changeset (undone, or put back
 // by the turn itself): stored, then published on the turn's channel and
 // the chat's.
-func (c *Chat) forgetUndone(ctx context.Context, uri, turn string, paths []string) {
+func (cs *changesets) forgetUndone(ctx context.Context, uri, turn string, paths []string) {
+	c := cs.c
 	if len(paths) == 0 {
 		return
 	}
@@ -611,7 +634,7 @@ func (c *Chat) forgetUndone(ctx context.Context, uri, turn string, paths []strin
 	}
 	for _, p := range paths {
 		c.cfg.Env.Bus.Publish(uri, ahp.ChangesetFileRemoved{FileID: ahp.FileURI(p)}, nil)
-		c.publishChatWide(ctx, p)
+		cs.publishChatWide(ctx, p)
 	}
 }
 
@@ -639,9 +662,10 @@ func writeFileAtomic(path string, data []byte) error {
 	return nil
 }
 
-// restoreChangesets lists the catalogue of a chat that changed files
+// restore lists the catalogue of a chat that changed files
 // before the daemon restarted.
-func (c *Chat) restoreChangesets(ctx context.Context, st *ahp.ChatState) error {
+func (cs *changesets) restore(ctx context.Context, st *ahp.ChatState) error {
+	c := cs.c
 	has, err := c.cfg.Env.Store.HasChangesetFiles(ctx, c.cfg.URI)
 	if err != nil {
 		return err

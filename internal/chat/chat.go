@@ -20,8 +20,6 @@ import (
 	"time"
 
 	"github.com/ahpd/ahpd/internal/agent"
-	"github.com/ahpd/ahpd/internal/agent/hostcmd"
-	"github.com/ahpd/ahpd/internal/agent/shell"
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/attach"
 	"github.com/ahpd/ahpd/internal/bug"
@@ -130,32 +128,35 @@ type Chat struct {
 	lastSummary ahp.ChatSummary
 	record      store.ChatRecord
 	points      map[string]string // turn id → backend fork/rewind point
-	conv        agent.Conversation
-	caps        agent.Capabilities
-	// shell runs the chat's ! commands (host.go), nil until one runs.
-	shell *shell.Conversation
-	// hostCmds answers the host's own commands (/rename), nil until one runs.
-	hostCmds *hostcmd.Conversation
-	// tools is the chat's credential for the host's tools, minted when a
-	// conversation first opens and revoked when the actor ends.
-	tools       *agent.HostTools
-	revokeTools func()
-	// wk is the worker bookkeeping (worker.go).
-	wk workerBook
+
+	// The actor's jobs, one component each: a struct holding its own state
+	// and a back-pointer to the actor, which runs only on the actor's
+	// goroutine (run, or a func the mailbox hands it). They are wired once
+	// in Open.
+	//
+	// backends are the conversations the chat's turns run on: its agent's,
+	// its ! shell, its host commands (conversation.go).
+	backends backends
+	// durable commits and writes the chat's record and turns (durable.go).
+	durable durable
+	// pages are the watchers' pages of turns (paging.go).
+	pages pager
+	// workers is the worker bookkeeping (worker.go).
+	workers workers
 	// canvases are the chat's canvases in opening order (canvases.go).
-	canvases []liveCanvas
-	// cs is the changeset bookkeeping (changesets.go).
-	cs changesetBook
-	// loadedFrom is the index of the oldest turn a paged watcher holds
-	// (-1: none), where fetchTurns without a cursor continues.
-	loadedFrom int
-	// runningDirty: the active turn streamed since it was last written.
-	runningDirty bool
-	// heard is when the agent last said something or was handed a prompt
-	// (silence.go); convSpoke, whether the conversation in c.conv has said
-	// anything since it was opened (a process still starting gets longer).
-	heard     time.Time
-	convSpoke bool
+	canvases canvases
+	// changesets is the changeset bookkeeping (changesets.go).
+	changesets changesets
+	// silence is the agent silence watchdog (silence.go).
+	silence silence
+	// idle unloads the chat when it is idle (idle.go).
+	idle idler
+	// rewind cuts the chat back at a client's truncation (truncate.go).
+	rewind rewind
+	// attachments writes a message's attachments (attachments.go).
+	attachments attachments
+	// directories changes the chat's directories (directories.go).
+	directories directories
 }
 
 // st is the chat's state, owned by the turn engine.
@@ -170,12 +171,22 @@ func Open(ctx context.Context, cfg Config) (*Chat, error) {
 		stopping: make(chan struct{}),
 		record:   cfg.Record,
 		points:   make(map[string]string),
-		// No watcher holds a page yet: fetchTurns without a cursor has
-		// nothing older to load (C-CMD-12).
-		loadedFrom: -1,
 	}
+	c.backends = backends{c: c}
+	c.durable = durable{c: c}
+	// No watcher holds a page yet: fetchTurns without a cursor has
+	// nothing older to load (C-CMD-12).
+	c.pages = pager{c: c, loadedFrom: -1}
+	c.workers = workers{c: c}
+	c.canvases = canvases{c: c}
+	c.changesets = changesets{c: c}
+	c.silence = silence{c: c}
+	c.idle = idler{c: c}
+	c.rewind = rewind{c: c}
+	c.attachments = attachments{c: c}
+	c.directories = directories{c: c}
 	if cfg.Agent != nil {
-		c.caps = cfg.Agent.Capabilities()
+		c.backends.caps = cfg.Agent.Capabilities()
 	}
 	recs, err := cfg.Env.Store.Turns(ctx, cfg.URI)
 	if err != nil {
@@ -186,11 +197,11 @@ func Open(ctx context.Context, cfg Config) (*Chat, error) {
 		// back from its transcript, with the points to fork or rewind at.
 		// A chat a client cleared keeps its backend conversation when the
 		// backend could not delete it (Cleared): its turns stay gone.
-		recs = c.readBack(ctx)
+		recs = c.backends.readBack(ctx)
 	}
 	st := c.initialState()
-	c.restoreCanvases(&st)
-	if err := c.restoreChangesets(ctx, &st); err != nil {
+	c.canvases.restore(&st)
+	if err := c.changesets.restore(ctx, &st); err != nil {
 		return nil, fmt.Errorf("open chat %s: %w", cfg.URI, err)
 	}
 	var crashed *store.TurnRecord
@@ -215,11 +226,11 @@ func Open(ctx context.Context, cfg Config) (*Chat, error) {
 		st.ActiveTurn = &at
 		st.Status = st.Status.WithActivity(ahp.StatusInProgress)
 	}
-	c.eng = turns.New(engineHost{c}, st, turns.Options{HasAgent: cfg.Agent != nil, Caps: c.caps})
+	c.eng = turns.New(engineHost{c}, st, turns.Options{HasAgent: cfg.Agent != nil, Caps: c.backends.caps})
 	for _, r := range recs {
 		c.remember(r)
 	}
-	c.restorePending()
+	c.durable.restorePending()
 	c.lastSummary = reduce.ChatSummaryOf(c.st())
 	go c.run(crashed)
 	return c, nil
@@ -277,11 +288,7 @@ func (c *Chat) call(ctx context.Context, fn func()) error { return c.inbox.Call(
 // owned by run.
 func (c *Chat) run(crashed *store.TurnRecord) {
 	defer c.inbox.Stopped()
-	defer func() {
-		if c.revokeTools != nil {
-			c.revokeTools()
-		}
-	}()
+	defer c.backends.revokeTools()
 	if crashed != nil {
 		// C-TURN-10: a turn that was running when the process died ends
 		// once, with an error saying so.
@@ -291,28 +298,28 @@ func (c *Chat) run(crashed *store.TurnRecord) {
 	flush := time.NewTicker(runningEvery)
 	defer flush.Stop()
 	var idle <-chan time.Time
-	idleTimer := c.idleTimer()
+	idleTimer := c.idle.timer()
 	if idleTimer != nil {
 		defer idleTimer.Stop()
 		idle = idleTimer.C
 	}
 	for {
 		var events, shellEvents, hostEvents <-chan agent.Event
-		if c.conv != nil {
-			events = c.conv.Events()
+		if c.backends.conv != nil {
+			events = c.backends.conv.Events()
 		}
-		if c.shell != nil {
-			shellEvents = c.shell.Events()
+		if c.backends.shell != nil {
+			shellEvents = c.backends.shell.Events()
 		}
-		if c.hostCmds != nil {
-			hostEvents = c.hostCmds.Events()
+		if c.backends.hostCmds != nil {
+			hostEvents = c.backends.hostCmds.Events()
 		}
 		select {
 		case <-c.stopping:
 			for _, fn := range c.inbox.Pop(batch) {
 				fn()
 			}
-			c.endCanvases() // a canvas goes with its chat (canvases.go)
+			c.canvases.endAll() // a canvas goes with its chat (canvases.go)
 			c.shutdown()
 			return
 		case <-c.inbox.Wake():
@@ -323,41 +330,38 @@ func (c *Chat) run(crashed *store.TurnRecord) {
 			}
 		case ev, ok := <-events:
 			if !ok {
-				c.conversationGone(errors.New("agent conversation ended"))
+				c.backends.gone(errors.New("agent conversation ended"))
 				continue
 			}
-			c.heardFromAgent()
-			c.convSpoke = true
+			c.silence.agentSpoke()
 			bug.Recover(c.log, "agent event", func() { c.onAgentEvent(ev) })
 		case ev, ok := <-shellEvents:
 			if !ok {
-				c.eng.Forget(localConv{c.shell})
-				c.shell = nil
+				c.eng.Forget(localConv{c.backends.shell})
+				c.backends.shell = nil
 				continue
 			}
-			bug.Recover(c.log, "command event", func() { c.eng.Event(localConv{c.shell}, ev) })
+			bug.Recover(c.log, "command event", func() { c.eng.Event(localConv{c.backends.shell}, ev) })
 		case ev, ok := <-hostEvents:
 			if !ok {
-				c.eng.Forget(c.hostCmds)
-				c.hostCmds = nil
+				c.eng.Forget(c.backends.hostCmds)
+				c.backends.hostCmds = nil
 				continue
 			}
-			bug.Recover(c.log, "host command event", func() { c.eng.Event(c.hostCmds, ev) })
+			bug.Recover(c.log, "host command event", func() { c.eng.Event(c.backends.hostCmds, ev) })
 		case <-flush.C:
-			if c.runningDirty {
-				c.persistRunning()
-			}
-			c.checkSilence()
+			c.durable.flushRunning()
+			c.silence.check()
 			// The ticker is not activity: it must not keep an idle
 			// chat loaded by resetting the idle timer.
 			continue
 		case <-idle:
-			if c.unloadIfIdle() {
+			if c.idle.unloadIfIdle() {
 				return
 			}
 		}
 		if idleTimer != nil {
-			idleTimer.Reset(c.idleTimeout())
+			idleTimer.Reset(c.idle.timeout())
 		}
 	}
 }
@@ -367,7 +371,7 @@ func (c *Chat) run(crashed *store.TurnRecord) {
 func (c *Chat) Close(ctx context.Context, deleteConversation bool) error {
 	var err error
 	if deleteConversation {
-		err = c.call(ctx, func() { c.deleteConversation(ctx) })
+		err = c.call(ctx, func() { c.backends.deleteConversation(ctx) })
 	}
 	c.closeOnce.Do(func() {
 		c.inbox.Close()
@@ -383,30 +387,10 @@ func (c *Chat) Close(ctx context.Context, deleteConversation bool) error {
 
 func (c *Chat) shutdown() {
 	if c.eng.Active() != nil {
-		c.persistRunning()
+		c.durable.persistRunning()
 	}
-	c.releaseCanvases()
-	c.closeShell()
-	c.closeHostCommands()
-	if c.conv != nil {
-		if err := c.conv.Close(); err != nil {
-			c.log.Warn("close agent conversation", "err", err)
-		}
-		c.conv = nil
-	}
-}
-
-func (c *Chat) deleteConversation(ctx context.Context) {
-	if c.conv != nil {
-		_ = c.conv.Close()
-		c.conv = nil
-	}
-	if c.cfg.Agent == nil || !c.caps.Delete || c.record.ConversationID == "" {
-		return
-	}
-	if err := c.cfg.Agent.Delete(ctx, c.record.ConversationID, c.cfg.Directories); err != nil {
-		c.log.Warn("delete agent conversation", "conversation", c.record.ConversationID, "err", err)
-	}
+	c.canvases.release()
+	c.backends.closeAll()
 }
 
 // apply runs a's reducer on the chat's state (through the turn engine,
@@ -420,7 +404,7 @@ func (c *Chat) tell(a ahp.Action, origin *ahp.ActionOrigin) {
 	if c.st().ActiveTurn != nil {
 		// Whatever the running turn streamed is written at least every
 		// second (runningEvery); a start or an ending is committed below.
-		c.runningDirty = true
+		c.durable.streamed()
 	}
 	switch a.(type) {
 	case ahp.ChatDelta, ahp.ChatReasoning, ahp.ChatToolCallDelta, ahp.ChatUsage:
@@ -428,7 +412,7 @@ func (c *Chat) tell(a ahp.Action, origin *ahp.ActionOrigin) {
 		c.cfg.Env.Bus.Publish(c.cfg.URI, a, origin)
 		return
 	}
-	c.storeBeforeTelling(a)
+	c.durable.storeBeforeTelling(a)
 	c.cfg.Env.Bus.Publish(c.cfg.URI, a, origin)
 	c.summaryChanged()
 }
@@ -462,25 +446,7 @@ func (c *Chat) Subscribe(ctx context.Context, sub bus.Subscriber, view *ahp.Subs
 		if !sub.Knows(ahp.ActionChatCanvasesChanged) {
 			st.Canvases = nil // a connection below 0.10.0 knows no canvas (C-CANV-12)
 		}
-		if view != nil && view.Turns != nil {
-			n := *view.Turns
-			if n < 0 {
-				n = 0
-			}
-			if n < len(st.Turns) {
-				from := len(st.Turns) - n
-				st.Turns = st.Turns[from:]
-				// A view of zero turns pages from the very end.
-				cur := endCursor
-				if from < len(c.st().Turns) {
-					cur = turnCursor(c.st().Turns[from].ID)
-				}
-				st.TurnsNextCursor = &cur
-				if c.loadedFrom < 0 || from < c.loadedFrom {
-					c.loadedFrom = from
-				}
-			}
-		}
+		c.pages.view(&st, view)
 		raw, err := json.Marshal(st)
 		if err != nil {
 			c.log.Error("marshal chat snapshot", "err", err)
@@ -517,44 +483,6 @@ func (c *Chat) State(ctx context.Context) (ahp.ChatState, error) {
 func (c *Chat) Dispatch(cl Client, clientSeq int64, a ahp.Action) error {
 	origin := &ahp.ActionOrigin{ClientID: cl.ID, ClientSeq: clientSeq}
 	return c.do(func() { c.onClientAction(cl, origin, a) })
-}
-
-// SetTitle renames the chat (a client's rename, or the host's title).
-func (c *Chat) SetTitle(title string, provisional bool) error {
-	return c.do(func() { c.setTitle(title, provisional) })
-}
-
-func (c *Chat) setTitle(title string, provisional bool) {
-	if title == c.st().Title && provisional == c.record.TitleProvisional {
-		return
-	}
-	c.st().Title = title
-	c.record.Title = title
-	c.record.TitleProvisional = provisional
-	// The title is stored before the session says it (C-COMP-26).
-	c.commit("title", c.recordOp())
-	c.summaryChanged()
-}
-
-// persistRecord writes the chat's record behind the actor's back (for what
-// no client is shown; storeBeforeTelling commits the rest).
-func (c *Chat) persistRecord() {
-	c.cfg.Env.Store.Enqueue(c.recordOp())
-}
-
-// recordOp brings the chat's record up to date with its state and returns
-// the op that stores it.
-func (c *Chat) recordOp() store.Op {
-	rec := c.record
-	st := c.st()
-	rec.Title = st.Title
-	rec.Flags = int(st.Status & (ahp.StatusIsRead | ahp.StatusIsArchived))
-	rec.WorkingDirectories = st.WorkingDirectories
-	if m, err := time.Parse(time.RFC3339Nano, st.ModifiedAt); err == nil {
-		rec.ModifiedAt = m
-	}
-	c.record = rec
-	return func(ctx context.Context, s *store.Store) error { return s.PutChat(ctx, rec) }
 }
 
 func parseISO(s string) time.Time {

@@ -39,9 +39,9 @@ func (c *Chat) onClientAction(cl Client, origin *ahp.ActionOrigin, a ahp.Action)
 		c.setTitle(a.Title, false)
 		c.cfg.Env.Bus.Publish(c.cfg.URI, a, origin)
 	case ahp.ChatTruncated:
-		c.clientTruncate(cl, origin, a)
+		c.rewind.truncate(cl, origin, a)
 	case ahp.ChatWorkingDirectorySet, ahp.ChatWorkingDirectoryRemoved:
-		c.clientDirectories(cl, origin, a)
+		c.directories.change(cl, origin, a)
 	default:
 		// Turns, pending messages, stops, resumes and confirmations are
 		// the engine's rules; a draft, a flag or a client's tool result

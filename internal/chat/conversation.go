@@ -5,15 +5,66 @@ import (
 	"fmt"
 
 	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/agent/hostcmd"
+	"github.com/ahpd/ahpd/internal/agent/shell"
 	"github.com/ahpd/ahpd/internal/sessionconfig"
+	"github.com/ahpd/ahpd/internal/turns"
 	"github.com/google/uuid"
 )
 
-// ensureConversation opens the chat's backend conversation: resumed when the
+// backends are the conversations a chat's turns run on: the agent's
+// (opened on the first turn that needs it, resumed, forked or rewound as
+// the record says), the shell of its ! commands and the conversation that
+// answers host commands, with the host-tools credential its agent
+// conversations are handed. It is part of the chat actor and runs only on
+// the actor's goroutine.
+type backends struct {
+	c    *Chat
+	conv agent.Conversation
+	caps agent.Capabilities
+	// shell runs the chat's ! commands, nil until one runs.
+	shell *shell.Conversation
+	// hostCmds answers the host's own commands (/rename), nil until one runs.
+	hostCmds *hostcmd.Conversation
+	// tools is the chat's credential for the host's tools, minted when a
+	// conversation first opens and revoked when the actor ends.
+	tools  *agent.HostTools
+	revoke func()
+}
+
+// open returns the conversation a turn of route r runs on: the chat's
+// agent conversation (opened if need be), its ! command shell, or its host
+// commands (engineHost.Open).
+func (be *backends) open(r turns.Route) (agent.Conversation, agent.Capabilities, error) {
+	c := be.c
+	if r == turns.RouteHost {
+		if be.hostCmds == nil {
+			be.hostCmds = hostcmd.New()
+		}
+		return be.hostCmds, hostcmd.Caps, nil
+	}
+	if r == turns.RouteLocal {
+		if be.shell == nil {
+			dir := ""
+			if len(c.cfg.Directories) > 0 {
+				dir = c.cfg.Directories[0]
+			}
+			be.shell = shell.New(shell.Config{Dir: dir, Terminals: c.cfg.Env.Terminals, Session: c.cfg.Session, Owner: c.cfg.Owner})
+		}
+		return localConv{be.shell}, shell.Caps, nil
+	}
+	if err := be.ensure(); err != nil {
+		return nil, agent.Capabilities{}, err
+	}
+	return be.conv, be.caps, nil
+}
+
+// ensure opens the chat's backend conversation: resumed when the
 // backend already holds it, forked or rewound when a fork or a rewind waits
 // for the chat's next turn (RecordMeta.PendingOpen), new otherwise.
-func (c *Chat) ensureConversation() error {
-	if c.conv != nil {
+func (be *backends) ensure() error {
+	c := be.c
+	if be.conv != nil {
 		return nil
 	}
 	if c.cfg.Agent == nil {
@@ -35,15 +86,15 @@ func (c *Chat) ensureConversation() error {
 		Logger:         c.log,
 		Owner:          c.cfg.Owner,
 	}
-	if c.cfg.HostTools != nil && c.tools == nil {
+	if c.cfg.HostTools != nil && be.tools == nil {
 		tools, revoke, err := c.cfg.HostTools(c.cfg.URI)
 		if err != nil {
 			c.log.Warn("host tools not offered", "err", err)
 		} else {
-			c.tools, c.revokeTools = tools, revoke
+			be.tools, be.revoke = tools, revoke
 		}
 	}
-	p.HostTools = c.tools
+	p.HostTools = be.tools
 	if c.cfg.SessionConfig != nil {
 		// The session's settings: its model, and what the backend declared
 		// it takes (resolveSessionConfig's schema).
@@ -51,17 +102,17 @@ func (c *Chat) ensureConversation() error {
 		p.Model = sessionconfig.Model(values)
 		p.Config = sessionconfig.Backend(info, values)
 	}
-	if (meta.BackendStarted || c.hasBackendTurns()) && c.caps.Resume {
+	if (meta.BackendStarted || be.hasTurns()) && be.caps.Resume {
 		p.Mode = agent.OpenResume
 	}
 	if po := meta.PendingOpen; po != nil {
 		switch {
-		case po.Rewind && c.caps.Rewind && po.Point != "":
+		case po.Rewind && be.caps.Rewind && po.Point != "":
 			// C-COMP-06: resumed at the kept turn's last point.
 			p.Mode, p.Point = agent.OpenRewind, po.Point
 		case po.Rewind:
 			// A backend that cannot cut keeps its history (C-COMP-11).
-		case c.caps.Fork && po.Point != "":
+		case be.caps.Fork && po.Point != "":
 			// C-FROM-04, 07: the source resumed at the backend's own point,
 			// under this chat's id.
 			p.Mode, p.Source, p.Point = agent.OpenFork, po.Source, po.Point
@@ -74,16 +125,17 @@ func (c *Chat) ensureConversation() error {
 	if err != nil {
 		return fmt.Errorf("open %s conversation (%s): %w", c.cfg.Provider, p.Mode, err)
 	}
-	c.conv = conv
-	c.convSpoke = false
+	be.conv = conv
+	c.silence.opened()
 	return nil
 }
 
-// conversationUsed is called once a turn was handed to the backend: a
+// used is called once a turn was handed to the backend: a
 // waiting fork or rewind has taken effect (kept until then, so a
 // conversation closed before its first prompt still opens cut), and the
 // backend now holds a conversation under ConversationID.
-func (c *Chat) conversationUsed() {
+func (be *backends) used() {
+	c := be.c
 	meta := ParseRecordMeta(c.record.Meta)
 	if meta.PendingOpen == nil && meta.BackendStarted {
 		return
@@ -91,17 +143,67 @@ func (c *Chat) conversationUsed() {
 	meta.PendingOpen = nil
 	meta.BackendStarted = true
 	c.record.Meta = meta.Raw()
-	c.persistRecord()
+	c.durable.persistRecord()
 }
 
-// hasBackendTurns reports whether the backend has seen a turn of this chat
+// hasTurns reports whether the backend has seen a turn of this chat
 // (any finished turn that was not a local ! command): chats stored before
 // RecordMeta.BackendStarted existed.
-func (c *Chat) hasBackendTurns() bool {
+func (be *backends) hasTurns() bool {
+	c := be.c
 	for i := range c.st().Turns {
 		if !c.isLocal(c.st().Turns[i].ID) {
 			return true
 		}
 	}
 	return false
+}
+
+// close ends the backend process of this chat; the next turn
+// opens it again.
+func (be *backends) close() {
+	c := be.c
+	if be.conv == nil {
+		return
+	}
+	if err := be.conv.Close(); err != nil {
+		c.log.Warn("close agent conversation", "err", err)
+	}
+	c.eng.Forget(be.conv)
+	be.conv = nil
+}
+
+// closeAll ends every conversation of the chat as its actor ends.
+func (be *backends) closeAll() {
+	be.closeShell()
+	be.closeHostCommands()
+	if be.conv != nil {
+		if err := be.conv.Close(); err != nil {
+			be.c.log.Warn("close agent conversation", "err", err)
+		}
+		be.conv = nil
+	}
+}
+
+// deleteConversation closes the agent conversation and deletes it in the
+// backend too, when the backend can (closedChats "delete").
+func (be *backends) deleteConversation(ctx context.Context) {
+	c := be.c
+	if be.conv != nil {
+		_ = be.conv.Close()
+		be.conv = nil
+	}
+	if c.cfg.Agent == nil || !be.caps.Delete || c.record.ConversationID == "" {
+		return
+	}
+	if err := c.cfg.Agent.Delete(ctx, c.record.ConversationID, c.cfg.Directories); err != nil {
+		c.log.Warn("delete agent conversation", "conversation", c.record.ConversationID, "err", err)
+	}
+}
+
+// revokeTools revokes the chat's host-tools credential, if one was minted.
+func (be *backends) revokeTools() {
+	if be.revoke != nil {
+		be.revoke()
+	}
 }

@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"context"
 	"slices"
 
 	"github.com/ahpd/ahpd/internal/ahp"
@@ -8,15 +9,21 @@ import (
 
 const reasonDirectoriesRunning = "A chat's directories cannot change while a turn runs."
 
-// clientDirectories changes the directories a chat works in: always a
+// directories changes the directories a chat works in at a client's
+// action. It is part of the chat actor and runs only on the actor's
+// goroutine.
+type directories struct{ c *Chat }
+
+// change changes the directories a chat works in: always a
 // subset of its session's (C-FIRST-25..27). The change starts this chat's
 // backend again, resumed, and no other chat's (C-FIRST-28, 29).
-func (c *Chat) clientDirectories(cl Client, origin *ahp.ActionOrigin, a ahp.Action) {
+func (ds *directories) change(cl Client, origin *ahp.ActionOrigin, a ahp.Action) {
+	c := ds.c
 	if c.running() {
 		c.refuse(cl, origin, a, reasonDirectoriesRunning)
 		return
 	}
-	session := c.sessionDirectories()
+	session := ds.session()
 	if set, ok := a.(ahp.ChatWorkingDirectorySet); ok && !slices.Contains(session, set.Directory) {
 		c.refuse(cl, origin, a, set.Directory+" is not a directory of this chat's session; a chat works in its session's directories or a subset of them.")
 		return
@@ -32,18 +39,27 @@ func (c *Chat) clientDirectories(cl Client, origin *ahp.ActionOrigin, a ahp.Acti
 		return
 	}
 	c.cfg.Directories = paths
-	c.closeShell() // the next ! command runs in the new first directory
-	if c.conv != nil {
-		c.closeConversation()
-		if err := c.ensureConversation(); err != nil {
+	c.backends.closeShell() // the next ! command runs in the new first directory
+	if c.backends.conv != nil {
+		c.backends.close()
+		if err := c.backends.ensure(); err != nil {
 			c.log.Warn("restart chat in its new directories", "err", err)
 		}
 	}
 }
 
-func (c *Chat) sessionDirectories() []string {
+// session is the session's directories (URIs) as they are now.
+func (ds *directories) session() []string {
+	c := ds.c
 	if c.cfg.SessionDirectories == nil {
 		return nil
 	}
 	return c.cfg.SessionDirectories()
+}
+
+// Directories are the chat's directories as local paths, as they are now.
+func (c *Chat) Directories(ctx context.Context) ([]string, error) {
+	var dirs []string
+	err := c.call(ctx, func() { dirs = slices.Clone(c.cfg.Directories) })
+	return dirs, err
 }

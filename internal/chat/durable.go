@@ -23,65 +23,88 @@ const (
 	runningEvery = time.Second
 )
 
+// durable is what the chat actor commits and writes of its chat: the
+// record, the running turn, the turns as they end, the draft and what
+// waits. It is part of the chat actor and runs only on the actor's
+// goroutine.
+type durable struct {
+	c *Chat
+	// runningDirty: the active turn streamed since it was last written.
+	runningDirty bool
+}
+
+// streamed notes that the active turn changed since it was last written.
+func (du *durable) streamed() { du.runningDirty = true }
+
+// flushRunning writes the active turn when it streamed since it was last
+// written (the actor's ticker, every runningEvery).
+func (du *durable) flushRunning() {
+	if du.runningDirty {
+		du.persistRunning()
+	}
+}
+
 // storeBeforeTelling commits what a, already reduced into the state, makes
 // durable. It runs before a is published.
-func (c *Chat) storeBeforeTelling(a ahp.Action) {
+func (du *durable) storeBeforeTelling(a ahp.Action) {
+	c := du.c
 	var ops []store.Op
 	switch a := a.(type) {
 	case ahp.ChatTurnStarted:
-		if rec, ok := c.runningRecord(); ok && rec.ID == a.TurnID {
+		if rec, ok := du.runningRecord(); ok && rec.ID == a.TurnID {
 			ops = append(ops, putTurnOp(rec))
-			c.runningDirty = false
+			du.runningDirty = false
 		}
-		if c.pendingChanged() { // a queued message became this turn
-			ops = append(ops, c.recordOp())
+		if du.pendingChanged() { // a queued message became this turn
+			ops = append(ops, du.recordOp())
 		}
 	case ahp.ChatTurnResume:
 		// The resumed turn runs again: it is stored running before it is
 		// said, as a new turn is.
-		if rec, ok := c.runningRecord(); ok && rec.ID == a.TurnID {
+		if rec, ok := du.runningRecord(); ok && rec.ID == a.TurnID {
 			ops = append(ops, putTurnOp(rec))
-			c.runningDirty = false
+			du.runningDirty = false
 		}
 	case ahp.ChatTurnComplete:
-		ops = c.endedOps(a.TurnID)
+		ops = du.endedOps(a.TurnID)
 	case ahp.ChatTurnCancelled:
-		ops = c.endedOps(a.TurnID)
+		ops = du.endedOps(a.TurnID)
 	case ahp.ChatError:
-		ops = c.endedOps(a.TurnID)
+		ops = du.endedOps(a.TurnID)
 	case ahp.ChatDraftChanged:
-		ops = append(ops, c.draftOp())
+		ops = append(ops, du.draftOp())
 	case ahp.ChatPendingMessageSet, ahp.ChatPendingMessageRemoved, ahp.ChatQueuedMessagesReordered:
-		if c.pendingChanged() {
-			ops = append(ops, c.recordOp())
+		if du.pendingChanged() {
+			ops = append(ops, du.recordOp())
 		}
 	case ahp.ChatTruncated:
 		// Turn i is stored at seq i, so the kept turns are seq 0..len-1.
 		uri, keep := c.cfg.URI, len(c.st().Turns)-1
 		ops = append(ops, func(ctx context.Context, s *store.Store) error { return s.TruncateTurns(ctx, uri, keep) })
-		c.pendingChanged()
-		ops = append(ops, c.recordOp())
+		du.pendingChanged()
+		ops = append(ops, du.recordOp())
 	case ahp.ChatIsReadChanged, ahp.ChatIsArchivedChanged, ahp.ChatWorkingDirectorySet, ahp.ChatWorkingDirectoryRemoved, ahp.ChatCanvasesChanged:
-		ops = append(ops, c.recordOp())
+		ops = append(ops, du.recordOp())
 	}
-	c.commit(a.ActionType(), ops...)
+	du.commit(a.ActionType(), ops...)
 }
 
 // endedOps stores a turn that just ended, and the chat's record (its
 // modification time moved).
-func (c *Chat) endedOps(id string) []store.Op {
-	rec, ok := c.endedRecord(id)
+func (du *durable) endedOps(id string) []store.Op {
+	rec, ok := du.endedRecord(id)
 	if !ok {
 		return nil
 	}
-	c.runningDirty = false
-	return []store.Op{putTurnOp(rec), c.recordOp()}
+	du.runningDirty = false
+	return []store.Op{putTurnOp(rec), du.recordOp()}
 }
 
 // commit runs ops in one committed write and waits for it (the store
 // groups it with other actors' commits). A failure is logged: the state
 // already moved on, and a client is told what the chat now holds.
-func (c *Chat) commit(what string, ops ...store.Op) {
+func (du *durable) commit(what string, ops ...store.Op) {
+	c := du.c
 	ctx, cancel := context.WithTimeout(context.Background(), store.CommitWait)
 	defer cancel()
 	if err := c.cfg.Env.Store.CommitAll(ctx, ops...); err != nil {

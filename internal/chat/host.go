@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/ahpd/ahpd/internal/agent"
-	"github.com/ahpd/ahpd/internal/agent/hostcmd"
 	"github.com/ahpd/ahpd/internal/agent/shell"
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/attach"
@@ -31,32 +30,12 @@ func (h engineHost) Refuse(from turns.From, origin *ahp.ActionOrigin, a ahp.Acti
 
 func (h engineHost) Prepare(m ahp.Message, extra any) (ahp.Message, []agent.Attachment, error) {
 	resolved, _ := extra.([]attach.Resolved)
-	return h.c.prepareMessage(m, resolved)
+	return h.c.attachments.prepare(m, resolved)
 }
 
 // Open returns the chat's agent conversation, or its ! command shell.
 func (h engineHost) Open(r turns.Route) (agent.Conversation, agent.Capabilities, error) {
-	c := h.c
-	if r == turns.RouteHost {
-		if c.hostCmds == nil {
-			c.hostCmds = hostcmd.New()
-		}
-		return c.hostCmds, hostcmd.Caps, nil
-	}
-	if r == turns.RouteLocal {
-		if c.shell == nil {
-			dir := ""
-			if len(c.cfg.Directories) > 0 {
-				dir = c.cfg.Directories[0]
-			}
-			c.shell = shell.New(shell.Config{Dir: dir, Terminals: c.cfg.Env.Terminals, Session: c.cfg.Session, Owner: c.cfg.Owner})
-		}
-		return localConv{c.shell}, shell.Caps, nil
-	}
-	if err := c.ensureConversation(); err != nil {
-		return nil, agent.Capabilities{}, err
-	}
-	return c.conv, c.caps, nil
+	return h.c.backends.open(r)
 }
 
 // HostContext is what the host has to say on the chat's first prompt
@@ -70,7 +49,7 @@ func (h engineHost) HostContext() string {
 	text := meta.FirstPromptContext
 	meta.FirstPromptContext = ""
 	c.record.Meta = meta.Raw()
-	c.persistRecord()
+	c.durable.persistRecord()
 	return text
 }
 
@@ -88,19 +67,19 @@ func (h engineHost) Admitted(s turns.Start) {
 
 func (h engineHost) Sent(_ string, r turns.Route) {
 	if r == turns.RouteAgent {
-		h.c.conversationUsed() // conversation.go
+		h.c.backends.used() // conversation.go
 	}
-	h.c.heardFromAgent() // the silence counts from the prompt (silence.go)
+	h.c.silence.hear() // the silence counts from the prompt (silence.go)
 }
 
 func (h engineHost) Point(id, point string) { h.c.notePoint(id, point) }
 
-func (h engineHost) Ended(id string, outcome agent.Outcome) { h.c.endWorkersOf(id, outcome) }
+func (h engineHost) Ended(id string, outcome agent.Outcome) { h.c.workers.endWorkersOf(id, outcome) }
 
-func (h engineHost) WaitingChanged() { h.c.persistPending() }
+func (h engineHost) WaitingChanged() { h.c.durable.persistPending() }
 
 func (h engineHost) SpawnedContent(toolCallID string) []ahp.ToolResultContent {
-	return h.c.spawnedContent(toolCallID)
+	return h.c.workers.spawnedContent(toolCallID)
 }
 
 func (h engineHost) Warn(msg string, args ...any) { h.c.log.Warn(msg, args...) }

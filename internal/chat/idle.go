@@ -10,8 +10,14 @@ import (
 // loaded.
 const DefaultIdleTimeout = 10 * time.Minute
 
-// idleTimer is nil when the chat never unloads itself (IdleTimeout < 0).
-func (c *Chat) idleTimer() *time.Timer {
+// idler unloads the chat when it has had nothing to do for the idle
+// timeout (chatIdleSeconds). It is part of the chat actor and runs only on
+// the actor's goroutine.
+type idler struct{ c *Chat }
+
+// timer is nil when the chat never unloads itself (IdleTimeout < 0).
+func (il *idler) timer() *time.Timer {
+	c := il.c
 	if c.cfg.Env.Limits.ChatIdle < 0 {
 		return nil
 	}
@@ -26,24 +32,24 @@ func (c *Chat) idleTimer() *time.Timer {
 // running or waiting, a backend turn not yet ended, a steering message the
 // backend holds, a worker still running, or somebody watching (the chat or
 // one of its canvases).
-func (c *Chat) busy() bool {
+func (il *idler) busy() bool {
+	c := il.c
 	if c.eng.Busy() {
 		return true
 	}
-	for _, w := range c.wk.spawned {
-		if !w.ended {
-			return true
-		}
+	if c.workers.running() {
+		return true
 	}
-	return c.cfg.Env.Bus.Subscribers(c.cfg.URI) > 0 || c.canvasesWatched()
+	return c.cfg.Env.Bus.Subscribers(c.cfg.URI) > 0 || c.canvases.watched()
 }
 
 // unloadIfIdle ends the actor when the chat is idle and nobody pushed
 // anything since: its backend process is closed (the next turn resumes
 // it), its state is all in the store, and the session opens it again when
 // anybody names it. It reports whether the actor ended.
-func (c *Chat) unloadIfIdle() bool {
-	if c.busy() || !c.inbox.CloseIfEmpty() {
+func (il *idler) unloadIfIdle() bool {
+	c := il.c
+	if il.busy() || !c.inbox.CloseIfEmpty() {
 		return false
 	}
 	c.log.Debug("chat idle: unloading")
@@ -54,7 +60,8 @@ func (c *Chat) unloadIfIdle() bool {
 	return true
 }
 
-func (c *Chat) idleTimeout() time.Duration {
+func (il *idler) timeout() time.Duration {
+	c := il.c
 	if c.cfg.Env.Limits.ChatIdle > 0 {
 		return c.cfg.Env.Limits.ChatIdle
 	}

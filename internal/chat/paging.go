@@ -29,19 +29,63 @@ func parseCursor(cur string) (string, bool) {
 	return id, ok && id != ""
 }
 
+// pager pages a chat's turns to its watchers: a subscription's view of the
+// newest turns, and fetchTurns for older ones. It is part of the chat actor
+// and runs only on the actor's goroutine.
+type pager struct {
+	c *Chat
+	// loadedFrom is the index of the oldest turn a paged watcher holds
+	// (-1: none), where fetchTurns without a cursor continues.
+	loadedFrom int
+}
+
+// view cuts st, a snapshot of the chat's state, to what a subscription's
+// view asks for: only the newest turns, with a cursor to fetch older ones.
+func (pg *pager) view(st *ahp.ChatState, view *ahp.SubscribeView) {
+	c := pg.c
+	if view != nil && view.Turns != nil {
+		n := *view.Turns
+		if n < 0 {
+			n = 0
+		}
+		if n < len(st.Turns) {
+			from := len(st.Turns) - n
+			st.Turns = st.Turns[from:]
+			// A view of zero turns pages from the very end.
+			cur := endCursor
+			if from < len(c.st().Turns) {
+				cur = turnCursor(c.st().Turns[from].ID)
+			}
+			st.TurnsNextCursor = &cur
+			if pg.loadedFrom < 0 || from < pg.loadedFrom {
+				pg.loadedFrom = from
+			}
+		}
+	}
+}
+
+// cut keeps loadedFrom within the chat's turns after a truncation.
+func (pg *pager) cut() {
+	if n := len(pg.c.st().Turns); pg.loadedFrom > n {
+		pg.loadedFrom = n
+	}
+}
+
 // FetchTurns publishes the page of turns older than cursor as
 // chat/turnsLoaded to every watcher before it returns (C-CMD-11..14).
 func (c *Chat) FetchTurns(ctx context.Context, cursor string) error {
 	var ferr error
-	err := c.call(ctx, func() { ferr = c.fetchTurns(cursor) })
+	err := c.call(ctx, func() { ferr = c.pages.fetch(cursor) })
 	if err != nil {
 		return err
 	}
 	return ferr
 }
 
-func (c *Chat) fetchTurns(cursor string) error {
-	end := max(c.loadedFrom, 0)
+// fetch is FetchTurns on the actor.
+func (pg *pager) fetch(cursor string) error {
+	c := pg.c
+	end := max(pg.loadedFrom, 0)
 	if cursor != "" {
 		id, ok := parseCursor(cursor)
 		if !ok {
@@ -71,8 +115,8 @@ func (c *Chat) fetchTurns(cursor string) error {
 		cur := turnCursor(c.st().Turns[start].ID)
 		a.TurnsNextCursor = &cur
 	}
-	if c.loadedFrom < 0 || start < c.loadedFrom {
-		c.loadedFrom = start
+	if pg.loadedFrom < 0 || start < pg.loadedFrom {
+		pg.loadedFrom = start
 	}
 	// The reducer prepends and dedupes; the actor's own state holds every
 	// turn already, so only the watchers change.

@@ -9,15 +9,16 @@ import (
 
 // persistPending commits the chat's steering and queued messages, and the
 // turns sent behind the running one, so a restart loses none of what waits.
-func (c *Chat) persistPending() {
-	if c.pendingChanged() {
-		c.commit("pending messages", c.recordOp())
+func (du *durable) persistPending() {
+	if du.pendingChanged() {
+		du.commit("pending messages", du.recordOp())
 	}
 }
 
 // pendingChanged brings the record's copy of what waits, derived from the
 // turn engine, up to date and reports whether it changed.
-func (c *Chat) pendingChanged() bool {
+func (du *durable) pendingChanged() bool {
+	c := du.c
 	meta := ParseRecordMeta(c.record.Meta)
 	st := c.st()
 	senders, waiting := c.eng.Waiting()
@@ -41,7 +42,8 @@ func (c *Chat) pendingChanged() bool {
 
 // restorePending puts the kept pending messages back into the state; they
 // wait until a client acts or a turn completes, as after a stop.
-func (c *Chat) restorePending() {
+func (du *durable) restorePending() {
+	c := du.c
 	meta := ParseRecordMeta(c.record.Meta)
 	st := c.st()
 	st.SteeringMessage = meta.Steering

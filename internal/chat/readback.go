@@ -24,7 +24,8 @@ import (
 // own. The turns are stored with their points, behind the actor, and
 // returned as records for Open to load. Anything that goes wrong is logged
 // and reads back nothing.
-func (c *Chat) readBack(ctx context.Context) []store.TurnRecord {
+func (be *backends) readBack(ctx context.Context) []store.TurnRecord {
+	c := be.c
 	reader, ok := c.cfg.Agent.(agent.TranscriptReader)
 	if !ok || c.record.ConversationID == "" || ParseRecordMeta(c.record.Meta).PendingOpen != nil {
 		return nil

@@ -3,61 +3,27 @@ package chat
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"time"
 
+	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/store"
 )
-
-// autoTitle names the chat after its first message (C-COMP-26): a ! command
-// gives a provisional title its first message replaces (C-COMP-27, 28).
-func (c *Chat) autoTitle(text string, first, isCommand bool) {
-	if !first && !c.record.TitleProvisional {
-		return
-	}
-	if !first && isCommand {
-		return
-	}
-	if !c.record.TitleProvisional && c.st().Title != "" && c.st().Title != DefaultTitle {
-		return
-	}
-	title := CleanTitle(text)
-	if title == "" {
-		return
-	}
-	c.setTitle(title, isCommand)
-}
-
-// DefaultTitle is an unnamed chat's title.
-const DefaultTitle = "New Chat"
-
-// CleanTitle makes a short one-line title out of a message.
-func CleanTitle(text string) string {
-	line := strings.TrimSpace(text)
-	if i := strings.IndexByte(line, '\n'); i >= 0 {
-		line = strings.TrimSpace(line[:i])
-	}
-	line = strings.Join(strings.Fields(line), " ")
-	const limit = 60
-	if r := []rune(line); len(r) > limit {
-		line = strings.TrimSpace(string(r[:limit-1])) + "…"
-	}
-	return line
-}
 
 // persistRunning writes the active turn as running behind the actor; a
 // streaming turn is written again every runningEvery so a crash loses at
 // most that much of its tail.
-func (c *Chat) persistRunning() {
-	c.runningDirty = false
-	rec, ok := c.runningRecord()
+func (du *durable) persistRunning() {
+	c := du.c
+	du.runningDirty = false
+	rec, ok := du.runningRecord()
 	if !ok {
 		return
 	}
 	c.cfg.Env.Store.Enqueue(putTurnOp(rec))
 }
 
-func (c *Chat) runningRecord() (store.TurnRecord, bool) {
+func (du *durable) runningRecord() (store.TurnRecord, bool) {
+	c := du.c
 	at := c.st().ActiveTurn
 	if at == nil {
 		return store.TurnRecord{}, false
@@ -76,7 +42,8 @@ func (c *Chat) runningRecord() (store.TurnRecord, bool) {
 
 // endedRecord is the stored form of the turn that just ended (the last of
 // state.Turns).
-func (c *Chat) endedRecord(id string) (store.TurnRecord, bool) {
+func (du *durable) endedRecord(id string) (store.TurnRecord, bool) {
+	c := du.c
 	n := len(c.st().Turns)
 	if n == 0 || c.st().Turns[n-1].ID != id {
 		return store.TurnRecord{}, false
@@ -94,7 +61,8 @@ func (c *Chat) endedRecord(id string) (store.TurnRecord, bool) {
 	}, true
 }
 
-func (c *Chat) draftOp() store.Op {
+func (du *durable) draftOp() store.Op {
+	c := du.c
 	var raw json.RawMessage
 	if c.st().Draft != nil {
 		raw, _ = json.Marshal(c.st().Draft)
@@ -102,4 +70,27 @@ func (c *Chat) draftOp() store.Op {
 	uri := c.cfg.URI
 	c.record.Draft = raw
 	return func(ctx context.Context, s *store.Store) error { return s.SetDraft(ctx, uri, raw) }
+}
+
+// persistRecord writes the chat's record behind the actor's back (for what
+// no client is shown; storeBeforeTelling commits the rest).
+func (du *durable) persistRecord() {
+	c := du.c
+	c.cfg.Env.Store.Enqueue(du.recordOp())
+}
+
+// recordOp brings the chat's record up to date with its state and returns
+// the op that stores it.
+func (du *durable) recordOp() store.Op {
+	c := du.c
+	rec := c.record
+	st := c.st()
+	rec.Title = st.Title
+	rec.Flags = int(st.Status & (ahp.StatusIsRead | ahp.StatusIsArchived))
+	rec.WorkingDirectories = st.WorkingDirectories
+	if m, err := time.Parse(time.RFC3339Nano, st.ModifiedAt); err == nil {
+		rec.ModifiedAt = m
+	}
+	c.record = rec
+	return func(ctx context.Context, s *store.Store) error { return s.PutChat(ctx, rec) }
 }

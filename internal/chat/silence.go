@@ -13,8 +13,21 @@ import (
 // (daemon config agentSilenceSeconds).
 const DefaultAgentSilence = 10 * time.Minute
 
-// agentSilence is the configured silence limit; 0 when it is off.
-func (c *Chat) agentSilence() time.Duration {
+// silence is the watchdog of a running turn's agent: when it last heard
+// from the agent and whether the open conversation has said anything yet.
+// It is part of the chat actor and runs only on the actor's goroutine.
+type silence struct {
+	c *Chat
+	// heard is when the agent last said something or was handed a prompt;
+	// spoke, whether the agent conversation (backends.conv) has said
+	// anything since it was opened (a process still starting gets longer).
+	heard time.Time
+	spoke bool
+}
+
+// limit is the configured silence limit; 0 when it is off.
+func (sl *silence) limit() time.Duration {
+	c := sl.c
 	switch {
 	case c.cfg.Env.Limits.AgentSilence > 0:
 		return c.cfg.Env.Limits.AgentSilence
@@ -31,36 +44,47 @@ func (c *Chat) agentSilence() time.Duration {
 // that is longer, is still caught.
 const AgentStartAllowance = time.Minute
 
-// heardFromAgent notes that the agent said something, or was just handed a
+// hear notes that the agent said something, or was just handed a
 // prompt: the silence is counted from here.
-func (c *Chat) heardFromAgent() { c.heard = c.cfg.Env.Now() }
+func (sl *silence) hear() { sl.heard = sl.c.cfg.Env.Now() }
 
-// checkSilence runs on the actor's ticker. A turn handed to a backend that
+// agentSpoke notes that the conversation said something: the silence is
+// counted from here, and it is no longer a process still starting.
+func (sl *silence) agentSpoke() {
+	sl.hear()
+	sl.spoke = true
+}
+
+// opened notes that a new conversation was opened: it has said nothing yet.
+func (sl *silence) opened() { sl.spoke = false }
+
+// check runs on the actor's ticker. A turn handed to a backend that
 // has said nothing since for agentSilence ends with chat/error naming the
 // silence; the conversation is killed, not closed politely (a hung process
 // would not answer), and the next turn opens a new one, resumed. A turn
 // waiting on a client (a confirmation, an input request) is not the agent's
 // silence.
-func (c *Chat) checkSilence() {
-	limit := c.agentSilence()
+func (sl *silence) check() {
+	c := sl.c
+	limit := sl.limit()
 	t := c.eng.Active()
-	if limit == 0 || t == nil || !t.Sent || t.Conv != c.conv || c.conv == nil || c.waitingOnClient() {
+	if limit == 0 || t == nil || !t.Sent || t.Conv != c.backends.conv || c.backends.conv == nil || sl.waitingOnClient() {
 		return
 	}
-	if !c.convSpoke {
+	if !sl.spoke {
 		limit = max(limit, AgentStartAllowance)
 	}
-	quiet := c.cfg.Env.Now().Sub(c.heard)
+	quiet := c.cfg.Env.Now().Sub(sl.heard)
 	if quiet < limit {
 		return
 	}
-	c.log.Warn("agent silent; ending the turn and replacing its process", "turn", t.ID, "silent", quiet.Round(time.Second), "spoke", c.convSpoke)
+	c.log.Warn("agent silent; ending the turn and replacing its process", "turn", t.ID, "silent", quiet.Round(time.Second), "spoke", sl.spoke)
 	message := fmt.Sprintf("The agent said nothing for %s (agentSilenceSeconds); its process was replaced.", limit.Round(time.Second))
-	if !c.convSpoke {
+	if !sl.spoke {
 		message = fmt.Sprintf("The agent said nothing for %s after it was started; its process was replaced.", limit.Round(time.Second))
 	}
-	conv := c.conv
-	c.conv = nil
+	conv := c.backends.conv
+	c.backends.conv = nil
 	// Killed off the actor's goroutine: a process that stopped answering
 	// may take its kill grace, and nobody waits on this actor for that.
 	go killConversation(conv)
@@ -73,7 +97,8 @@ func (c *Chat) checkSilence() {
 
 // waitingOnClient reports whether the running turn waits for a client: a
 // tool call to confirm or an input request to answer.
-func (c *Chat) waitingOnClient() bool {
+func (sl *silence) waitingOnClient() bool {
+	c := sl.c
 	at := c.st().ActiveTurn
 	if at == nil {
 		return false

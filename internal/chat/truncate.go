@@ -9,11 +9,17 @@ import (
 
 const reasonTruncateRunning = "A chat cannot be rewound while a turn runs; stop it first."
 
-// clientTruncate is a rewind (chat/truncated, CHATS.md "Compacted context,
+// rewind cuts a chat back at a client's chat/truncated: its turns, and its
+// backend to where the kept turn ended, or the chat starts over. It is part
+// of the chat actor and runs only on the actor's goroutine.
+type rewind struct{ c *Chat }
+
+// truncate is a rewind (chat/truncated, CHATS.md "Compacted context,
 // and a rewind"): the turns after the named one drop, said first
 // (C-COMP-05, 10); then the backend is cut back to where the kept turn
 // ended, or, with no turnId, the chat starts over (C-COMP-13..19).
-func (c *Chat) clientTruncate(cl Client, origin *ahp.ActionOrigin, a ahp.ChatTruncated) {
+func (rw *rewind) truncate(cl Client, origin *ahp.ActionOrigin, a ahp.ChatTruncated) {
+	c := rw.c
 	if c.readOnly() {
 		c.refuse(cl, origin, a, reasonReadOnly)
 		return
@@ -33,7 +39,7 @@ func (c *Chat) clientTruncate(cl Client, origin *ahp.ActionOrigin, a ahp.ChatTru
 	// The commands and points of the turns that drop go with them
 	// (C-COMP-24); what the backend is cut to is decided on the turns
 	// as they were.
-	anchor := c.rewindAnchor(keep)
+	anchor := rw.anchorAt(keep)
 	var dropped []string
 	for _, t := range c.st().Turns[keep+1:] {
 		dropped = append(dropped, t.ID)
@@ -48,10 +54,8 @@ func (c *Chat) clientTruncate(cl Client, origin *ahp.ActionOrigin, a ahp.ChatTru
 		c.eng.Drop(id)
 	}
 	// apply committed the cut before saying it (durable.go).
-	if c.loadedFrom > len(c.st().Turns) {
-		c.loadedFrom = len(c.st().Turns)
-	}
-	c.rewindBackend(anchor)
+	c.pages.cut()
+	rw.cut(anchor)
 }
 
 func (c *Chat) turnIndex(id string) int {
@@ -63,7 +67,7 @@ func (c *Chat) turnIndex(id string) int {
 	return -1
 }
 
-// rewindAnchor is the backend's point for a rewind that keeps turns
+// anchorAt is the backend's point for a rewind that keeps turns
 // 0..keep: the last turn at or before keep that the backend saw (a !
 // command's turn rewinds the backend at the turn before it, C-COMP-20).
 // found is false when there is no such turn: the chat starts over
@@ -73,7 +77,8 @@ type anchor struct {
 	point string
 }
 
-func (c *Chat) rewindAnchor(keep int) anchor {
+func (rw *rewind) anchorAt(keep int) anchor {
+	c := rw.c
 	for i := keep; i >= 0; i-- {
 		id := c.st().Turns[i].ID
 		if c.isLocal(id) {
@@ -84,41 +89,42 @@ func (c *Chat) rewindAnchor(keep int) anchor {
 	return anchor{}
 }
 
-// rewindBackend cuts the backend to the anchor, or starts the chat over.
-func (c *Chat) rewindBackend(at anchor) {
+// cut cuts the backend to the anchor, or starts the chat over.
+func (rw *rewind) cut(at anchor) {
+	c := rw.c
 	if at.found {
-		if at.point == "" || !c.caps.Rewind {
+		if at.point == "" || !c.backends.caps.Rewind {
 			// C-COMP-11, 12: no rewind point (a turn read back by a backend
 			// that names points only for turns it watched), or a backend
 			// that cannot cut: the turns dropped from every client stay in
 			// the backend.
-			c.log.Info("rewind: backend keeps its history", "point", at.point, "canRewind", c.caps.Rewind)
+			c.log.Info("rewind: backend keeps its history", "point", at.point, "canRewind", c.backends.caps.Rewind)
 			return
 		}
-		c.closeConversation()
+		c.backends.close()
 		meta := ParseRecordMeta(c.record.Meta)
 		meta.PendingOpen = &PendingOpen{Rewind: true, Point: at.point}
 		c.record.Meta = meta.Raw()
-		c.persistRecord()
+		c.durable.persistRecord()
 		return
 	}
 	// Start over (C-COMP-14..19): the backend stops, its conversation is
 	// deleted through its delete, and a new one starts for this chat.
-	c.closeConversation()
+	c.backends.close()
 	meta := ParseRecordMeta(c.record.Meta)
 	meta.PendingOpen = nil
-	if !meta.BackendStarted && !c.hasBackendTurns() {
+	if !meta.BackendStarted && !c.backends.hasTurns() {
 		c.record.Meta = meta.Raw()
-		c.persistRecord()
+		c.durable.persistRecord()
 		return
 	}
-	if c.cfg.Agent == nil || !c.caps.Delete {
+	if c.cfg.Agent == nil || !c.backends.caps.Delete {
 		// C-COMP-17: a backend with no delete keeps the conversation, and
 		// the chat comes back on it (reading 10, docs/CHATS.md).
 		c.log.Info("clear: backend has no delete; it keeps the conversation", "conversation", c.record.ConversationID)
 		meta.Cleared = true
 		c.record.Meta = meta.Raw()
-		c.persistRecord()
+		c.durable.persistRecord()
 		return
 	}
 	if err := c.cfg.Agent.Delete(context.Background(), c.record.ConversationID, c.cfg.Directories); err != nil {
@@ -127,25 +133,12 @@ func (c *Chat) rewindBackend(at anchor) {
 		c.log.Warn("clear: delete backend conversation failed; keeping it", "conversation", c.record.ConversationID, "err", err)
 		meta.Cleared = true
 		c.record.Meta = meta.Raw()
-		c.persistRecord()
+		c.durable.persistRecord()
 		return
 	}
 	// C-COMP-16: a new conversation for the same chat, nothing to resume.
 	c.record.ConversationID = uuid.NewString()
 	meta.BackendStarted = false
 	c.record.Meta = meta.Raw()
-	c.persistRecord()
-}
-
-// closeConversation ends the backend process of this chat; the next turn
-// opens it again.
-func (c *Chat) closeConversation() {
-	if c.conv == nil {
-		return
-	}
-	if err := c.conv.Close(); err != nil {
-		c.log.Warn("close agent conversation", "err", err)
-	}
-	c.eng.Forget(c.conv)
-	c.conv = nil
+	c.durable.persistRecord()
 }

@@ -56,8 +56,12 @@ type WorkerOpen struct {
 	Prompt       string
 }
 
-// workerBook is a chat's share of the worker bookkeeping; owned by run.
-type workerBook struct {
+// workers is a chat's share of the worker bookkeeping: in a root chat the
+// book of the workers its conversation spawned and the relays to their
+// chats, in a worker chat its running turn. It is part of the chat actor
+// and runs only on the actor's goroutine.
+type workers struct {
+	c *Chat
 	// spawned holds, in the root chat, every worker its conversation
 	// spawned, by spawning call.
 	spawned map[string]*spawnedWorker
@@ -103,28 +107,29 @@ func MintWorkerURI(session, defaultChat, root, toolCallID string) string {
 // hand a chat what another chat relayed to it.
 func (c *Chat) Post(fn func(*Chat)) error { return c.do(func() { fn(c) }) }
 
-// routeWorkerEvent takes the events that are a worker's business: a spawn,
+// route takes the events that are a worker's business: a spawn,
 // a worker's end and everything a worker's conversation said. false: the
 // event is the chat's own.
-func (c *Chat) routeWorkerEvent(ev agent.Event) bool {
+func (wk *workers) route(ev agent.Event) bool {
+	c := wk.c
 	switch {
 	case ev.Kind == agent.EventWorkerStarted:
-		c.workerSpawned(ev)
+		wk.spawn(ev)
 	case ev.Kind == agent.EventWorkerEnded:
 		if ev.Spawn != nil {
 			end := agent.End{Outcome: agent.OutcomeComplete}
 			if ev.End != nil {
 				end = *ev.End
 			}
-			c.endWorker(ev.Spawn.ID, end)
+			wk.endWorker(ev.Spawn.ID, end)
 		}
 	case ev.Worker != "":
-		w := c.wk.spawned[ev.Worker]
+		w := wk.spawned[ev.Worker]
 		if w == nil || w.ended {
 			c.log.Debug("dropped event of an unknown or ended worker", "worker", ev.Worker, "kind", ev.Kind)
 			return true
 		}
-		c.relay(w.uri, func(wc *Chat) { wc.workerEvent(ev) })
+		wk.relay(w.uri, func(wc *Chat) { wc.workers.event(ev) })
 	default:
 		return false
 	}
@@ -134,22 +139,23 @@ func (c *Chat) routeWorkerEvent(ev agent.Event) bool {
 // relay runs fn on chat uri's actor: straight into its mailbox when this
 // chat knows the actor and no relay to it is still in the session's hands,
 // else through the session, which opens the chat if needed.
-func (c *Chat) relay(uri string, fn func(*Chat)) {
-	if a := c.wk.direct[uri]; a != nil && c.wk.relaying[uri] == 0 && !a.Ending() {
+func (wk *workers) relay(uri string, fn func(*Chat)) {
+	c := wk.c
+	if a := wk.direct[uri]; a != nil && wk.relaying[uri] == 0 && !a.Ending() {
 		if a.Post(fn) == nil {
 			return
 		}
 		c.log.Debug("worker chat gone; relaying through the session", "to", uri)
-		delete(c.wk.direct, uri)
+		delete(wk.direct, uri)
 	}
 	if c.cfg.Relay == nil {
 		c.log.Debug("no session to relay a worker's business to", "to", uri)
 		return
 	}
-	if c.wk.relaying == nil {
-		c.wk.relaying = make(map[string]int)
+	if wk.relaying == nil {
+		wk.relaying = make(map[string]int)
 	}
-	c.wk.relaying[uri]++
+	wk.relaying[uri]++
 	c.cfg.Relay(c, uri, fn)
 }
 
@@ -158,36 +164,40 @@ func (c *Chat) relay(uri string, fn func(*Chat)) {
 // posted that relay's fn, so once none is in flight a direct post comes
 // after all of them.
 func (c *Chat) Relayed(uri string, a *Chat) error {
-	return c.do(func() {
-		if c.wk.relaying[uri] > 0 {
-			c.wk.relaying[uri]--
-		}
-		if a == nil {
-			return
-		}
-		if c.wk.direct == nil {
-			c.wk.direct = make(map[string]*Chat)
-		}
-		c.wk.direct[uri] = a
-	})
+	return c.do(func() { c.workers.relayed(uri, a) })
 }
 
-// workerSpawned opens the worker chat of a spawning call (C-SUB-01, 07, 08,
+// relayed is Relayed on the actor.
+func (wk *workers) relayed(uri string, a *Chat) {
+	if wk.relaying[uri] > 0 {
+		wk.relaying[uri]--
+	}
+	if a == nil {
+		return
+	}
+	if wk.direct == nil {
+		wk.direct = make(map[string]*Chat)
+	}
+	wk.direct[uri] = a
+}
+
+// spawn opens the worker chat of a spawning call (C-SUB-01, 07, 08,
 // 16) and names it on the call (C-SUB-17).
-func (c *Chat) workerSpawned(ev agent.Event) {
+func (wk *workers) spawn(ev agent.Event) {
+	c := wk.c
 	sp := ev.Spawn
 	if sp == nil || sp.ID == "" || c.cfg.WorkerURI == nil {
 		return
 	}
-	if c.wk.spawned == nil {
-		c.wk.spawned = make(map[string]*spawnedWorker)
+	if wk.spawned == nil {
+		wk.spawned = make(map[string]*spawnedWorker)
 	}
-	if _, dup := c.wk.spawned[sp.ID]; dup {
+	if _, dup := wk.spawned[sp.ID]; dup {
 		return
 	}
 	parent := c.cfg.URI
 	if ev.Worker != "" {
-		outer := c.wk.spawned[ev.Worker]
+		outer := wk.spawned[ev.Worker]
 		if outer == nil {
 			c.log.Warn("worker spawned by an unknown worker", "worker", sp.ID, "in", ev.Worker)
 			return
@@ -195,7 +205,7 @@ func (c *Chat) workerSpawned(ev agent.Event) {
 		parent = outer.uri
 	}
 	uri := c.cfg.WorkerURI(sp.ID)
-	c.wk.spawned[sp.ID] = &spawnedWorker{uri: uri, turnID: ev.TurnID, background: sp.Background}
+	wk.spawned[sp.ID] = &spawnedWorker{uri: uri, turnID: ev.TurnID, background: sp.Background}
 	title := sp.Description
 	if title == "" {
 		title = sp.AgentName
@@ -205,64 +215,76 @@ func (c *Chat) workerSpawned(ev agent.Event) {
 	}
 	content := ahp.ToolResultContent{Type: ahp.ContentSubagent, Resource: uri, Title: title, AgentName: sp.AgentName, Description: sp.Description}
 	if parent == c.cfg.URI {
-		c.noteSpawn(sp.ID, content)
+		wk.noteSpawn(sp.ID, content)
 	} else {
-		c.relay(parent, func(pc *Chat) { pc.noteSpawn(sp.ID, content) })
+		wk.relay(parent, func(pc *Chat) { pc.workers.noteSpawn(sp.ID, content) })
 	}
 	if c.cfg.OpenWorker != nil {
 		c.cfg.OpenWorker(WorkerOpen{URI: uri, Root: c.cfg.URI, Parent: parent, ToolCallID: sp.ID, Title: title, Prompt: sp.Prompt})
 	}
 }
 
-func (c *Chat) noteSpawn(callID string, content ahp.ToolResultContent) {
-	if c.wk.here == nil {
-		c.wk.here = make(map[string]ahp.ToolResultContent)
+func (wk *workers) noteSpawn(callID string, content ahp.ToolResultContent) {
+	if wk.here == nil {
+		wk.here = make(map[string]ahp.ToolResultContent)
 	}
-	c.wk.here[callID] = content
+	wk.here[callID] = content
 }
 
 // spawnedContent is what a call's result says of the worker it spawned.
-func (c *Chat) spawnedContent(callID string) []ahp.ToolResultContent {
-	if w, ok := c.wk.here[callID]; ok {
+func (wk *workers) spawnedContent(callID string) []ahp.ToolResultContent {
+	if w, ok := wk.here[callID]; ok {
 		return []ahp.ToolResultContent{w}
 	}
 	return nil
 }
 
+// running reports whether a worker this chat's conversation spawned still
+// runs.
+func (wk *workers) running() bool {
+	for _, w := range wk.spawned {
+		if !w.ended {
+			return true
+		}
+	}
+	return false
+}
+
 // endWorker ends worker id's turn in its chat once.
-func (c *Chat) endWorker(id string, end agent.End) {
-	w := c.wk.spawned[id]
+func (wk *workers) endWorker(id string, end agent.End) {
+	w := wk.spawned[id]
 	if w == nil || w.ended {
 		return
 	}
 	w.ended = true
-	c.relay(w.uri, func(wc *Chat) { wc.workerEnd(end) })
+	wk.relay(w.uri, func(wc *Chat) { wc.workers.end(end) })
 }
 
 // endWorkersOf ends the workers turnID spawned that still run, as the turn
 // ended: a stop ends them with it (C-TURN-72); background workers run on
 // (C-TURN-73).
-func (c *Chat) endWorkersOf(turnID string, outcome agent.Outcome) {
-	for id, w := range c.wk.spawned {
+func (wk *workers) endWorkersOf(turnID string, outcome agent.Outcome) {
+	for id, w := range wk.spawned {
 		if w.turnID == turnID && !w.background && !w.ended {
-			c.endWorker(id, agent.End{Outcome: outcome, Message: "The turn that spawned this worker ended."})
+			wk.endWorker(id, agent.End{Outcome: outcome, Message: "The turn that spawned this worker ended."})
 		}
 	}
 }
 
-// workerBegin opens a worker chat's turn with the prompt the parent agent
+// begin opens a worker chat's turn with the prompt the parent agent
 // wrote (C-SUB-08). Runs on the worker chat's actor.
-func (c *Chat) workerBegin(prompt string) {
+func (wk *workers) begin(prompt string) {
+	c := wk.c
 	msg := ahp.Message{Text: prompt, Origin: ahp.MessageOrigin{Kind: ahp.MessageFromAgent}}
 	if id := c.eng.Begin(workerConv{c}, agent.Capabilities{}, msg); id != "" {
-		c.wk.turnID = id
+		wk.turnID = id
 	}
 }
 
 // workerConv is the conversation a worker chat's turn is handed to: the
 // backend running the worker is the root chat's, so a stop or an answer
 // said here goes there (C-SUB-12, 13); what the worker says arrives through
-// the root chat (workerEvent). Its methods run on the worker chat's actor.
+// the root chat (workers.event). Its methods run on the worker chat's actor.
 type workerConv struct{ c *Chat }
 
 func (w workerConv) Send(context.Context, agent.Turn) error {
@@ -271,10 +293,10 @@ func (w workerConv) Send(context.Context, agent.Turn) error {
 func (w workerConv) Steer(agent.Steering) agent.SteerResult { return agent.SteerUnsupported }
 func (w workerConv) Withdraw(string) bool                   { return false }
 func (w workerConv) Confirm(_, toolCallID string, approved bool) error {
-	w.c.workerConfirmed(toolCallID, approved)
+	w.c.workers.confirmed(toolCallID, approved)
 	return nil
 }
-func (w workerConv) Stop(context.Context) error { w.c.workerStopped(); return nil }
+func (w workerConv) Stop(context.Context) error { w.c.workers.stopped(); return nil }
 func (w workerConv) Events() <-chan agent.Event { return nil }
 func (w workerConv) Close() error               { return nil }
 
@@ -282,8 +304,8 @@ func (w workerConv) Close() error               { return nil }
 // backend that runs the worker, as an answer is (C-SUB-14).
 func (w workerConv) ClientToolResult(_, toolCallID string, result agent.ClientToolResult) error {
 	link := *w.c.cfg.Worker
-	w.c.relay(link.Root, func(rc *Chat) {
-		rc.onWorkerRunner(link.ToolCallID, func(r agent.ClientToolRunner, turnID string) error {
+	w.c.workers.relay(link.Root, func(rc *Chat) {
+		rc.workers.onWorkerRunner(link.ToolCallID, func(r agent.ClientToolRunner, turnID string) error {
 			return r.ClientToolResult(turnID, toolCallID, result)
 		})
 	})
@@ -294,8 +316,8 @@ func (w workerConv) ClientToolResult(_, toolCallID string, result agent.ClientTo
 // way (C-SUB-14).
 func (w workerConv) ClientToolResultConfirmed(_, toolCallID string, approved bool) error {
 	link := *w.c.cfg.Worker
-	w.c.relay(link.Root, func(rc *Chat) {
-		rc.onWorkerRunner(link.ToolCallID, func(r agent.ClientToolRunner, turnID string) error {
+	w.c.workers.relay(link.Root, func(rc *Chat) {
+		rc.workers.onWorkerRunner(link.ToolCallID, func(r agent.ClientToolRunner, turnID string) error {
 			return r.ClientToolResultConfirmed(turnID, toolCallID, approved)
 		})
 	})
@@ -304,52 +326,56 @@ func (w workerConv) ClientToolResultConfirmed(_, toolCallID string, approved boo
 
 // BeginWorker opens the worker chat's turn with the prompt the parent agent
 // wrote; the session calls it once it announced the chat. Never blocks.
-func (c *Chat) BeginWorker(prompt string) error { return c.do(func() { c.workerBegin(prompt) }) }
+func (c *Chat) BeginWorker(prompt string) error { return c.do(func() { c.workers.begin(prompt) }) }
 
-// workerEvent applies one event of the worker's conversation to the worker
+// event applies one event of the worker's conversation to the worker
 // chat's running turn. Runs on the worker chat's actor.
-func (c *Chat) workerEvent(ev agent.Event) {
-	if c.wk.turnID == "" {
+func (wk *workers) event(ev agent.Event) {
+	c := wk.c
+	if wk.turnID == "" {
 		c.log.Debug("dropped event of an ended worker turn", "kind", ev.Kind)
 		return
 	}
 	switch ev.Kind {
 	case agent.EventTurnEnd, agent.EventSteeringConsumed, agent.EventSteeringReturned, agent.EventTurnStarted, agent.EventExited:
-		// The worker's own end comes as workerEnd; the rest is its
+		// The worker's own end comes as workers.end; the rest is its
 		// backend's business.
 		return
 	}
-	ev.TurnID = c.wk.turnID
+	ev.TurnID = wk.turnID
 	c.eng.Event(workerConv{c}, ev)
 }
 
-// workerEnd ends the worker chat's running turn. Runs on its actor.
-func (c *Chat) workerEnd(end agent.End) {
-	id := c.wk.turnID
+// end ends the worker chat's running turn. Runs on its actor.
+func (wk *workers) end(end agent.End) {
+	c := wk.c
+	id := wk.turnID
 	if id == "" {
 		return
 	}
 	end.Resumable = false
-	c.wk.turnID = ""
+	wk.turnID = ""
 	c.eng.Event(workerConv{c}, agent.Event{Kind: agent.EventTurnEnd, TurnID: id, End: &end})
 }
 
-// workerStopped hands a stop said in a worker chat to the backend that
+// stopped hands a stop said in a worker chat to the backend that
 // runs the worker, through its root chat (C-SUB-13).
-func (c *Chat) workerStopped() {
+func (wk *workers) stopped() {
+	c := wk.c
 	link := *c.cfg.Worker
-	c.wk.turnID = ""
-	c.relay(link.Root, func(rc *Chat) { rc.stopWorker(link.ToolCallID) })
+	wk.turnID = ""
+	wk.relay(link.Root, func(rc *Chat) { rc.workers.stopWorker(link.ToolCallID) })
 }
 
 // stopWorker stops one worker of this root chat's conversation: alone when
 // the backend can (agent.WorkerStopper), else with the turn it runs in.
-func (c *Chat) stopWorker(id string) {
-	w := c.wk.spawned[id]
-	if w == nil || c.conv == nil {
+func (wk *workers) stopWorker(id string) {
+	c := wk.c
+	w := wk.spawned[id]
+	if w == nil || c.backends.conv == nil {
 		return
 	}
-	if ws, ok := c.conv.(agent.WorkerStopper); ok {
+	if ws, ok := c.backends.conv.(agent.WorkerStopper); ok {
 		if err := ws.StopWorker(context.Background(), id); err != nil {
 			c.log.Warn("stop worker", "worker", id, "err", err)
 		}
@@ -360,21 +386,23 @@ func (c *Chat) stopWorker(id string) {
 	}
 }
 
-// workerConfirmed hands the answer to a worker's tool call to the backend
+// confirmed hands the answer to a worker's tool call to the backend
 // that runs the worker (C-SUB-12).
-func (c *Chat) workerConfirmed(toolCallID string, approved bool) {
+func (wk *workers) confirmed(toolCallID string, approved bool) {
+	c := wk.c
 	link := *c.cfg.Worker
-	c.relay(link.Root, func(rc *Chat) { rc.confirmWorkerTool(link.ToolCallID, toolCallID, approved) })
+	wk.relay(link.Root, func(rc *Chat) { rc.workers.confirmWorkerTool(link.ToolCallID, toolCallID, approved) })
 }
 
 // onWorkerRunner runs fn on this chat's conversation for a client's run of
 // a tool worker called, with the host turn the worker belongs to.
-func (c *Chat) onWorkerRunner(worker string, fn func(agent.ClientToolRunner, string) error) {
-	w := c.wk.spawned[worker]
-	if w == nil || c.conv == nil {
+func (wk *workers) onWorkerRunner(worker string, fn func(agent.ClientToolRunner, string) error) {
+	c := wk.c
+	w := wk.spawned[worker]
+	if w == nil || c.backends.conv == nil {
 		return
 	}
-	r, ok := c.conv.(agent.ClientToolRunner)
+	r, ok := c.backends.conv.(agent.ClientToolRunner)
 	if !ok {
 		return
 	}
@@ -383,12 +411,13 @@ func (c *Chat) onWorkerRunner(worker string, fn func(agent.ClientToolRunner, str
 	}
 }
 
-func (c *Chat) confirmWorkerTool(worker, toolCallID string, approved bool) {
-	w := c.wk.spawned[worker]
-	if w == nil || c.conv == nil {
+func (wk *workers) confirmWorkerTool(worker, toolCallID string, approved bool) {
+	c := wk.c
+	w := wk.spawned[worker]
+	if w == nil || c.backends.conv == nil {
 		return
 	}
-	if err := c.conv.Confirm(w.turnID, toolCallID, approved); err != nil {
+	if err := c.backends.conv.Confirm(w.turnID, toolCallID, approved); err != nil {
 		c.log.Warn("confirm worker's tool call", "worker", worker, "tool", toolCallID, "err", err)
 	}
 }

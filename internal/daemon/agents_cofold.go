@@ -33,13 +33,13 @@ type storeUser interface {
 	UseStore(cofold.Store)
 }
 
-// bindStore hands st to every backend of reg that keeps its conversations
-// in it.
+// bindStore hands st's cofold rows to every backend of reg that keeps its
+// conversations in it.
 func bindStore(reg *agent.Registry, st *store.Store) {
 	for _, p := range reg.Providers() {
 		if a, ok := reg.Get(p); ok {
 			if u, ok := a.(storeUser); ok {
-				u.UseStore(st)
+				u.UseStore(st.Cofold())
 			}
 		}
 	}

@@ -489,7 +489,7 @@ func TestCofoldForkRewindRestart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if msgs, _ := ce.d.Store().CofoldMessages(ctx, rec.ConversationID); len(msgs) != 6 {
+		if msgs, _ := ce.d.Store().Cofold().Messages(ctx, rec.ConversationID); len(msgs) != 6 {
 			t.Fatalf("stored %d messages before the clear, want 6", len(msgs))
 		}
 		if env := a.AwaitEcho(a.Dispatch(chat, map[string]any{"type": "chat/truncated"})); env.RejectionReason != "" {
@@ -497,7 +497,7 @@ func TestCofoldForkRewindRestart(t *testing.T) {
 		}
 		// The chat's actor deletes it once the clear is said.
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			msgs, _ := ce.d.Store().CofoldMessages(ctx, rec.ConversationID)
+			msgs, _ := ce.d.Store().Cofold().Messages(ctx, rec.ConversationID)
 			if len(msgs) == 0 {
 				break
 			}

@@ -197,7 +197,7 @@ func (h *Host) createBot(ctx context.Context, cl *client, params json.RawMessage
 			rec.Folder = abs
 		}
 	}
-	if err := h.opts.Env.Store.AddBot(ctx, rec); err != nil {
+	if err := h.opts.Env.Store.Bots().Add(ctx, rec); err != nil {
 		if errors.Is(err, store.ErrSlugTaken) {
 			return nil, fmt.Errorf("%w: bot %s (a slug is never reused)", ahp.ErrAlreadyExists, p.Slug)
 		}
@@ -233,7 +233,7 @@ func (h *Host) listBots(ctx context.Context, cl *client, params json.RawMessage)
 	if _, err := h.botAgent(); err != nil {
 		return nil, err
 	}
-	all, err := h.opts.Env.Store.Bots(ctx)
+	all, err := h.opts.Env.Store.Bots().List(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -264,7 +264,7 @@ func (h *Host) ownBot(ctx context.Context, cl *client, params json.RawMessage, g
 	if _, err := h.botAgent(); err != nil {
 		return store.BotRecord{}, err
 	}
-	b, ok, err := h.opts.Env.Store.Bot(ctx, p.Slug)
+	b, ok, err := h.opts.Env.Store.Bots().Get(ctx, p.Slug)
 	if err != nil {
 		return store.BotRecord{}, err
 	}
@@ -289,7 +289,7 @@ func (h *Host) deleteBot(ctx context.Context, cl *client, params json.RawMessage
 	if err != nil {
 		return nil, err
 	}
-	if _, err := h.opts.Env.Store.DeleteBot(ctx, b.Slug); err != nil {
+	if _, err := h.opts.Env.Store.Bots().Delete(ctx, b.Slug); err != nil {
 		return nil, err
 	}
 	return struct{}{}, nil
@@ -378,7 +378,7 @@ func (h *Host) makeWorkSession(ctx context.Context, b store.BotRecord) (string, 
 	legacy := &ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum}
 	legacy.Summary.Chats, legacy.Summary.DefaultChat = nil, ""
 	h.notifyRoot("root/sessionAdded", &ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum}, legacy)
-	if err := h.opts.Env.Store.SetBotSession(ctx, b.Slug, uri, false); err != nil {
+	if err := h.opts.Env.Store.Bots().SetSession(ctx, b.Slug, uri, false); err != nil {
 		return "", err
 	}
 	if strings.TrimSpace(b.Instructions) != "" {
@@ -407,7 +407,7 @@ func (bh botHost) WorkChat(ctx context.Context, b store.BotRecord) (string, erro
 	botsMu.Lock()
 	defer botsMu.Unlock()
 	// The record may have changed since the caller read it.
-	if cur, ok, err := h.opts.Env.Store.Bot(ctx, b.Slug); err != nil {
+	if cur, ok, err := h.opts.Env.Store.Bots().Get(ctx, b.Slug); err != nil {
 		return "", err
 	} else if ok {
 		b = cur

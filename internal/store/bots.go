@@ -32,9 +32,16 @@ type BotRecord struct {
 	CreatedAt time.Time
 }
 
-// AddBot stores a new bot. A slug held now or ever before is ErrSlugTaken.
-func (s *Store) AddBot(ctx context.Context, b BotRecord) error {
-	return s.withWrite(ctx, func(tx *sql.Tx) error {
+// Bots are the store's bot rows (Store.Bots): live bots, and the
+// tombstones that keep a deleted bot's slug taken.
+type Bots struct{ s *Store }
+
+// Bots is the store's bot rows.
+func (s *Store) Bots() Bots { return Bots{s} }
+
+// Add stores a new bot. A slug held now or ever before is ErrSlugTaken.
+func (bs Bots) Add(ctx context.Context, b BotRecord) error {
+	return bs.s.db.withWrite(ctx, func(tx *sql.Tx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM bots WHERE slug = ?`, b.Slug).Scan(&n); err != nil {
 			return fmt.Errorf("add bot %s: %w", b.Slug, err)
@@ -52,9 +59,9 @@ func (s *Store) AddBot(ctx context.Context, b BotRecord) error {
 	})
 }
 
-// SetBotSession records the bot's work session.
-func (s *Store) SetBotSession(ctx context.Context, slug, session string, linked bool) error {
-	_, err := s.writeExec(ctx, `UPDATE bots SET session = ?, linked = ? WHERE slug = ? AND deleted = 0`, session, boolInt(linked), slug)
+// SetSession records the bot's work session.
+func (bs Bots) SetSession(ctx context.Context, slug, session string, linked bool) error {
+	_, err := bs.s.db.writeExec(ctx, `UPDATE bots SET session = ?, linked = ? WHERE slug = ? AND deleted = 0`, session, boolInt(linked), slug)
 	if err != nil {
 		return fmt.Errorf("set session of bot %s: %w", slug, err)
 	}
@@ -75,9 +82,9 @@ func scanBot(sc scanner) (BotRecord, error) {
 	return b, nil
 }
 
-// Bot returns the live bot of slug; ok is false for none or a deleted one.
-func (s *Store) Bot(ctx context.Context, slug string) (BotRecord, bool, error) {
-	b, err := scanBot(s.queryRow(ctx, `SELECT `+botColumns+` FROM bots WHERE slug = ? AND deleted = 0`, slug))
+// Get returns the live bot of slug; ok is false for none or a deleted one.
+func (bs Bots) Get(ctx context.Context, slug string) (BotRecord, bool, error) {
+	b, err := scanBot(bs.s.db.queryRow(ctx, `SELECT `+botColumns+` FROM bots WHERE slug = ? AND deleted = 0`, slug))
 	if errors.Is(err, sql.ErrNoRows) {
 		return BotRecord{}, false, nil
 	}
@@ -87,9 +94,9 @@ func (s *Store) Bot(ctx context.Context, slug string) (BotRecord, bool, error) {
 	return b, true, nil
 }
 
-// Bots lists the live bots by slug.
-func (s *Store) Bots(ctx context.Context) ([]BotRecord, error) {
-	rows, err := s.query(ctx, `SELECT `+botColumns+` FROM bots WHERE deleted = 0 ORDER BY slug`)
+// List lists the live bots by slug.
+func (bs Bots) List(ctx context.Context) ([]BotRecord, error) {
+	rows, err := bs.s.db.query(ctx, `SELECT `+botColumns+` FROM bots WHERE deleted = 0 ORDER BY slug`)
 	if err != nil {
 		return nil, fmt.Errorf("list bots: %w", err)
 	}
@@ -108,10 +115,10 @@ func (s *Store) Bots(ctx context.Context) ([]BotRecord, error) {
 	return out, nil
 }
 
-// DeleteBot leaves a tombstone of a live bot: its slug stays taken. false:
+// Delete leaves a tombstone of a live bot: its slug stays taken. false:
 // no live bot had the slug.
-func (s *Store) DeleteBot(ctx context.Context, slug string) (bool, error) {
-	res, err := s.writeExec(ctx, `UPDATE bots SET deleted = 1 WHERE slug = ? AND deleted = 0`, slug)
+func (bs Bots) Delete(ctx context.Context, slug string) (bool, error) {
+	res, err := bs.s.db.writeExec(ctx, `UPDATE bots SET deleted = 1 WHERE slug = ? AND deleted = 0`, slug)
 	if err != nil {
 		return false, fmt.Errorf("delete bot %s: %w", slug, err)
 	}

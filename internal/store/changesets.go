@@ -38,7 +38,7 @@ func ContentHash(data []byte) string {
 // keep (nil for a side not kept). It returns the row as stored.
 func (s *Store) PutChangesetFile(ctx context.Context, f ChangesetFile, before, after []byte) (ChangesetFile, error) {
 	var out ChangesetFile
-	err := s.withWrite(ctx, func(tx *sql.Tx) error {
+	err := s.db.withWrite(ctx, func(tx *sql.Tx) error {
 		for _, data := range [][]byte{before, after} {
 			if data == nil {
 				continue
@@ -84,7 +84,7 @@ func (s *Store) ChangesetFiles(ctx context.Context, chat, turn string) ([]Change
 	if turn != "" {
 		q, args = `SELECT `+changesetColumns+` FROM changeset_files WHERE chat = ? AND turn = ? ORDER BY seq`, []any{chat, turn}
 	}
-	rows, err := s.query(ctx, q, args...)
+	rows, err := s.db.query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("changeset files of %s: %w", chat, err)
 	}
@@ -104,7 +104,7 @@ func (s *Store) ChangesetFiles(ctx context.Context, chat, turn string) ([]Change
 // points at them; ok is false otherwise, so one chat's reader never reads
 // another's contents by guessing a hash.
 func (s *Store) ChangesetContent(ctx context.Context, chat, hash string) (data []byte, ok bool, err error) {
-	err = s.queryRow(ctx, `SELECT c.data FROM changeset_contents c WHERE c.hash = ?
+	err = s.db.queryRow(ctx, `SELECT c.data FROM changeset_contents c WHERE c.hash = ?
 		AND EXISTS (SELECT 1 FROM changeset_files f WHERE f.chat = ? AND (f.before_hash = c.hash OR f.after_hash = c.hash))`, hash, chat).Scan(&data)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, false, nil
@@ -117,7 +117,7 @@ func (s *Store) ChangesetContent(ctx context.Context, chat, hash string) (data [
 
 // RemoveChangesetFiles drops files of chat's turn (undone).
 func (s *Store) RemoveChangesetFiles(ctx context.Context, chat, turn string, paths []string) error {
-	return s.withWrite(ctx, func(tx *sql.Tx) error {
+	return s.db.withWrite(ctx, func(tx *sql.Tx) error {
 		for _, p := range paths {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM changeset_files WHERE chat = ? AND turn = ? AND path = ?`, chat, turn, p); err != nil {
 				return fmt.Errorf("remove changeset file %s of %s turn %s: %w", p, chat, turn, err)
@@ -129,7 +129,7 @@ func (s *Store) RemoveChangesetFiles(ctx context.Context, chat, turn string, pat
 
 // SetChangesetReviewed sets reviewed on files of chat's turn.
 func (s *Store) SetChangesetReviewed(ctx context.Context, chat, turn string, paths []string, reviewed bool) error {
-	return s.withWrite(ctx, func(tx *sql.Tx) error {
+	return s.db.withWrite(ctx, func(tx *sql.Tx) error {
 		for _, p := range paths {
 			if _, err := tx.ExecContext(ctx, `UPDATE changeset_files SET reviewed = ? WHERE chat = ? AND turn = ? AND path = ?`, boolInt(reviewed), chat, turn, p); err != nil {
 				return fmt.Errorf("review changeset file %s of %s turn %s: %w", p, chat, turn, err)
@@ -158,7 +158,7 @@ func nullString(s string) sql.NullString { return sql.NullString{String: s, Vali
 // HasChangesetFiles reports whether chat has changed a file (any turn).
 func (s *Store) HasChangesetFiles(ctx context.Context, chat string) (bool, error) {
 	var n int
-	if err := s.queryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM changeset_files WHERE chat = ? LIMIT 1)`, chat).Scan(&n); err != nil {
+	if err := s.db.queryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM changeset_files WHERE chat = ? LIMIT 1)`, chat).Scan(&n); err != nil {
 		return false, fmt.Errorf("changeset files of %s: %w", chat, err)
 	}
 	return n > 0, nil

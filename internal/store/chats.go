@@ -70,7 +70,7 @@ func (s *Store) putChat(ctx context.Context, r ChatRecord) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.writeExec(ctx, `INSERT INTO chats (`+chatColumns+`)
+	_, err = s.db.writeExec(ctx, `INSERT INTO chats (`+chatColumns+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (uri) DO UPDATE SET
 				session = excluded.session,
@@ -97,7 +97,7 @@ func (s *Store) putChat(ctx context.Context, r ChatRecord) error {
 
 // Chat returns the stored chat; ok is false when there is none.
 func (s *Store) Chat(ctx context.Context, uri string) (ChatRecord, bool, error) {
-	row := s.queryRow(ctx, `SELECT `+chatColumns+` FROM chats WHERE uri = ?`, uri)
+	row := s.db.queryRow(ctx, `SELECT `+chatColumns+` FROM chats WHERE uri = ?`, uri)
 	r, err := scanChat(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ChatRecord{}, false, nil
@@ -111,7 +111,7 @@ func (s *Store) Chat(ctx context.Context, uri string) (ChatRecord, bool, error) 
 // Chats returns the session's chats ordered by Position; closed chats only
 // when includeClosed.
 func (s *Store) Chats(ctx context.Context, session string, includeClosed bool) ([]ChatRecord, error) {
-	rows, err := s.query(ctx, `SELECT `+chatColumns+` FROM chats
+	rows, err := s.db.query(ctx, `SELECT `+chatColumns+` FROM chats
 		WHERE session = ? AND (? OR closed = 0)
 		ORDER BY position, uri`, session, includeClosed)
 	if err != nil {
@@ -162,7 +162,7 @@ func (s *Store) CloseChat(ctx context.Context, chat, mode string) error {
 // DeleteChat removes the chat and its turns. Deleting a chat that is not
 // stored is not an error.
 func (s *Store) DeleteChat(ctx context.Context, chat string) error {
-	if _, err := s.writeExec(ctx, `DELETE FROM chats WHERE uri = ?`, chat); err != nil {
+	if _, err := s.db.writeExec(ctx, `DELETE FROM chats WHERE uri = ?`, chat); err != nil {
 		return fmt.Errorf("delete chat %s: %w", chat, err)
 	}
 	return nil
@@ -178,7 +178,7 @@ func checkClosedMode(mode string) error {
 // updateChat runs an UPDATE of one chat (the last argument is its URI) and
 // reports ErrNotFound when no chat matched.
 func (s *Store) updateChat(ctx context.Context, query string, args ...any) error {
-	res, err := s.writeExec(ctx, query, args...)
+	res, err := s.db.writeExec(ctx, query, args...)
 	if err != nil {
 		return err
 	}

@@ -15,9 +15,16 @@ type CofoldMessage struct {
 	Body json.RawMessage
 }
 
-// CofoldMessages returns a cofold conversation's messages in order.
-func (s *Store) CofoldMessages(ctx context.Context, conversation string) ([]CofoldMessage, error) {
-	rows, err := s.db.QueryContext(ctx,
+// Cofold are the store's cofold rows (Store.Cofold): the conversations
+// cofold, the in-process agent, keeps here (internal/agent/cofold).
+type Cofold struct{ s *Store }
+
+// Cofold is the store's cofold rows.
+func (s *Store) Cofold() Cofold { return Cofold{s} }
+
+// Messages returns a cofold conversation's messages in order.
+func (c Cofold) Messages(ctx context.Context, conversation string) ([]CofoldMessage, error) {
+	rows, err := c.s.db.pool.QueryContext(ctx,
 		`SELECT seq, turn, body FROM cofold_messages WHERE conversation = ? ORDER BY seq`, conversation)
 	if err != nil {
 		return nil, fmt.Errorf("read cofold conversation %s: %w", conversation, err)
@@ -39,15 +46,15 @@ func (s *Store) CofoldMessages(ctx context.Context, conversation string) ([]Cofo
 	return out, nil
 }
 
-// AppendCofoldMessages stores msgs at the end of a cofold conversation in
-// one transaction; a seq already stored is an error, not an overwrite.
-func (s *Store) AppendCofoldMessages(ctx context.Context, conversation string, msgs []CofoldMessage) error {
+// Append stores msgs at the end of a cofold conversation in one
+// transaction; a seq already stored is an error, not an overwrite.
+func (c Cofold) Append(ctx context.Context, conversation string, msgs []CofoldMessage) error {
 	for _, m := range msgs {
 		if m.Seq < 0 || !json.Valid(m.Body) {
 			return fmt.Errorf("append to cofold conversation %s: %w: message %d", conversation, ErrInvalid, m.Seq)
 		}
 	}
-	err := s.withWrite(ctx, func(tx *sql.Tx) error {
+	err := c.s.db.withWrite(ctx, func(tx *sql.Tx) error {
 		for _, m := range msgs {
 			if _, err := tx.ExecContext(ctx,
 				`INSERT INTO cofold_messages (conversation, seq, turn, body) VALUES (?, ?, ?, ?)`,
@@ -63,20 +70,20 @@ func (s *Store) AppendCofoldMessages(ctx context.Context, conversation string, m
 	return nil
 }
 
-// CutCofoldConversation keeps the first keep messages of a conversation
-// and deletes the rest (a rewind).
-func (s *Store) CutCofoldConversation(ctx context.Context, conversation string, keep int) error {
-	if _, err := s.writeExec(ctx, `DELETE FROM cofold_messages WHERE conversation = ? AND seq >= ?`, conversation, keep); err != nil {
+// Cut keeps the first keep messages of a conversation and deletes the
+// rest (a rewind).
+func (c Cofold) Cut(ctx context.Context, conversation string, keep int) error {
+	if _, err := c.s.db.writeExec(ctx, `DELETE FROM cofold_messages WHERE conversation = ? AND seq >= ?`, conversation, keep); err != nil {
 		return fmt.Errorf("cut cofold conversation %s at %d: %w", conversation, keep, err)
 	}
 	return nil
 }
 
-// ForkCofoldConversation replaces conversation to with the first keep
-// messages of from, in one transaction (a fork; opening it again before
-// its first turn gives the same copy).
-func (s *Store) ForkCofoldConversation(ctx context.Context, from, to string, keep int) error {
-	err := s.withWrite(ctx, func(tx *sql.Tx) error {
+// Fork replaces conversation to with the first keep messages of from, in
+// one transaction (a fork; opening it again before its first turn gives
+// the same copy).
+func (c Cofold) Fork(ctx context.Context, from, to string, keep int) error {
+	err := c.s.db.withWrite(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM cofold_messages WHERE conversation = ?`, to); err != nil {
 			return err
 		}
@@ -90,9 +97,9 @@ func (s *Store) ForkCofoldConversation(ctx context.Context, from, to string, kee
 	return nil
 }
 
-// DeleteCofoldConversation removes a conversation's messages.
-func (s *Store) DeleteCofoldConversation(ctx context.Context, conversation string) error {
-	if _, err := s.writeExec(ctx, `DELETE FROM cofold_messages WHERE conversation = ?`, conversation); err != nil {
+// Delete removes a conversation's messages.
+func (c Cofold) Delete(ctx context.Context, conversation string) error {
+	if _, err := c.s.db.writeExec(ctx, `DELETE FROM cofold_messages WHERE conversation = ?`, conversation); err != nil {
 		return fmt.Errorf("delete cofold conversation %s: %w", conversation, err)
 	}
 	return nil

@@ -9,7 +9,7 @@ import (
 
 func cofoldBodies(t *testing.T, s *Store, conv string) []string {
 	t.Helper()
-	msgs, err := s.CofoldMessages(context.Background(), conv)
+	msgs, err := s.Cofold().Messages(context.Background(), conv)
 	must(t, err)
 	out := make([]string, 0, len(msgs))
 	for i, m := range msgs {
@@ -31,18 +31,18 @@ func TestCofoldConversation(t *testing.T) {
 	for i, b := range []string{`"a"`, `"b"`, `"c"`, `"d"`} {
 		msgs = append(msgs, CofoldMessage{Seq: i, Turn: "t", Body: json.RawMessage(b)})
 	}
-	must(t, s.AppendCofoldMessages(ctx, "c1", msgs))
-	if err := s.AppendCofoldMessages(ctx, "c1", msgs[3:]); err == nil {
+	must(t, s.Cofold().Append(ctx, "c1", msgs))
+	if err := s.Cofold().Append(ctx, "c1", msgs[3:]); err == nil {
 		t.Error("a stored seq was written again")
 	}
-	if err := s.AppendCofoldMessages(ctx, "c1", []CofoldMessage{{Seq: 4, Body: json.RawMessage("{bad")}}); !errors.Is(err, ErrInvalid) {
+	if err := s.Cofold().Append(ctx, "c1", []CofoldMessage{{Seq: 4, Body: json.RawMessage("{bad")}}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("malformed body: %v", err)
 	}
-	must(t, s.ForkCofoldConversation(ctx, "c1", "f1", 2))
-	must(t, s.ForkCofoldConversation(ctx, "c1", "f1", 2)) // again: the same copy
-	must(t, s.CutCofoldConversation(ctx, "c1", 3))
-	must(t, s.ForkCofoldConversation(ctx, "c1", "gone", 1))
-	must(t, s.DeleteCofoldConversation(ctx, "gone"))
+	must(t, s.Cofold().Fork(ctx, "c1", "f1", 2))
+	must(t, s.Cofold().Fork(ctx, "c1", "f1", 2)) // again: the same copy
+	must(t, s.Cofold().Cut(ctx, "c1", 3))
+	must(t, s.Cofold().Fork(ctx, "c1", "gone", 1))
+	must(t, s.Cofold().Delete(ctx, "gone"))
 	s.Close()
 
 	s, _ = openAt(t, path)

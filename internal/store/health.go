@@ -12,7 +12,7 @@ import (
 // Ping checks that the database answers a query (GET /healthz).
 func (s *Store) Ping(ctx context.Context) error {
 	var one int
-	if err := s.db.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
+	if err := s.db.pool.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
 		return fmt.Errorf("ping store %s: %w", s.path, err)
 	}
 	return nil

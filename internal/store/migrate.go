@@ -159,7 +159,7 @@ func (s *Store) migrate(ctx context.Context, migs []migration) error {
 			return fmt.Errorf("migration list: entry %d has version %d, want %d", i, m.version, i+1)
 		}
 	}
-	err := s.withWrite(ctx, func(tx *sql.Tx) error {
+	err := s.db.withWrite(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 			version    INTEGER PRIMARY KEY,
 			name       TEXT NOT NULL,
@@ -170,7 +170,7 @@ func (s *Store) migrate(ctx context.Context, migs []migration) error {
 	if err != nil {
 		return fmt.Errorf("create schema_migrations: %w", err)
 	}
-	current, err := schemaVersion(ctx, s.db)
+	current, err := schemaVersion(ctx, s.db.pool)
 	if err != nil {
 		return fmt.Errorf("read schema version: %w", err)
 	}
@@ -182,7 +182,7 @@ func (s *Store) migrate(ctx context.Context, migs []migration) error {
 			continue
 		}
 		applied := false
-		err := s.withWrite(ctx, func(tx *sql.Tx) error {
+		err := s.db.withWrite(ctx, func(tx *sql.Tx) error {
 			// Read the version inside the write transaction, so two processes
 			// opening one file at once cannot both apply a migration.
 			var err error
@@ -227,7 +227,7 @@ func tooNew(have, know int) error {
 // SchemaVersion reports the database's schema version (the highest migration
 // applied).
 func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
-	v, err := schemaVersion(ctx, s.db)
+	v, err := schemaVersion(ctx, s.db.pool)
 	if err != nil {
 		return 0, fmt.Errorf("schema version: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -53,17 +54,7 @@ type Stats struct {
 }
 
 // Stats reports the write-behind queue's counters.
-func (s *Store) Stats() Stats {
-	return Stats{
-		Pending:     int(s.stats.pending.Load()),
-		MaxPending:  int(s.stats.maxPending.Load()),
-		Enqueued:    s.stats.enqueued.Load(),
-		Written:     s.stats.written.Load(),
-		WriteErrors: s.stats.writeErrors.Load(),
-		Refused:     s.stats.refused.Load(),
-		Groups:      s.stats.groups.Load(),
-	}
-}
+func (s *Store) Stats() Stats { return s.queue.snapshot() }
 
 // Enqueue hands op to the writer goroutine and returns at once. Ops run one
 // at a time in the order they were enqueued (across all callers: the order of
@@ -81,7 +72,7 @@ func (s *Store) Enqueue(op Op) {
 	}
 	var pc [1]uintptr
 	runtime.Callers(2, pc[:])
-	s.push(queuedOp{op: op, caller: pc[0], queued: time.Now()})
+	s.queue.push(queuedOp{op: op, caller: pc[0], queued: time.Now()})
 }
 
 // Commit runs op on the writer, in order with every op enqueued before it,
@@ -97,25 +88,12 @@ func (s *Store) Commit(ctx context.Context, op Op) error {
 	}
 	var pc [1]uintptr
 	runtime.Callers(2, pc[:])
-	result := make(chan error, 1)
-	queued := time.Now()
-	if !s.push(queuedOp{op: op, result: result, caller: pc[0], queued: queued}) {
-		return ErrClosed
-	}
-	select {
-	case err := <-result:
-		if f := s.commitSeen.Load(); f != nil {
-			(*f)(time.Since(queued))
-		}
-		return err
-	case <-ctx.Done():
-		return fmt.Errorf("commit: %w", ctx.Err())
-	}
+	return s.queue.commit(ctx, op, pc[0])
 }
 
 // ObserveCommits sets f to be told how long each Commit took, from its
 // call until its transaction committed (the daemon's metrics).
-func (s *Store) ObserveCommits(f func(time.Duration)) { s.commitSeen.Store(&f) }
+func (s *Store) ObserveCommits(f func(time.Duration)) { s.queue.commitSeen.Store(&f) }
 
 // CommitWait is how long an actor waits for a Commit before it logs the
 // stall and says the action anyway: the chat goes on rather than hang every
@@ -144,9 +122,88 @@ func (s *Store) CommitAll(ctx context.Context, ops ...Op) error {
 // Flush waits until every op enqueued before the call has run (successfully
 // or not), or ctx is done. After Close it returns at once with nil: Close has
 // already drained the queue. It must not be called from inside an op.
-func (s *Store) Flush(ctx context.Context) error {
+func (s *Store) Flush(ctx context.Context) error { return s.queue.flush(ctx) }
+
+// queue is the store's one ordered write-behind queue and the writer
+// goroutine that drains it: Enqueue, Commit and Flush push into it, and
+// only the writer runs ops, grouping those that wait together into one
+// transaction. Its fields are guarded by mu or are atomic; the writer
+// reaches the database (its writer token and pool) through s.
+type queue struct {
+	// s is the store the ops run against.
+	s *Store
+
+	// mu guards the fields below it.
+	mu sync.Mutex
+	// ops holds ops not yet taken by the writer, oldest first.
+	ops []queuedOp
+	// stopped is set by the writer, under mu, when it has drained the
+	// queue after Close; from then on Enqueue refuses ops.
+	stopped bool
+	// closing is set by Close; the writer exits once the queue is empty.
+	closing bool
+
+	// wake tells the writer the queue is no longer empty (1-buffered).
+	wake chan struct{}
+	// writerDone is closed when the writer goroutine has returned.
+	writerDone chan struct{}
+
+	highWater int
+	// warned is set when the queue crossed highWater and cleared when it
+	// falls below half of it, so a long backlog logs once, not per op.
+	warned atomic.Bool
+
+	stats queueStats
+	// commitSeen, when set (ObserveCommits), is told how long each Commit
+	// waited for its transaction.
+	commitSeen atomic.Pointer[func(time.Duration)]
+}
+
+// newQueue makes s's queue; Open starts its writer (go s.queue.writer()).
+func newQueue(s *Store) *queue {
+	return &queue{
+		s:          s,
+		wake:       make(chan struct{}, 1),
+		writerDone: make(chan struct{}),
+		highWater:  defaultHighWater,
+	}
+}
+
+// snapshot is Stats: the queue's counters as they are now.
+func (q *queue) snapshot() Stats {
+	return Stats{
+		Pending:     int(q.stats.pending.Load()),
+		MaxPending:  int(q.stats.maxPending.Load()),
+		Enqueued:    q.stats.enqueued.Load(),
+		Written:     q.stats.written.Load(),
+		WriteErrors: q.stats.writeErrors.Load(),
+		Refused:     q.stats.refused.Load(),
+		Groups:      q.stats.groups.Load(),
+	}
+}
+
+// commit is Commit of op, enqueued from caller.
+func (q *queue) commit(ctx context.Context, op Op, caller uintptr) error {
+	result := make(chan error, 1)
+	queued := time.Now()
+	if !q.push(queuedOp{op: op, result: result, caller: caller, queued: queued}) {
+		return ErrClosed
+	}
+	select {
+	case err := <-result:
+		if f := q.commitSeen.Load(); f != nil {
+			(*f)(time.Since(queued))
+		}
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("commit: %w", ctx.Err())
+	}
+}
+
+// flush is Flush.
+func (q *queue) flush(ctx context.Context) error {
 	done := make(chan struct{})
-	if !s.push(queuedOp{done: done}) {
+	if !q.push(queuedOp{done: done}) {
 		// The writer has stopped, which it does only with an empty queue.
 		return nil
 	}
@@ -158,36 +215,36 @@ func (s *Store) Flush(ctx context.Context) error {
 	}
 }
 
-// push appends q to the queue and wakes the writer. It reports false, and
+// push appends it to the queue and wakes the writer. It reports false, and
 // logs and counts an op, when the writer has already stopped.
-func (s *Store) push(q queuedOp) bool {
-	s.queueMu.Lock()
-	if s.stopped {
-		s.queueMu.Unlock()
-		if q.op != nil {
-			s.stats.refused.Add(1)
-			s.logger.Error("store write refused: store is closed", "op", callerName(q.caller))
+func (q *queue) push(it queuedOp) bool {
+	q.mu.Lock()
+	if q.stopped {
+		q.mu.Unlock()
+		if it.op != nil {
+			q.stats.refused.Add(1)
+			q.s.logger.Error("store write refused: store is closed", "op", callerName(it.caller))
 		}
 		return false
 	}
-	s.queue = append(s.queue, q)
+	q.ops = append(q.ops, it)
 	var pending int64
-	if q.op != nil {
-		s.stats.enqueued.Add(1)
-		pending = s.stats.pending.Add(1)
+	if it.op != nil {
+		q.stats.enqueued.Add(1)
+		pending = q.stats.pending.Add(1)
 	}
-	s.queueMu.Unlock()
-	s.signal()
+	q.mu.Unlock()
+	q.signal()
 
-	if q.op != nil {
+	if it.op != nil {
 		for {
-			peak := s.stats.maxPending.Load()
-			if pending <= peak || s.stats.maxPending.CompareAndSwap(peak, pending) {
+			peak := q.stats.maxPending.Load()
+			if pending <= peak || q.stats.maxPending.CompareAndSwap(peak, pending) {
 				break
 			}
 		}
-		if pending > int64(s.highWater) && s.warned.CompareAndSwap(false, true) {
-			s.logger.Warn("store write queue is backing up", "pending", pending, "high_water", s.highWater)
+		if pending > int64(q.highWater) && q.warned.CompareAndSwap(false, true) {
+			q.s.logger.Warn("store write queue is backing up", "pending", pending, "high_water", q.highWater)
 		}
 	}
 	return true
@@ -195,39 +252,48 @@ func (s *Store) push(q queuedOp) bool {
 
 // signal wakes the writer if it is waiting; a wake-up already pending is
 // enough, so it never blocks.
-func (s *Store) signal() {
+func (q *queue) signal() {
 	select {
-	case s.wake <- struct{}{}:
+	case q.wake <- struct{}{}:
 	default:
 	}
+}
+
+// close has the writer drain the queue and stop (Close), and waits for it.
+func (q *queue) close() {
+	q.mu.Lock()
+	q.closing = true
+	q.mu.Unlock()
+	q.signal()
+	<-q.writerDone
 }
 
 // writer is the write-behind loop; it runs in its own goroutine from Open
 // until Close, and is the only goroutine that runs ops. It takes the whole
 // queue at once, runs it in order, and exits once Close has been called and
 // the queue is empty.
-func (s *Store) writer() {
-	defer close(s.writerDone)
+func (q *queue) writer() {
+	defer close(q.writerDone)
 	ctx := context.Background()
 	var batch []queuedOp
 	for {
-		s.queueMu.Lock()
-		if len(s.queue) == 0 {
-			if s.closing {
-				s.stopped = true
-				s.queueMu.Unlock()
+		q.mu.Lock()
+		if len(q.ops) == 0 {
+			if q.closing {
+				q.stopped = true
+				q.mu.Unlock()
 				return
 			}
-			s.queueMu.Unlock()
-			<-s.wake
+			q.mu.Unlock()
+			<-q.wake
 			continue
 		}
 		// Swap buffers so the next batch reuses this one's backing array.
-		batch, s.queue = s.queue, batch[:0]
-		s.queueMu.Unlock()
+		batch, q.ops = q.ops, batch[:0]
+		q.mu.Unlock()
 
 		for from := 0; from < len(batch); from += maxBatchOps {
-			s.runGroup(ctx, batch[from:min(from+maxBatchOps, len(batch))])
+			q.runGroup(ctx, batch[from:min(from+maxBatchOps, len(batch))])
 		}
 		clear(batch) // let the ops' closures be collected
 	}
@@ -241,7 +307,7 @@ type batchTxKey struct{}
 // autocommits); several share one transaction, each inside its own
 // savepoint so a failing op undoes only its own writes. Commits and
 // Flushes are answered after the transaction commits.
-func (s *Store) runGroup(ctx context.Context, group []queuedOp) {
+func (q *queue) runGroup(ctx context.Context, group []queuedOp) {
 	ops, waited := 0, false
 	for i := range group {
 		if group[i].op != nil {
@@ -254,17 +320,17 @@ func (s *Store) runGroup(ctx context.Context, group []queuedOp) {
 	// record, which then cost one WAL commit and land together.
 	if ops == 0 || ops == 1 && !waited {
 		for i := range group {
-			s.finish(group[i], s.run(ctx, group[i]))
+			q.finish(group[i], q.run(ctx, group[i]))
 		}
 		return
 	}
-	s.writeSem <- struct{}{}
-	tx, err := s.db.BeginTx(ctx, nil)
+	q.s.db.writeSem <- struct{}{}
+	tx, err := q.s.db.pool.BeginTx(ctx, nil)
 	if err != nil {
-		<-s.writeSem
-		s.logger.Warn("begin grouped write; running the ops one by one", "err", err, "ops", ops)
+		<-q.s.db.writeSem
+		q.s.logger.Warn("begin grouped write; running the ops one by one", "err", err, "ops", ops)
 		for i := range group {
-			s.finish(group[i], s.run(ctx, group[i]))
+			q.finish(group[i], q.run(ctx, group[i]))
 		}
 		return
 	}
@@ -276,55 +342,55 @@ func (s *Store) runGroup(ctx context.Context, group []queuedOp) {
 		}
 		if _, err := tx.ExecContext(ctx, "SAVEPOINT op"); err != nil {
 			errs[i] = fmt.Errorf("savepoint: %w", err)
-			s.countFailure(group[i], errs[i])
+			q.countFailure(group[i], errs[i])
 			continue
 		}
-		errs[i] = s.run(txCtx, group[i])
+		errs[i] = q.run(txCtx, group[i])
 		if errs[i] != nil {
 			if _, err := tx.ExecContext(ctx, "ROLLBACK TO op"); err != nil {
-				s.logger.Error("roll back a failed op", "err", err, "op", callerName(group[i].caller))
+				q.s.logger.Error("roll back a failed op", "err", err, "op", callerName(group[i].caller))
 			}
 		}
 		if _, err := tx.ExecContext(ctx, "RELEASE op"); err != nil {
-			s.logger.Error("release savepoint", "err", err, "op", callerName(group[i].caller))
+			q.s.logger.Error("release savepoint", "err", err, "op", callerName(group[i].caller))
 		}
 	}
 	commitErr := tx.Commit()
-	<-s.writeSem
-	s.stats.groups.Add(1)
+	<-q.s.db.writeSem
+	q.stats.groups.Add(1)
 	if commitErr != nil {
 		commitErr = fmt.Errorf("commit %d grouped writes: %w", ops, commitErr)
-		s.logger.Error("store group commit failed", "err", commitErr)
+		q.s.logger.Error("store group commit failed", "err", commitErr)
 	}
 	for i := range group {
 		err := errs[i]
 		if commitErr != nil && group[i].op != nil {
 			if err == nil {
 				// Counted as written by run; the commit lost it.
-				s.stats.written.Add(^uint64(0))
-				s.stats.writeErrors.Add(1)
+				q.stats.written.Add(^uint64(0))
+				q.stats.writeErrors.Add(1)
 			}
 			err = commitErr
 		}
-		s.finish(group[i], err)
+		q.finish(group[i], err)
 	}
 }
 
-// finish answers whoever waits for q: a Flush marker, or a Commit.
-func (s *Store) finish(q queuedOp, err error) {
+// finish answers whoever waits for it: a Flush marker, or a Commit.
+func (q *queue) finish(it queuedOp, err error) {
 	switch {
-	case q.op == nil:
-		close(q.done)
-	case q.result != nil:
-		q.result <- err
+	case it.op == nil:
+		close(it.done)
+	case it.result != nil:
+		it.result <- err
 	}
 }
 
 // run runs one queued op on the writer goroutine, logging and counting its
 // failure; a panicking op is a failed write, not a dead writer. A Flush
 // marker does nothing here: finish answers it.
-func (s *Store) run(ctx context.Context, q queuedOp) error {
-	if q.op == nil {
+func (q *queue) run(ctx context.Context, it queuedOp) error {
+	if it.op == nil {
 		return nil
 	}
 	start := time.Now()
@@ -334,32 +400,32 @@ func (s *Store) run(ctx context.Context, q queuedOp) error {
 				err = fmt.Errorf("op panicked: %v", p)
 			}
 		}()
-		return q.op(ctx, s)
+		return it.op(ctx, q.s)
 	}()
-	pending := s.stats.pending.Add(-1)
-	if pending < int64(s.highWater)/2 && s.warned.Load() {
-		s.warned.Store(false)
-		s.logger.Info("store write queue drained below half the high mark", "pending", pending)
+	pending := q.stats.pending.Add(-1)
+	if pending < int64(q.highWater)/2 && q.warned.Load() {
+		q.warned.Store(false)
+		q.s.logger.Info("store write queue drained below half the high mark", "pending", pending)
 	}
 	if err != nil {
-		s.stats.writeErrors.Add(1)
-		s.logger.Error("store write failed",
+		q.stats.writeErrors.Add(1)
+		q.s.logger.Error("store write failed",
 			"err", err,
-			"op", callerName(q.caller),
-			"waited", start.Sub(q.queued),
+			"op", callerName(it.caller),
+			"waited", start.Sub(it.queued),
 			"took", time.Since(start),
 			"pending", pending)
 		return err
 	}
-	s.stats.written.Add(1)
+	q.stats.written.Add(1)
 	return nil
 }
 
 // countFailure counts and logs an op that could not even start.
-func (s *Store) countFailure(q queuedOp, err error) {
-	s.stats.pending.Add(-1)
-	s.stats.writeErrors.Add(1)
-	s.logger.Error("store write failed", "err", err, "op", callerName(q.caller))
+func (q *queue) countFailure(it queuedOp, err error) {
+	q.stats.pending.Add(-1)
+	q.stats.writeErrors.Add(1)
+	q.s.logger.Error("store write failed", "err", err, "op", callerName(it.caller))
 }
 
 // callerName turns a program counter from Enqueue into "file:line (func)".

@@ -51,7 +51,7 @@ func (s *Store) putSession(ctx context.Context, r SessionRecord) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.writeExec(ctx, `INSERT INTO sessions (`+sessionColumns+`)
+	_, err = s.db.writeExec(ctx, `INSERT INTO sessions (`+sessionColumns+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (uri) DO UPDATE SET
 				provider = excluded.provider,
@@ -71,7 +71,7 @@ func (s *Store) putSession(ctx context.Context, r SessionRecord) error {
 
 // Session returns the stored session; ok is false when there is none.
 func (s *Store) Session(ctx context.Context, uri string) (SessionRecord, bool, error) {
-	row := s.queryRow(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE uri = ?`, uri)
+	row := s.db.queryRow(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE uri = ?`, uri)
 	r, err := scanSession(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return SessionRecord{}, false, nil
@@ -84,7 +84,7 @@ func (s *Store) Session(ctx context.Context, uri string) (SessionRecord, bool, e
 
 // Sessions returns every stored session, most recently modified first.
 func (s *Store) Sessions(ctx context.Context) ([]SessionRecord, error) {
-	rows, err := s.query(ctx, `SELECT `+sessionColumns+` FROM sessions
+	rows, err := s.db.query(ctx, `SELECT `+sessionColumns+` FROM sessions
 		ORDER BY modified_at DESC, uri`)
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
@@ -107,7 +107,7 @@ func (s *Store) Sessions(ctx context.Context) ([]SessionRecord, error) {
 // DeleteSession removes the session with its chats and their turns. Deleting
 // a session that is not stored is not an error.
 func (s *Store) DeleteSession(ctx context.Context, uri string) error {
-	if _, err := s.writeExec(ctx, `DELETE FROM sessions WHERE uri = ?`, uri); err != nil {
+	if _, err := s.db.writeExec(ctx, `DELETE FROM sessions WHERE uri = ?`, uri); err != nil {
 		return fmt.Errorf("delete session %s: %w", uri, err)
 	}
 	return nil

@@ -9,7 +9,7 @@ import (
 
 // GetSetting returns a daemon setting; ok is false when it was never set.
 func (s *Store) GetSetting(ctx context.Context, key string) (value string, ok bool, err error) {
-	err = s.queryRow(ctx, `SELECT value FROM settings WHERE key = ?`, key).Scan(&value)
+	err = s.db.queryRow(ctx, `SELECT value FROM settings WHERE key = ?`, key).Scan(&value)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil
 	}
@@ -21,7 +21,7 @@ func (s *Store) GetSetting(ctx context.Context, key string) (value string, ok bo
 
 // SetSetting stores a daemon setting, replacing any earlier value.
 func (s *Store) SetSetting(ctx context.Context, key, value string) error {
-	_, err := s.writeExec(ctx, `INSERT INTO settings (key, value) VALUES (?, ?)
+	_, err := s.db.writeExec(ctx, `INSERT INTO settings (key, value) VALUES (?, ?)
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
 	if err != nil {
 		return fmt.Errorf("set setting %s: %w", key, err)

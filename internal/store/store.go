@@ -24,7 +24,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -50,7 +49,7 @@ const (
 	// checkpoint) before failing with SQLITE_BUSY.
 	busyTimeout = 5 * time.Second
 
-	// maxOpenConns bounds the pool. See Store.writeSem for why more than one.
+	// maxOpenConns bounds the pool. See database.writeSem for why more than one.
 	maxOpenConns = 4
 
 	// defaultHighWater is the queue length past which Enqueue logs a warning.
@@ -60,54 +59,14 @@ const (
 // Store is the daemon's SQLite database. All methods are safe for concurrent
 // use.
 type Store struct {
-	db     *sql.DB
+	// db is the SQLite pool, its prepared statements and the writer
+	// token (db.go).
+	db     *database
 	path   string
 	logger *slog.Logger
 
-	// writeSem serialises writers; it holds one token.
-	//
-	// The pool has several connections so that, in WAL mode, readers (a
-	// client paging through a long transcript) never wait for the writer.
-	// SQLite allows only one writer at a time anyway; taking this token
-	// before writing makes writers queue here, where the wait honours ctx and
-	// wakes at once, instead of inside SQLite's busy handler, which sleeps and
-	// polls. Every write goes through writeExec (one statement) or withWrite
-	// (several statements in one transaction). The write-behind writer is
-	// just one more holder of the token, so sync writes and queued ones
-	// interleave safely.
-	writeSem chan struct{}
-
-	// queueMu guards the write-behind queue fields below it.
-	queueMu sync.Mutex
-	// queue holds ops not yet taken by the writer, oldest first.
-	queue []queuedOp
-	// stopped is set by the writer, under queueMu, when it has drained the
-	// queue after Close; from then on Enqueue refuses ops.
-	stopped bool
-	// closing is set by Close; the writer exits once the queue is empty.
-	closing bool
-
-	// wake tells the writer the queue is no longer empty (1-buffered).
-	wake chan struct{}
-	// writerDone is closed when the writer goroutine has returned.
-	writerDone chan struct{}
-
-	highWater int
-	// warned is set when the queue crossed highWater and cleared when it
-	// falls below half of it, so a long backlog logs once, not per op.
-	warned atomic.Bool
-
-	stats queueStats
-	// commitSeen, when set (ObserveCommits), is told how long each Commit
-	// waited for its transaction.
-	commitSeen atomic.Pointer[func(time.Duration)]
-
-	// stmtMu guards stmts.
-	stmtMu sync.Mutex
-	// stmts caches prepared statements by query text. Every query is a
-	// constant of this package, so the set is small and fixed; parsing the
-	// upserts on each call was a third of PutTurn's time.
-	stmts map[string]*sql.Stmt
+	// queue is the ordered write-behind queue and its writer (queue.go).
+	queue *queue
 
 	closeOnce sync.Once
 	closeErr  error
@@ -146,17 +105,13 @@ func openWith(path string, logger *slog.Logger, migs []migration) (*Store, error
 	db.SetConnMaxLifetime(0)
 
 	s := &Store{
-		db:         db,
-		path:       abs,
-		logger:     logger.With("component", "store"),
-		writeSem:   make(chan struct{}, 1),
-		wake:       make(chan struct{}, 1),
-		writerDone: make(chan struct{}),
-		highWater:  defaultHighWater,
-		stmts:      make(map[string]*sql.Stmt),
+		db:     newDatabase(db),
+		path:   abs,
+		logger: logger.With("component", "store"),
 	}
+	s.queue = newQueue(s)
 	ctx := context.Background()
-	if err := s.checkPragmas(ctx); err != nil {
+	if err := s.db.checkPragmas(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
 	}
@@ -164,7 +119,7 @@ func openWith(path string, logger *slog.Logger, migs []migration) (*Store, error
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
 	}
-	go s.writer()
+	go s.queue.writer()
 	return s, nil
 }
 
@@ -186,26 +141,6 @@ func dsn(abs string) string {
 	return u.String()
 }
 
-// checkPragmas verifies the connection really got WAL and foreign keys; a
-// store that silently ran without them would lose cascades or durability.
-func (s *Store) checkPragmas(ctx context.Context) error {
-	var mode string
-	if err := s.db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
-		return fmt.Errorf("read journal_mode: %w", err)
-	}
-	if mode != "wal" {
-		return fmt.Errorf("journal_mode is %q, want wal", mode)
-	}
-	var fk int
-	if err := s.db.QueryRowContext(ctx, "PRAGMA foreign_keys").Scan(&fk); err != nil {
-		return fmt.Errorf("read foreign_keys: %w", err)
-	}
-	if fk != 1 {
-		return fmt.Errorf("foreign_keys is off")
-	}
-	return nil
-}
-
 // Path reports the absolute path of the database file.
 func (s *Store) Path() string { return s.path }
 
@@ -214,90 +149,15 @@ func (s *Store) Path() string { return s.path }
 // return the first call's result.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.queueMu.Lock()
-		s.closing = true
-		s.queueMu.Unlock()
-		s.signal()
-		<-s.writerDone
+		s.queue.close()
 		if st := s.Stats(); st.WriteErrors > 0 {
 			s.logger.Warn("store closed after write errors", "write_errors", st.WriteErrors, "written", st.Written)
 		}
-		s.stmtMu.Lock()
-		for _, st := range s.stmts {
-			st.Close()
-		}
-		s.stmts = nil
-		s.stmtMu.Unlock()
-		if err := s.db.Close(); err != nil {
+		if err := s.db.close(); err != nil {
 			s.closeErr = fmt.Errorf("close store %s: %w", s.path, err)
 		}
 	})
 	return s.closeErr
-}
-
-// writeExec runs one write statement, holding the writer token. SQLite runs
-// a lone statement as its own transaction (autocommit), so this is one
-// transaction without the two extra round trips of BEGIN and COMMIT. It is
-// safe from the stale-snapshot SQLITE_BUSY that BEGIN IMMEDIATE exists to
-// avoid because the token keeps every other writer of this Store out; one
-// daemon owns the file, and a second process writing it is not supported.
-func (s *Store) writeExec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if tx, ok := ctx.Value(batchTxKey{}).(*sql.Tx); ok {
-		// Inside the writer's grouped transaction, which holds the token.
-		st, err := s.stmt(ctx, query)
-		if err != nil {
-			return nil, err
-		}
-		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
-	}
-	select {
-	case s.writeSem <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	defer func() { <-s.writeSem }()
-	st, err := s.stmt(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	return st.ExecContext(ctx, args...)
-}
-
-// stmt returns the prepared statement for query, preparing it on first use.
-func (s *Store) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
-	s.stmtMu.Lock()
-	defer s.stmtMu.Unlock()
-	if st, ok := s.stmts[query]; ok {
-		return st, nil
-	}
-	if s.stmts == nil {
-		return nil, ErrClosed
-	}
-	st, err := s.db.PrepareContext(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	s.stmts[query] = st
-	return st, nil
-}
-
-// query runs a read through its prepared statement.
-func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	st, err := s.stmt(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	return st.QueryContext(ctx, args...)
-}
-
-// queryRow is query for a single row; a failure to prepare surfaces from
-// Scan, like any other error of *sql.Row.
-func (s *Store) queryRow(ctx context.Context, query string, args ...any) scanner {
-	st, err := s.stmt(ctx, query)
-	if err != nil {
-		return errScanner{err}
-	}
-	return st.QueryRowContext(ctx, args...)
 }
 
 // scanner is a *sql.Row or *sql.Rows.
@@ -308,32 +168,6 @@ type scanner interface {
 type errScanner struct{ err error }
 
 func (e errScanner) Scan(...any) error { return e.err }
-
-// withWrite runs fn in one write transaction (BEGIN IMMEDIATE), holding the
-// writer token. fn's error rolls the transaction back and is returned as is.
-func (s *Store) withWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	if tx, ok := ctx.Value(batchTxKey{}).(*sql.Tx); ok {
-		// Inside the writer's grouped transaction: the op's savepoint
-		// undoes fn's writes if it fails.
-		return fn(tx)
-	}
-	select {
-	case s.writeSem <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-s.writeSem }()
-
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
-}
 
 // Column helpers. Times are stored as Unix nanoseconds (NULL for the zero
 // time) and returned in UTC; string lists as JSON arrays; opaque JSON as

@@ -176,7 +176,7 @@ func TestOpenCreatesDirectoryAndSetsPragmas(t *testing.T) {
 	// Pragmas are per connection: check several connections at once.
 	conns := make([]*sql.Conn, maxOpenConns)
 	for i := range conns {
-		c, err := s.db.Conn(ctx)
+		c, err := s.db.pool.Conn(ctx)
 		must(t, err)
 		conns[i] = c
 	}
@@ -495,7 +495,7 @@ type appliedMigration struct {
 
 func appliedMigrations(t *testing.T, s *Store) []appliedMigration {
 	t.Helper()
-	rows, err := s.db.Query(`SELECT version, name, applied_at FROM schema_migrations ORDER BY version`)
+	rows, err := s.db.pool.Query(`SELECT version, name, applied_at FROM schema_migrations ORDER BY version`)
 	must(t, err)
 	defer rows.Close()
 	var out []appliedMigration
@@ -566,7 +566,7 @@ func TestFutureSchemaRefused(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ahpd.db")
 	s, _ := openAt(t, path)
 	future := len(migrations) + 1
-	_, err := s.db.Exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'from the future', 0)`, future)
+	_, err := s.db.pool.Exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'from the future', 0)`, future)
 	must(t, err)
 	must(t, s.Close())
 
@@ -881,7 +881,7 @@ func TestWriteErrorsAreLoggedAndCounted(t *testing.T) {
 func TestHighWaterLogsOnce(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ahpd.db")
 	s, sink := openAt(t, path)
-	s.highWater = 5 // before any Enqueue; the writer only reads it after one
+	s.queue.highWater = 5 // before any Enqueue; the writer only reads it after one
 
 	block, started, release := gate()
 	defer release()
@@ -962,7 +962,7 @@ func TestContextHonoured(t *testing.T) {
 	holding, release := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- s.withWrite(ctx, func(tx *sql.Tx) error {
+		done <- s.db.withWrite(ctx, func(tx *sql.Tx) error {
 			close(holding)
 			<-release
 			return nil
@@ -994,7 +994,7 @@ func TestContextHonoured(t *testing.T) {
 // turns_by_seq, 78% of a cold start at 100,000 turns).
 func TestRunningTurnsUsesPartialIndex(t *testing.T) {
 	s, _ := openTemp(t)
-	rows, err := s.db.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+runningTurnsQuery)
+	rows, err := s.db.pool.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+runningTurnsQuery)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,7 +74,7 @@ func (s *Store) putTurn(ctx context.Context, r TurnRecord) error {
 			return err
 		}
 	}
-	_, err := s.writeExec(ctx, `INSERT INTO turns (`+turnColumns+`)
+	_, err := s.db.writeExec(ctx, `INSERT INTO turns (`+turnColumns+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (chat, id) DO UPDATE SET
 				seq = excluded.seq,
@@ -91,7 +91,7 @@ func (s *Store) putTurn(ctx context.Context, r TurnRecord) error {
 
 // Turn returns one turn; ok is false when there is none.
 func (s *Store) Turn(ctx context.Context, chat, id string) (TurnRecord, bool, error) {
-	row := s.queryRow(ctx, `SELECT `+turnColumns+` FROM turns WHERE chat = ? AND id = ?`, chat, id)
+	row := s.db.queryRow(ctx, `SELECT `+turnColumns+` FROM turns WHERE chat = ? AND id = ?`, chat, id)
 	r, err := scanTurn(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return TurnRecord{}, false, nil
@@ -145,7 +145,7 @@ func (s *Store) LastTurns(ctx context.Context, chat string, limit int) ([]TurnRe
 // CountTurns reports how many turns the chat has stored.
 func (s *Store) CountTurns(ctx context.Context, chat string) (int, error) {
 	var n int
-	if err := s.queryRow(ctx, `SELECT count(*) FROM turns WHERE chat = ?`, chat).Scan(&n); err != nil {
+	if err := s.db.queryRow(ctx, `SELECT count(*) FROM turns WHERE chat = ?`, chat).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count turns of %s: %w", chat, err)
 	}
 	return n, nil
@@ -154,7 +154,7 @@ func (s *Store) CountTurns(ctx context.Context, chat string) (int, error) {
 // TruncateTurns deletes the chat's turns with Seq > keepThroughSeq; -1 (or
 // less) deletes them all.
 func (s *Store) TruncateTurns(ctx context.Context, chat string, keepThroughSeq int) error {
-	if _, err := s.writeExec(ctx, `DELETE FROM turns WHERE chat = ? AND seq > ?`, chat, keepThroughSeq); err != nil {
+	if _, err := s.db.writeExec(ctx, `DELETE FROM turns WHERE chat = ? AND seq > ?`, chat, keepThroughSeq); err != nil {
 		return fmt.Errorf("truncate turns of %s after %d: %w", chat, keepThroughSeq, err)
 	}
 	return nil
@@ -184,7 +184,7 @@ func (s *Store) RunningTurns(ctx context.Context) ([]TurnRecord, error) {
 const runningTurnsQuery = `SELECT ` + turnColumns + ` FROM turns INDEXED BY turns_running WHERE state = 'running'`
 
 func (s *Store) queryTurns(ctx context.Context, query string, args ...any) ([]TurnRecord, error) {
-	rows, err := s.query(ctx, query, args...)
+	rows, err := s.db.query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +220,7 @@ func scanTurn(sc scanner) (TurnRecord, error) {
 // none did): where a #chat: pointer to the chat ends.
 func (s *Store) LastCompleteTurn(ctx context.Context, chat string) (string, error) {
 	var id string
-	err := s.queryRow(ctx, `SELECT id FROM turns WHERE chat = ? AND state = 'complete'
+	err := s.db.queryRow(ctx, `SELECT id FROM turns WHERE chat = ? AND state = 'complete'
 		ORDER BY seq DESC LIMIT 1`, chat).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil

@@ -255,7 +255,7 @@ func (c *conversation) send(t agent.Turn) {
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, hostWait)
 	defer cancel()
-	b, ok, err := c.st.Bot(ctx, c.slug)
+	b, ok, err := c.st.Bots().Get(ctx, c.slug)
 	switch {
 	case err != nil:
 		c.fail(t.ID, "botUnavailable", "Reading bot %s: %v", c.slug, err)

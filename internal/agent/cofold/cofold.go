@@ -29,13 +29,13 @@ const Provider = "cofold"
 const modelsTimeout = 3 * time.Second
 
 // Store is where cofold keeps its conversations: ahpd's own SQLite
-// (internal/store implements it).
+// (internal/store's Store.Cofold implements it).
 type Store interface {
-	CofoldMessages(ctx context.Context, conversation string) ([]store.CofoldMessage, error)
-	AppendCofoldMessages(ctx context.Context, conversation string, msgs []store.CofoldMessage) error
-	CutCofoldConversation(ctx context.Context, conversation string, keep int) error
-	ForkCofoldConversation(ctx context.Context, from, to string, keep int) error
-	DeleteCofoldConversation(ctx context.Context, conversation string) error
+	Messages(ctx context.Context, conversation string) ([]store.CofoldMessage, error)
+	Append(ctx context.Context, conversation string, msgs []store.CofoldMessage) error
+	Cut(ctx context.Context, conversation string, keep int) error
+	Fork(ctx context.Context, from, to string, keep int) error
+	Delete(ctx context.Context, conversation string) error
 }
 
 // Agent is the cofold backend. Build it with New; it calls no model until
@@ -212,7 +212,7 @@ func (a *Agent) Open(ctx context.Context, p agent.OpenParams) (agent.Conversatio
 		if err != nil {
 			return nil, err
 		}
-		if err := st.ForkCofoldConversation(ctx, p.Source, p.ConversationID, keep); err != nil {
+		if err := st.Fork(ctx, p.Source, p.ConversationID, keep); err != nil {
 			return nil, err
 		}
 	case agent.OpenRewind:
@@ -220,7 +220,7 @@ func (a *Agent) Open(ctx context.Context, p agent.OpenParams) (agent.Conversatio
 		if err != nil {
 			return nil, err
 		}
-		if err := st.CutCofoldConversation(ctx, p.ConversationID, keep); err != nil {
+		if err := st.Cut(ctx, p.ConversationID, keep); err != nil {
 			return nil, err
 		}
 	}
@@ -233,7 +233,7 @@ func (a *Agent) Open(ctx context.Context, p agent.OpenParams) (agent.Conversatio
 
 // Delete removes a stored conversation.
 func (a *Agent) Delete(ctx context.Context, conversationID string, _ []string) error {
-	return a.currentStore().DeleteCofoldConversation(ctx, conversationID)
+	return a.currentStore().Delete(ctx, conversationID)
 }
 
 // A point is how many messages the conversation held when a turn ended.
@@ -335,20 +335,20 @@ type memStore struct {
 
 func newMemStore() *memStore { return &memStore{convs: map[string][]store.CofoldMessage{}} }
 
-func (m *memStore) CofoldMessages(_ context.Context, id string) ([]store.CofoldMessage, error) {
+func (m *memStore) Messages(_ context.Context, id string) ([]store.CofoldMessage, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return append([]store.CofoldMessage(nil), m.convs[id]...), nil
 }
 
-func (m *memStore) AppendCofoldMessages(_ context.Context, id string, msgs []store.CofoldMessage) error {
+func (m *memStore) Append(_ context.Context, id string, msgs []store.CofoldMessage) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.convs[id] = append(m.convs[id], msgs...)
 	return nil
 }
 
-func (m *memStore) CutCofoldConversation(_ context.Context, id string, keep int) error {
+func (m *memStore) Cut(_ context.Context, id string, keep int) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if keep < len(m.convs[id]) {
@@ -357,7 +357,7 @@ func (m *memStore) CutCofoldConversation(_ context.Context, id string, keep int)
 	return nil
 }
 
-func (m *memStore) ForkCofoldConversation(_ context.Context, from, to string, keep int) error {
+func (m *memStore) Fork(_ context.Context, from, to string, keep int) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	src := m.convs[from]
@@ -365,7 +365,7 @@ func (m *memStore) ForkCofoldConversation(_ context.Context, from, to string, ke
 	return nil
 }
 
-func (m *memStore) DeleteCofoldConversation(_ context.Context, id string) error {
+func (m *memStore) Delete(_ context.Context, id string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.convs, id)

@@ -134,7 +134,7 @@ func (c *conversation) load() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	rows, err := c.store.CofoldMessages(ctx, c.id)
+	rows, err := c.store.Messages(ctx, c.id)
 	if err != nil {
 		return err
 	}
@@ -159,7 +159,7 @@ func (c *conversation) append(m Message) error {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	row := store.CofoldMessage{Seq: len(c.msgs), Turn: m.TurnID, Body: body}
-	if err := c.store.AppendCofoldMessages(ctx, c.id, []store.CofoldMessage{row}); err != nil {
+	if err := c.store.Append(ctx, c.id, []store.CofoldMessage{row}); err != nil {
 		return err
 	}
 	c.msgs = append(c.msgs, m)
