@@ -126,6 +126,13 @@ func (c *conversation) runCall(r *run, mode string, call Call) Result {
 		// from here: a call that asks nothing runs before the host reads.
 		tc.Before = c.tools.snapshot(in.Path)
 	}
+	var answer chan bool
+	if ask && known && !refused {
+		// The wait is registered before the call is announced: a client
+		// that confirms at once finds it (it used to find none, and the
+		// call waited forever: TestChangesetsCofold, one run in a few).
+		answer = c.ask(r, call.ID)
+	}
 	c.push(agent.Event{Kind: agent.EventToolReady, TurnID: r.turn.ID, ToolCall: tc})
 	switch {
 	case !known:
@@ -133,11 +140,10 @@ func (c *conversation) runCall(r *run, mode string, call Call) Result {
 	case refused:
 		return fail(fmt.Sprintf("%s is refused in %s mode, which only reads", call.Name, mode))
 	}
-	if ask {
-		ch := c.ask(r, call.ID)
+	if answer != nil {
 		var approved bool
 		select {
-		case approved = <-ch:
+		case approved = <-answer:
 		case <-r.ctx.Done():
 		}
 		if !approved {

@@ -3,6 +3,7 @@ package cofold
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -216,5 +217,43 @@ func TestCofoldImages(t *testing.T) {
 				t.Errorf("the tiff was sent or not named: %s", body)
 			}
 		})
+	}
+}
+
+// TestCofoldCallConfirmableWhenAnnounced: a call that asks is waiting for
+// its answer the moment it is announced, so a client that confirms at once
+// is heard (a call used to register its wait after announcing itself, and
+// a quick confirmation found "no such call waits" and the turn hung).
+func TestCofoldCallConfirmableWhenAnnounced(t *testing.T) {
+	srv := fakemodel.Start(t)
+	conv := openConv(t, testAgent(t, srv, "openai", ModeDefault), "confirm-at-once", agent.OpenNew)
+	const calls = 20
+	var script strings.Builder
+	for i := range calls {
+		fmt.Fprintf(&script, `[[call write_file {"path":"f%d.txt","content":"x"}]]`, i)
+	}
+	if err := conv.Send(context.Background(), agent.Turn{ID: "t1", Text: script.String()}); err != nil {
+		t.Fatal(err)
+	}
+	confirmed := 0
+	timeout := time.After(60 * time.Second)
+	for {
+		select {
+		case ev := <-conv.Events():
+			if ev.Kind == agent.EventToolReady && ev.ToolCall.NeedsConfirmation {
+				if err := conv.Confirm("t1", ev.ToolCall.ID, true); err != nil {
+					t.Fatalf("confirming call %s the moment it was announced: %v", ev.ToolCall.ID, err)
+				}
+				confirmed++
+			}
+			if ev.Kind == agent.EventTurnEnd {
+				if confirmed != calls || ev.End.Outcome != agent.OutcomeComplete {
+					t.Fatalf("confirmed %d of %d calls; end %+v", confirmed, calls, ev.End)
+				}
+				return
+			}
+		case <-timeout:
+			t.Fatalf("the turn did not end; %d calls confirmed", confirmed)
+		}
 	}
 }
