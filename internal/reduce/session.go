@@ -243,6 +243,51 @@ func replaceURI(list []ahp.URI, dir, repl ahp.URI) []ahp.URI {
 	return next
 }
 
+// AggregateChats derives the session's activity from its chats, by AHP's
+// rule for SessionSummary.status: the activity bits come from the default
+// chat (else the most recently modified one), and a chat that needs input,
+// failed or runs raises the session to that, in this precedence:
+// InputNeeded, Error, InProgress (so a peer chat at work shows on a session
+// whose default chat is idle). The activity string follows the chat that
+// decided the status. The session's own input queue still raises
+// InputNeeded; IsRead and IsArchived stay the session's own. A session with
+// no chat keeps what it has.
+//
+// It is the host's derivation, not part of Session: the protocol's session
+// reducer leaves status alone on chat catalogue actions (the upstream
+// fixtures say so), and the host, which owns the summary, sets the result
+// and tells it in root/sessionSummaryChanged, as VS Code's host does.
+func AggregateChats(s *ahp.SessionState) {
+	if len(s.Chats) == 0 {
+		return
+	}
+	driver := -1
+	if s.DefaultChat != "" {
+		driver = chatIndex(s.Chats, s.DefaultChat)
+	}
+	if driver < 0 {
+		driver = 0
+		for i, c := range s.Chats {
+			if c.ModifiedAt > s.Chats[driver].ModifiedAt { // ISO 8601 in UTC sorts as text
+				driver = i
+			}
+		}
+	}
+	for _, raise := range []ahp.SessionStatus{ahp.StatusInputNeeded, ahp.StatusError, ahp.StatusInProgress} {
+		if i := slices.IndexFunc(s.Chats, func(c ahp.ChatSummary) bool { return c.Status.Has(raise) }); i >= 0 {
+			if !s.Chats[driver].Status.Has(raise) {
+				driver = i
+			}
+			break
+		}
+	}
+	s.Status = s.Status.WithActivity(s.Chats[driver].Status & ahp.StatusActivityMask)
+	s.Activity = s.Chats[driver].Activity
+	if len(s.InputNeeded) > 0 {
+		s.Status = inputNeededStatus(s.Status, s.InputNeeded)
+	}
+}
+
 // inputNeededStatus sets the activity bits from the session's input queue:
 // any entry other than toolClientExecution (work delegated to a client, not
 // a prompt) means InputNeeded; once none is left the InputNeeded-only bit is

@@ -236,6 +236,12 @@ func (s *Session) Close(ctx context.Context) error {
 func (s *Session) apply(a ahp.Action, origin *ahp.ActionOrigin) {
 	before := s.summary()
 	reduce.Session(&s.state, a)
+	switch a.(type) {
+	case ahp.SessionChatAdded, ahp.SessionChatRemoved, ahp.SessionChatUpdated, ahp.SessionDefaultChatChanged:
+		// The session's status is its chats' (AHP's aggregation rule), told
+		// in its summary: the protocol's reducer leaves it alone.
+		reduce.AggregateChats(&s.state)
+	}
 	if storedInRecord(a) {
 		s.commitRecord(a.ActionType())
 	}
