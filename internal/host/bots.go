@@ -377,7 +377,7 @@ func (h *Host) makeWorkSession(ctx context.Context, b store.BotRecord) (string, 
 	h.sessionsMu.Unlock()
 	legacy := &ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum}
 	legacy.Summary.Chats, legacy.Summary.DefaultChat = nil, ""
-	h.notifyRoot("root/sessionAdded", &ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum}, legacy)
+	h.root.notifySessions("root/sessionAdded", &ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum}, legacy)
 	if err := h.opts.Env.Store.SetBotSession(ctx, b.Slug, uri, false); err != nil {
 		return "", err
 	}

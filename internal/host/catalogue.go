@@ -107,7 +107,7 @@ func (h *Host) registerFromCatalogue(ctx context.Context, uri, provider string, 
 	h.sessionsMu.Unlock()
 	legacy := &ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum}
 	legacy.Summary.Chats, legacy.Summary.DefaultChat = nil, ""
-	h.notifyRoot("root/sessionAdded", &ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum}, legacy)
+	h.root.notifySessions("root/sessionAdded", &ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum}, legacy)
 	h.log.Info("registered a session from the catalogue", "session", uri, "provider", provider, "conversation", info.ID)
 	return s, nil
 }

@@ -20,7 +20,6 @@ import (
 	"github.com/ahpd/ahpd/internal/bus"
 	"github.com/ahpd/ahpd/internal/env"
 	"github.com/ahpd/ahpd/internal/hosttools"
-	"github.com/ahpd/ahpd/internal/reduce"
 	"github.com/ahpd/ahpd/internal/rpc"
 	"github.com/ahpd/ahpd/internal/session"
 	"github.com/ahpd/ahpd/internal/store"
@@ -57,14 +56,12 @@ type Host struct {
 	log  *slog.Logger
 	bus  *bus.Bus
 
-	// rootMu guards root: root actions are applied and published under it,
-	// so the root snapshot and the envelopes after it agree.
 	// files keeps recent listings of working directories for @ and #
 	// completions (completions.go).
 	files fileIndex
 
-	rootMu sync.Mutex
-	root   ahp.RootState
+	// root is the root channel's owner (root.go).
+	root *rootDesk
 
 	// tools serves the host's tools to agents (hosttools.go); toolsURL is
 	// where, once the daemon listens (SetToolsURL).
@@ -121,7 +118,7 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	}
 	h.tools = hosttools.New(h, opts.Env.Logger)
 	h.initCanvases()
-	h.root = ahp.RootState{Agents: h.agentInfos(ctx)}
+	h.root = newRootDesk(ctx, h.bus, opts.Agents)
 	h.initResources()
 	recs, err := opts.Env.Store.Sessions(ctx)
 	if err != nil {
@@ -136,38 +133,6 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		return nil, err
 	}
 	return h, nil
-}
-
-func (h *Host) agentInfos(ctx context.Context) []ahp.AgentInfo {
-	var out []ahp.AgentInfo
-	for _, p := range h.opts.Agents.Providers() {
-		a, _ := h.opts.Agents.Get(p)
-		info := a.Info(ctx)
-		caps := a.Capabilities()
-		ai := ahp.AgentInfo{
-			Provider:    p,
-			DisplayName: info.DisplayName,
-			Description: info.Description,
-			Models:      []ahp.SessionModelInfo{},
-			Capabilities: &ahp.AgentCapabilities{
-				MultipleChats: &ahp.MultipleChatsCapability{Fork: caps.Fork, SideChat: caps.SideChat},
-			},
-		}
-		if ai.DisplayName == "" {
-			ai.DisplayName = p
-		}
-		if info.Unavailable != "" {
-			if ai.Description != "" {
-				ai.Description += " "
-			}
-			ai.Description += "(unavailable: " + info.Unavailable + ")"
-		}
-		for _, m := range info.Models {
-			ai.Models = append(ai.Models, ahp.SessionModelInfo{ID: m.ID, Provider: p, Name: m.Name})
-		}
-		out = append(out, ai)
-	}
-	return out
 }
 
 // openSession starts the actor of a stored session and indexes its chats.
@@ -253,53 +218,10 @@ func (h *Host) sessionSummaryChanged(uri string, sum ahp.SessionSummary) {
 	legacy := *full
 	legacy.Changes.Chats, legacy.Changes.DefaultChat = nil, nil
 	if jsonString(legacy.Changes) == "{}" {
-		h.notifyRoot("root/sessionSummaryChanged", full, nil)
+		h.root.notifySessions("root/sessionSummaryChanged", full, nil)
 		return
 	}
-	h.notifyRoot("root/sessionSummaryChanged", full, &legacy)
-}
-
-// notifyRoot sends a root notification about a session to the root
-// watchers holding session:list; a connection whose version does not know
-// SessionSummary.chats/defaultChat (0.9.0) gets legacy, or nothing when
-// legacy is nil.
-func (h *Host) notifyRoot(method string, full, legacy any) {
-	h.bus.NotifyEach(ahp.RootURI, method, func(s bus.Subscriber) any {
-		c, ok := s.(*client)
-		if ok && !c.principal.Can(auth.SessionList) {
-			// Root watchers hear of sessions only when they may list them.
-			return nil
-		}
-		if ok && !ahp.SummaryChatsKnownTo(c.negotiated()) {
-			if legacy == nil {
-				return nil
-			}
-			return legacy
-		}
-		return full
-	})
-}
-
-func jsonString(v any) string { b, _ := json.Marshal(v); return string(b) }
-
-// applyRoot applies a root action and publishes it.
-func (h *Host) applyRoot(a ahp.Action, origin *ahp.ActionOrigin) {
-	h.rootMu.Lock()
-	defer h.rootMu.Unlock()
-	reduce.Root(&h.root, a)
-	h.bus.Publish(ahp.RootURI, a, origin)
-}
-
-// rootSnapshot subscribes sub to the root channel and returns its snapshot.
-func (h *Host) rootSnapshot(sub bus.Subscriber) (ahp.Snapshot, error) {
-	h.rootMu.Lock()
-	defer h.rootMu.Unlock()
-	seq := h.bus.Subscribe(sub, ahp.RootURI)
-	raw, err := json.Marshal(h.root)
-	if err != nil {
-		return ahp.Snapshot{}, fmt.Errorf("marshal root state: %w", err)
-	}
-	return ahp.Snapshot{Resource: ahp.RootURI, State: json.RawMessage(raw), FromSeq: seq}, nil
+	h.root.notifySessions("root/sessionSummaryChanged", full, &legacy)
 }
 
 // session returns the live session of uri.

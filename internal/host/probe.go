@@ -1,26 +1,10 @@
 package host
 
 import (
-	"context"
 	"encoding/json"
-	"reflect"
 
 	"github.com/ahpd/ahpd/internal/ahp"
 )
-
-// probeAgents asks every backend again whether it can run here (its CLI
-// is looked up anew) and publishes root/agentsChanged when the agents list
-// changed, so a CLI installed after the daemon started is offered from the
-// next createSession on.
-func (h *Host) probeAgents(ctx context.Context) {
-	infos := h.agentInfos(ctx)
-	h.rootMu.Lock()
-	same := reflect.DeepEqual(h.root.Agents, infos)
-	h.rootMu.Unlock()
-	if !same {
-		h.applyRoot(ahp.RootAgentsChanged{Agents: infos}, nil)
-	}
-}
 
 // progressParams is root/progress (AHP 0.5.0): how far a createSession
 // that carried a progressToken has come.

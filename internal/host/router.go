@@ -345,7 +345,7 @@ func (h *Host) onConnLane(cl *client, fn, refused func()) {
 // subscribe routes a subscription to the owner of the channel.
 func (h *Host) subscribe(ctx context.Context, cl *client, channel string, view *ahp.SubscribeView) (ahp.Snapshot, error) {
 	if ahp.IsRootURI(channel) {
-		return h.rootSnapshot(cl)
+		return h.root.snapshot(cl)
 	}
 	if snap, ok, err := h.subscribeOwnChannel(cl, channel); ok { // a terminal or a resource watch
 		return snap, err
@@ -426,7 +426,7 @@ func (h *Host) dispatchAction(cl *client, params json.RawMessage) {
 			h.bus.Refuse(cl, p.Channel, a, origin, fmt.Sprintf("Permission denied: %s needs the grant %s.", a.ActionType(), g))
 			return
 		}
-		h.applyRoot(a, origin)
+		h.root.apply(a, origin)
 	case ahp.IsChatURI(p.Channel):
 		// A loaded chat with nothing routed ahead: one push into its
 		// mailbox. Anything that may wait (loading the chat, reading the

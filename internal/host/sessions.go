@@ -78,7 +78,7 @@ func (h *Host) createSession(ctx context.Context, cl *client, params json.RawMes
 		return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.activeClient.clientId: required")
 	}
 	h.progress(cl, p.ProgressToken, 1, "checking the "+provider+" agent")
-	h.probeAgents(ctx)
+	h.root.probeAgents(ctx)
 	h.sessionsMu.Lock()
 	_, exists := h.sessions[p.Channel]
 	h.sessionsMu.Unlock()
@@ -141,7 +141,7 @@ func (h *Host) createSession(ctx context.Context, cl *client, params json.RawMes
 	h.sessionsMu.Unlock()
 	legacy := &ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum}
 	legacy.Summary.Chats, legacy.Summary.DefaultChat = nil, ""
-	h.notifyRoot("root/sessionAdded", &ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum}, legacy)
+	h.root.notifySessions("root/sessionAdded", &ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum}, legacy)
 	h.progress(cl, p.ProgressToken, createProgress, "session ready")
 	return struct{}{}, nil
 }
@@ -263,7 +263,7 @@ func (h *Host) disposeSession(ctx context.Context, cl *client, params json.RawMe
 		h.bus.DropChannel(c)
 	}
 	removed := &ahp.SessionRemovedParams{Channel: ahp.RootURI, Session: p.Channel}
-	h.notifyRoot("root/sessionRemoved", removed, removed)
+	h.root.notifySessions("root/sessionRemoved", removed, removed)
 	return struct{}{}, nil
 }
 

@@ -246,7 +246,7 @@ func (h *Host) dispatchTerminal(cl *client, t *terminal.Terminal, a ahp.Action, 
 
 // terminalsChanged tells root watchers the terminals now open.
 func (h *Host) terminalsChanged() {
-	h.applyRoot(ahp.RootTerminalsChanged{Terminals: h.opts.Env.Terminals.Infos()}, nil)
+	h.root.apply(ahp.RootTerminalsChanged{Terminals: h.opts.Env.Terminals.Infos()}, nil)
 }
 
 // ownChannel routes the channels of this file and resources.go: a
