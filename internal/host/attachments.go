@@ -145,10 +145,7 @@ func (h *Host) resolveChatAttachments(ctx context.Context, cl *client, atts []ah
 // chatStateFor reads the state of a chat this host runs: one its chat
 // index holds. A chat the index does not hold is not running here.
 func (h *Host) chatStateFor(ctx context.Context, uri string) (ahp.ChatState, bool) {
-	h.sessionsMu.Lock()
-	sessURI, ok := h.chatIndex[uri]
-	s := h.sessions[sessURI]
-	h.sessionsMu.Unlock()
+	_, s, ok := h.cat.chatSession(uri)
 	if !ok || s == nil {
 		return ahp.ChatState{}, false
 	}

@@ -310,10 +310,7 @@ func (h *Host) principalOf(sender string) (chat.Client, bool) {
 }
 
 func (h *Host) sessionSummary(uri string) (ahp.SessionSummary, bool) {
-	h.sessionsMu.Lock()
-	defer h.sessionsMu.Unlock()
-	s, ok := h.summaries.get(uri)
-	return s, ok
+	return h.cat.summary(uri)
 }
 
 // botsMu serialises making work sessions, so two chats of one bot starting
@@ -372,9 +369,7 @@ func (h *Host) makeWorkSession(ctx context.Context, b store.BotRecord) (string, 
 	if err != nil {
 		return "", err
 	}
-	h.sessionsMu.Lock()
-	h.summaries.put(uri, sum)
-	h.sessionsMu.Unlock()
+	h.cat.putSummary(uri, sum)
 	legacy := &ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum}
 	legacy.Summary.Chats, legacy.Summary.DefaultChat = nil, ""
 	h.root.notifySessions("root/sessionAdded", &ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum}, legacy)
@@ -413,7 +408,7 @@ func (bh botHost) WorkChat(ctx context.Context, b store.BotRecord) (string, erro
 		b = cur
 	}
 	if b.Session != "" {
-		if s, ok := h.session(b.Session); ok {
+		if s, ok := h.cat.session(b.Session); ok {
 			def, err := s.DefaultChat(ctx)
 			if err != nil {
 				return "", err
@@ -431,7 +426,7 @@ func (bh botHost) WorkChat(ctx context.Context, b store.BotRecord) (string, erro
 	if err != nil {
 		return "", err
 	}
-	s, _ := h.session(uri)
+	s, _ := h.cat.session(uri)
 	return s.DefaultChat(ctx)
 }
 

@@ -68,15 +68,9 @@ type Host struct {
 	tools    *hosttools.Server
 	toolsURL atomic.Pointer[string]
 
-	// sessionsMu guards sessions, summaries and chatIndex.
-	sessionsMu sync.Mutex
-	sessions   map[string]*session.Session
-	summaries  summaryIndex
-	chatIndex  map[string]string // chat URI → session URI
-
-	// catalogueMu serialises registering sessions found in a backend's
-	// catalogue, so two clients naming one at once register it once.
-	catalogueMu sync.Mutex
+	// cat is the sessions catalogue: sessions, their summaries and the
+	// chat index, under its one lock (catalogue.go).
+	cat *catalogue
 
 	// connsMu guards conns.
 	connsMu sync.Mutex
@@ -106,15 +100,13 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		}
 	}
 	h := &Host{
-		opts:      opts,
-		log:       opts.Env.Logger,
-		bus:       opts.Env.Bus,
-		sessions:  make(map[string]*session.Session),
-		summaries: newSummaryIndex(),
-		chatIndex: make(map[string]string),
-		lanes:     newLanes(opts.Env.Logger),
-		conns:     make(map[*rpc.Conn]*client),
-		closing:   make(chan struct{}),
+		opts:    opts,
+		log:     opts.Env.Logger,
+		bus:     opts.Env.Bus,
+		cat:     newCatalogue(),
+		lanes:   newLanes(opts.Env.Logger),
+		conns:   make(map[*rpc.Conn]*client),
+		closing: make(chan struct{}),
 	}
 	h.tools = hosttools.New(h, opts.Env.Logger)
 	h.initCanvases()
@@ -149,15 +141,7 @@ func (h *Host) openSession(ctx context.Context, r store.SessionRecord) (*session
 		HostTools:   func(chat string) (*agent.HostTools, func(), error) { return h.toolsFor(uri, chat) },
 		Canvases:    h.canv.plugins,
 		OnSummary:   func(sum ahp.SessionSummary) { h.sessionSummaryChanged(uri, sum) },
-		OnChatIndex: func(chat string, added bool) {
-			h.sessionsMu.Lock()
-			defer h.sessionsMu.Unlock()
-			if added {
-				h.chatIndex[chat] = uri
-			} else {
-				delete(h.chatIndex, chat)
-			}
-		},
+		OnChatIndex: func(chat string, added bool) { h.cat.indexChat(chat, uri, added) },
 	})
 	if err != nil {
 		return nil, err
@@ -170,13 +154,7 @@ func (h *Host) openSession(ctx context.Context, r store.SessionRecord) (*session
 	if err != nil {
 		return nil, err
 	}
-	h.sessionsMu.Lock()
-	h.sessions[uri] = s
-	h.summaries.put(uri, sum)
-	for _, c := range recs {
-		h.chatIndex[c.URI] = uri
-	}
-	h.sessionsMu.Unlock()
+	h.cat.add(uri, s, sum, recs)
 	return s, nil
 }
 
@@ -198,15 +176,7 @@ func (h *Host) recoverRunningTurns(ctx context.Context) error {
 // sessionSummaryChanged keeps the catalogue entry and tells root watchers
 // what changed (root/sessionSummaryChanged).
 func (h *Host) sessionSummaryChanged(uri string, sum ahp.SessionSummary) {
-	h.sessionsMu.Lock()
-	old, ok := h.summaries.get(uri)
-	if ok {
-		// Only a session the catalogue holds is updated: a summary a
-		// session's actor sent while it was being disposed must not list
-		// it again.
-		h.summaries.put(uri, sum)
-	}
-	h.sessionsMu.Unlock()
+	old, ok := h.cat.updateSummary(uri, sum)
 	if !ok {
 		return
 	}
@@ -224,14 +194,6 @@ func (h *Host) sessionSummaryChanged(uri string, sum ahp.SessionSummary) {
 	h.root.notifySessions("root/sessionSummaryChanged", full, &legacy)
 }
 
-// session returns the live session of uri.
-func (h *Host) session(uri string) (*session.Session, bool) {
-	h.sessionsMu.Lock()
-	defer h.sessionsMu.Unlock()
-	s, ok := h.sessions[uri]
-	return s, ok
-}
-
 // Close stops every session (and so every chat) and waits for them.
 func (h *Host) Close(ctx context.Context) error {
 	select {
@@ -241,12 +203,7 @@ func (h *Host) Close(ctx context.Context) error {
 		close(h.closing)
 	}
 	h.closeResources() // resources.go: watches and terminals
-	h.sessionsMu.Lock()
-	all := make([]*session.Session, 0, len(h.sessions))
-	for _, s := range h.sessions {
-		all = append(all, s)
-	}
-	h.sessionsMu.Unlock()
+	all := h.cat.all()
 	var errs []error
 	for _, s := range all {
 		if err := s.Close(ctx); err != nil && !errors.Is(err, session.ErrClosed) {
@@ -258,12 +215,7 @@ func (h *Host) Close(ctx context.Context) error {
 
 // OpenChats counts the chat actors loaded now (for status and tests).
 func (h *Host) OpenChats(ctx context.Context) int {
-	h.sessionsMu.Lock()
-	all := make([]*session.Session, 0, len(h.sessions))
-	for _, s := range h.sessions {
-		all = append(all, s)
-	}
-	h.sessionsMu.Unlock()
+	all := h.cat.all()
 	n := 0
 	for _, s := range all {
 		if k, err := s.OpenChats(ctx); err == nil {

@@ -39,9 +39,8 @@ func (h *Host) toolsFor(session, chatURI string) (*agent.HostTools, func(), erro
 
 // sessionOf is the session a chat belongs to ("" when none here holds it).
 func (h *Host) sessionOf(chatURI string) string {
-	h.sessionsMu.Lock()
-	defer h.sessionsMu.Unlock()
-	return h.chatIndex[chatURI]
+	uri, _, _ := h.cat.chatSession(chatURI)
+	return uri
 }
 
 // RenameChat renames a chat of the caller's session (C-COMP-30): the

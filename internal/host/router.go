@@ -468,7 +468,7 @@ func (h *Host) dispatchAction(cl *client, params json.RawMessage) {
 func (h *Host) dispatchToSession(cl *client, p ahp.DispatchActionParams, a ahp.Action, origin *ahp.ActionOrigin) {
 	ctx := context.Background()
 	if sess, ok := ahp.AnnotationsSession(p.Channel); ok {
-		s, ok := h.session(sess)
+		s, ok := h.cat.session(sess)
 		if !ok {
 			h.bus.Refuse(cl, p.Channel, a, origin, fmt.Sprintf("%s: %s", ahp.ErrResourceNotFound.Message, p.Channel))
 			return
@@ -478,7 +478,7 @@ func (h *Host) dispatchToSession(cl *client, p ahp.DispatchActionParams, a ahp.A
 		}
 		return
 	}
-	s, ok := h.session(p.Channel)
+	s, ok := h.cat.session(p.Channel)
 	if !ok {
 		h.bus.Refuse(cl, p.Channel, a, origin, fmt.Sprintf("%s: %s", ahp.ErrResourceNotFound.Message, p.Channel))
 		return
@@ -533,10 +533,8 @@ func channelRefuses(channel, actionType string) string {
 // default (its summary's defaultChat), or the session's own when it named
 // none yet. The session still decides where the action goes.
 func (h *Host) defaultChatLane(session string) string {
-	h.sessionsMu.Lock()
-	defer h.sessionsMu.Unlock()
-	if sum, _ := h.summaries.get(session); sum.DefaultChat != "" {
-		return sum.DefaultChat
+	if def := h.cat.defaultChat(session); def != "" {
+		return def
 	}
 	return session
 }
@@ -711,7 +709,7 @@ func (h *Host) channelExists(ctx context.Context, ch string) bool {
 		_, _, err := h.resolveChat(ctx, ch)
 		return err == nil
 	default:
-		_, ok := h.session(ch)
+		_, ok := h.cat.session(ch)
 		return ok
 	}
 }

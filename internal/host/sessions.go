@@ -79,10 +79,7 @@ func (h *Host) createSession(ctx context.Context, cl *client, params json.RawMes
 	}
 	h.progress(cl, p.ProgressToken, 1, "checking the "+provider+" agent")
 	h.root.probeAgents(ctx)
-	h.sessionsMu.Lock()
-	_, exists := h.sessions[p.Channel]
-	h.sessionsMu.Unlock()
-	if exists {
+	if _, exists := h.cat.session(p.Channel); exists {
 		return nil, fmt.Errorf("%w: %s", ahp.ErrSessionAlreadyExists, p.Channel)
 	}
 	if _, found, err := h.opts.Env.Store.Session(ctx, p.Channel); err != nil {
@@ -136,9 +133,7 @@ func (h *Host) createSession(ctx context.Context, cl *client, params json.RawMes
 	if err != nil {
 		return nil, err
 	}
-	h.sessionsMu.Lock()
-	h.summaries.put(p.Channel, sum)
-	h.sessionsMu.Unlock()
+	h.cat.putSummary(p.Channel, sum)
 	legacy := &ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum}
 	legacy.Summary.Chats, legacy.Summary.DefaultChat = nil, ""
 	h.root.notifySessions("root/sessionAdded", &ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum}, legacy)
@@ -178,13 +173,7 @@ func firstChatURI(sessionURI string) string {
 // (C-FIRST-16).
 func (h *Host) resolveChat(ctx context.Context, uri string) (*session.Session, *chat.Chat, error) {
 	notFound := fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, uri)
-	h.sessionsMu.Lock()
-	sessURI, ok := h.chatIndex[uri]
-	var s *session.Session
-	if ok {
-		s = h.sessions[sessURI]
-	}
-	h.sessionsMu.Unlock()
+	_, s, _ := h.cat.chatSession(uri)
 	if s == nil {
 		parsed, err := ahp.ParseChatURI(uri)
 		if err != nil || parsed.Kind != ahp.ChatURIDefault {
@@ -232,20 +221,7 @@ func (h *Host) disposeSession(ctx context.Context, cl *client, params json.RawMe
 	if !cl.principal.Can("session:dispose") {
 		return nil, ahp.Errorf(ahp.ErrPermissionDenied, "disposing a session needs the grant session:dispose")
 	}
-	h.sessionsMu.Lock()
-	s, ok := h.sessions[p.Channel]
-	if ok {
-		delete(h.sessions, p.Channel)
-		h.summaries.drop(p.Channel)
-	}
-	var chats []string
-	for c, su := range h.chatIndex {
-		if su == p.Channel {
-			chats = append(chats, c)
-			delete(h.chatIndex, c)
-		}
-	}
-	h.sessionsMu.Unlock()
+	s, chats, ok := h.cat.remove(p.Channel)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, p.Channel)
 	}
@@ -296,9 +272,7 @@ func (h *Host) listSessions(ctx context.Context, cl *client, params json.RawMess
 		}
 		offset = n
 	}
-	h.sessionsMu.Lock()
-	items, more := h.summaries.page(offset, limit)
-	h.sessionsMu.Unlock()
+	items, more := h.cat.page(offset, limit)
 	if !ahp.SummaryChatsKnownTo(cl.negotiated()) {
 		for i := range items {
 			items[i].Chats, items[i].DefaultChat = nil, ""
@@ -348,13 +322,11 @@ func (h *Host) createChat(ctx context.Context, cl *client, params json.RawMessag
 	if _, err := ahp.ParseChatURI(p.Chat); err != nil {
 		return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.chat: %v", err)
 	}
-	s, ok := h.session(p.Channel)
+	s, ok := h.cat.session(p.Channel)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, p.Channel)
 	}
-	h.sessionsMu.Lock()
-	owner, taken := h.chatIndex[p.Chat]
-	h.sessionsMu.Unlock()
+	owner, _, taken := h.cat.chatSession(p.Chat)
 	if taken && owner != p.Channel {
 		return nil, fmt.Errorf("%w: chat %s belongs to another session", ahp.ErrAlreadyExists, p.Chat)
 	}
@@ -377,10 +349,7 @@ func (h *Host) disposeChat(ctx context.Context, cl *client, params json.RawMessa
 	if !cl.principal.Can(auth.ChatDispose) {
 		return nil, ahp.Errorf(ahp.ErrPermissionDenied, "closing a chat needs the grant %s", auth.ChatDispose)
 	}
-	h.sessionsMu.Lock()
-	sessURI, ok := h.chatIndex[p.Channel]
-	s := h.sessions[sessURI]
-	h.sessionsMu.Unlock()
+	_, s, ok := h.cat.chatSession(p.Channel)
 	if !ok || s == nil {
 		return nil, nil
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/auth"
-	"github.com/ahpd/ahpd/internal/confine"
 	"github.com/ahpd/ahpd/internal/terminal"
 )
 
@@ -81,7 +80,7 @@ func (h *Host) createTerminal(ctx context.Context, cl *client, params json.RawMe
 		return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.claim: required, of kind client or session")
 	}
 	if p.Claim.Kind == "session" {
-		if _, ok := h.session(p.Claim.Session); !ok {
+		if _, ok := h.cat.session(p.Claim.Session); !ok {
 			return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.claim.session: no session %s", p.Claim.Session)
 		}
 	}
@@ -124,7 +123,7 @@ func (h *Host) freeTerminalURI(uri string) error {
 	if _, ok := h.opts.Env.Terminals.Get(uri); ok {
 		return ahp.Errorf(ahp.ErrAlreadyExists, "terminal %s exists", uri)
 	}
-	if _, ok := h.session(uri); ok {
+	if _, ok := h.cat.session(uri); ok {
 		return ahp.Errorf(ahp.ErrInvalidParams, "params.channel: %s is a session", uri)
 	}
 	return nil
@@ -149,7 +148,7 @@ func (h *Host) terminalDir(ctx context.Context, p createTerminalParams) (string,
 		return real, nil
 	}
 	if p.Claim.Kind == "session" {
-		if s, ok := h.session(p.Claim.Session); ok {
+		if s, ok := h.cat.session(p.Claim.Session); ok {
 			if dirs, err := s.Directories(ctx); err == nil && len(dirs) > 0 {
 				if path, err := ahp.LocalPath(dirs[0]); err == nil {
 					return path, nil
@@ -169,21 +168,7 @@ func (h *Host) mayOpenTerminal(ctx context.Context, cl *client, claim *ahp.Termi
 	if strings.HasPrefix(cl.principal.Sender, "root:") {
 		return true
 	}
-	h.sessionsMu.Lock()
-	var candidates []string
-	for uri, sum := range h.summaries.byURI {
-		if claim.Kind == "session" && uri != claim.Session {
-			continue
-		}
-		paths, err := ahp.LocalPaths(sum.WorkingDirectories)
-		if err != nil {
-			continue
-		}
-		if _, err := confine.Resolve(dir, paths); err == nil {
-			candidates = append(candidates, uri)
-		}
-	}
-	h.sessionsMu.Unlock()
+	candidates := h.cat.workingIn(dir, func(uri string) bool { return claim.Kind != "session" || uri == claim.Session })
 	for _, uri := range candidates {
 		rec, ok, err := h.opts.Env.Store.Session(ctx, uri)
 		if err == nil && ok && rec.Owner != "" && rec.Owner == cl.principal.Sender {
