@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sync"
 	"sync/atomic"
 
 	"github.com/ahpd/ahpd/internal/agent"
@@ -20,7 +19,6 @@ import (
 	"github.com/ahpd/ahpd/internal/bus"
 	"github.com/ahpd/ahpd/internal/env"
 	"github.com/ahpd/ahpd/internal/hosttools"
-	"github.com/ahpd/ahpd/internal/rpc"
 	"github.com/ahpd/ahpd/internal/session"
 	"github.com/ahpd/ahpd/internal/store"
 )
@@ -72,14 +70,13 @@ type Host struct {
 	// chat index, under its one lock (catalogue.go).
 	cat *catalogue
 
-	// connsMu guards conns.
-	connsMu sync.Mutex
-	conns   map[*rpc.Conn]*client
+	// conns are the connections' client records (conns.go).
+	conns *conns
 
 	// lanes route dispatched actions off the read loops; actors are the
 	// chat actors a dispatch can reach directly (lanes.go).
 	lanes  *lanes
-	actors actors
+	actors *actors
 
 	// res is the resource commands' files and watches (resources.go).
 	res resourceState
@@ -105,7 +102,8 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		bus:     opts.Env.Bus,
 		cat:     newCatalogue(),
 		lanes:   newLanes(opts.Env.Logger),
-		conns:   make(map[*rpc.Conn]*client),
+		actors:  newActors(),
+		conns:   newConns(opts.HostName, opts.RootToken, opts.Principals),
 		closing: make(chan struct{}),
 	}
 	h.tools = hosttools.New(h, opts.Env.Logger)

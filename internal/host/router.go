@@ -23,41 +23,14 @@ var _ rpc.Handler = (*Host)(nil)
 // Connected registers a new connection. Its principal comes from the token
 // it presented: none (loopback) or the root token is the deployment
 // itself.
-func (h *Host) Connected(c *rpc.Conn) {
-	p := auth.Root(h.opts.HostName)
-	if tok := c.Token(); tok != "" && tok != h.opts.RootToken {
-		if q, ok := h.opts.Principals[tok]; ok {
-			p = q
-		}
-	}
-	h.connsMu.Lock()
-	h.conns[c] = &client{conn: c, principal: p}
-	h.connsMu.Unlock()
-}
+func (h *Host) Connected(c *rpc.Conn) { h.conns.connected(c) }
 
 // Disconnected forgets a connection and its subscriptions.
 func (h *Host) Disconnected(c *rpc.Conn, reason rpc.CloseReason) {
-	h.connsMu.Lock()
-	cl := h.conns[c]
-	delete(h.conns, c)
-	h.connsMu.Unlock()
-	if cl != nil {
+	if cl := h.conns.disconnected(c); cl != nil {
 		h.bus.DropSubscriber(cl)
 		h.watchesLeft(cl) // resources.go: a watch dies with its connection
 	}
-}
-
-func (h *Host) client(c *rpc.Conn) *client {
-	h.connsMu.Lock()
-	defer h.connsMu.Unlock()
-	cl := h.conns[c]
-	if cl == nil {
-		// A connection the host never saw connect: serve it as root over
-		// loopback rather than fail.
-		cl = &client{conn: c, principal: auth.Root(h.opts.HostName)}
-		h.conns[c] = cl
-	}
-	return cl
 }
 
 // decodeParams reads params into v; a missing or mistyped field is -32602
@@ -102,7 +75,7 @@ func requireChannel(ch string, root bool) error {
 // own lane: the connection's pings, and its requests on other channels,
 // are answered meanwhile.
 func (h *Host) Request(ctx context.Context, c *rpc.Conn, method string, params json.RawMessage, reply rpc.Reply) {
-	cl := h.client(c)
+	cl := h.conns.client(c)
 	if method != ahp.MethodInitialize && method != ahp.MethodPing && method != ahp.MethodReconnect && !cl.ready() {
 		reply(nil, ahp.Errorf(ahp.ErrInvalidRequest, "%s before initialize", method))
 		return
@@ -241,7 +214,7 @@ func (h *Host) request(ctx context.Context, cl *client, method string, params js
 
 // Notification handles a client notification.
 func (h *Host) Notification(c *rpc.Conn, method string, params json.RawMessage) {
-	cl := h.client(c)
+	cl := h.conns.client(c)
 	switch method {
 	case ahp.MethodDispatchAction:
 		h.dispatchAction(cl, params)
