@@ -191,7 +191,7 @@ func (h *Host) createBot(ctx context.Context, cl *client, params json.RawMessage
 			if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
 				return nil, fmt.Errorf("%w: folder %s", ahp.ErrNotFound, p.Folder)
 			}
-			if !h.served(abs) {
+			if !h.paths.holds(abs) {
 				return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.folder: %s is outside the daemon's served paths", p.Folder)
 			}
 			rec.Folder = abs
@@ -347,7 +347,7 @@ func (h *Host) makeWorkSession(ctx context.Context, b store.BotRecord) (string, 
 	if b.Model != "" {
 		values[sessionconfig.KeyModel] = b.Model
 	}
-	schema, resolved := h.sessionConfig(ctx, b.Agent, folder, values)
+	schema, resolved := h.config.schema(ctx, b.Agent, folder, values)
 	cfg, err := json.Marshal(ahp.SessionConfig{Schema: schema, Values: resolved})
 	if err != nil {
 		return "", fmt.Errorf("bot %s: config: %w", b.Slug, err)

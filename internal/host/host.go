@@ -17,6 +17,7 @@ import (
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/auth"
 	"github.com/ahpd/ahpd/internal/bus"
+	"github.com/ahpd/ahpd/internal/confine"
 	"github.com/ahpd/ahpd/internal/env"
 	"github.com/ahpd/ahpd/internal/hosttools"
 	"github.com/ahpd/ahpd/internal/session"
@@ -66,6 +67,11 @@ type Host struct {
 	tools    *hosttools.Server
 	toolsURL atomic.Pointer[string]
 
+	// paths are the served directories (Options.Paths).
+	paths servedPaths
+	// config answers what a new session's config holds (sessionconfig.go).
+	config *configDesk
+
 	// cat is the sessions catalogue: sessions, their summaries and the
 	// chat index, under its one lock (catalogue.go).
 	cat *catalogue
@@ -106,6 +112,8 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		conns:   newConns(opts.HostName, opts.RootToken, opts.Principals),
 		closing: make(chan struct{}),
 	}
+	h.paths = servedPaths(opts.Paths)
+	h.config = &configDesk{log: h.log, agents: opts.Agents, defaultProvider: opts.DefaultProvider, paths: h.paths}
 	h.tools = hosttools.New(h, opts.Env.Logger)
 	h.initCanvases()
 	h.root = newRootDesk(ctx, h.bus, opts.Agents)
@@ -130,7 +138,7 @@ func (h *Host) openSession(ctx context.Context, r store.SessionRecord) (*session
 	a, _ := h.opts.Agents.Get(r.Provider)
 	uri := r.URI
 	s, err := session.Open(ctx, session.Config{
-		Served:      h.served,
+		Served:      h.paths.holds,
 		Record:      r,
 		Agent:       a,
 		Settings:    h.opts.AgentSettings[r.Provider],
@@ -221,4 +229,16 @@ func (h *Host) OpenChats(ctx context.Context) int {
 		}
 	}
 	return n
+}
+
+// servedPaths are the daemon's served directories (local paths); the first
+// is the default directory.
+type servedPaths []string
+
+// holds reports whether dir, with its symlinks resolved, is one of the
+// served paths or inside one: a client may not point an agent at / or at
+// another user's home by naming it.
+func (p servedPaths) holds(dir string) bool {
+	_, err := confine.Resolve(dir, p)
+	return err == nil
 }

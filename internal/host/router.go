@@ -193,9 +193,9 @@ func (h *Host) request(ctx context.Context, cl *client, method string, params js
 	case ahp.MethodCompletions:
 		return h.completions(ctx, cl, params)
 	case ahp.MethodResolveSessionConfig:
-		return h.resolveSessionConfig(ctx, cl, params)
+		return h.config.resolve(ctx, cl, params)
 	case ahp.MethodSessionConfigCompletions:
-		return h.sessionConfigCompletions(ctx, cl, params)
+		return h.config.completions(ctx, cl, params)
 	}
 	if res, ok, err := h.resourceRequest(ctx, cl, method, params); ok { // resources.go
 		return res, err

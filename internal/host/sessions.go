@@ -13,7 +13,6 @@ import (
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/auth"
 	"github.com/ahpd/ahpd/internal/chat"
-	"github.com/ahpd/ahpd/internal/confine"
 	"github.com/ahpd/ahpd/internal/session"
 	"github.com/ahpd/ahpd/internal/store"
 	"github.com/google/uuid"
@@ -69,7 +68,7 @@ func (h *Host) createSession(ctx context.Context, cl *client, params json.RawMes
 		if fi, err := os.Stat(path); err != nil || !fi.IsDir() {
 			return nil, fmt.Errorf("%w: working directory %s", ahp.ErrNotFound, d)
 		}
-		if !h.served(path) {
+		if !h.paths.holds(path) {
 			return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.workingDirectories[%d]: %s is outside the daemon's served paths", i, d)
 		}
 		dirs[i] = ahp.FileURI(path)
@@ -99,7 +98,7 @@ func (h *Host) createSession(ctx context.Context, cl *client, params json.RawMes
 	if len(dirs) > 0 {
 		firstDir, _ = ahp.LocalPath(dirs[0])
 	}
-	schema, values := h.sessionConfig(ctx, provider, firstDir, p.Config)
+	schema, values := h.config.schema(ctx, provider, firstDir, p.Config)
 	raw, err := json.Marshal(ahp.SessionConfig{Schema: schema, Values: values})
 	if err != nil {
 		return nil, fmt.Errorf("create session %s: config: %w", p.Channel, err)
@@ -393,12 +392,4 @@ func (h *Host) onChat(ctx context.Context, uri string, fn func(*chat.Chat) error
 		}
 		return err
 	}
-}
-
-// served reports whether dir, with its symlinks resolved, is one of the
-// daemon's served paths or inside one: a client may not point an agent at
-// / or at another user's home by naming it.
-func (h *Host) served(dir string) bool {
-	_, err := confine.Resolve(dir, h.opts.Paths)
-	return err == nil
 }
