@@ -127,7 +127,7 @@ func (h *Host) resolveChatAttachments(ctx context.Context, cl *client, atts []ah
 			continue
 		}
 		ref := attach.Ref{Label: a.Label, Resource: a.Resource}
-		st, running := h.chatStateFor(ctx, a.Resource)
+		st, running := h.sessions.chatState(ctx, a.Resource)
 		ref.Running = running
 		if running && cl.principal.Can(auth.ChatTurns) {
 			excerpt, err := attach.ChatExcerpt(st, a.EndTurn)
@@ -140,29 +140,4 @@ func (h *Host) resolveChatAttachments(ctx context.Context, cl *client, atts []ah
 		out = append(out, attach.Resolved{Index: i, Representation: attach.Pointer(ref)})
 	}
 	return out
-}
-
-// chatStateFor reads the state of a chat this host runs: one its chat
-// index holds. A chat the index does not hold is not running here.
-func (h *Host) chatStateFor(ctx context.Context, uri string) (ahp.ChatState, bool) {
-	_, s, ok := h.cat.chatSession(uri)
-	if !ok || s == nil {
-		return ahp.ChatState{}, false
-	}
-	ctx, cancel := context.WithTimeout(ctx, resolveTimeout)
-	defer cancel()
-	var st ahp.ChatState
-	for attempt := 0; attempt < 3; attempt++ {
-		c, err := s.Chat(ctx, uri)
-		if err != nil {
-			h.log.Debug("chat attachment: chat not readable", "chat", uri, "err", err)
-			return ahp.ChatState{}, false
-		}
-		st, err = c.State(ctx)
-		if err == nil {
-			return st, true
-		}
-		h.log.Debug("chat attachment: chat state", "chat", uri, "err", err)
-	}
-	return ahp.ChatState{}, false
 }

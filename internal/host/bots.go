@@ -357,7 +357,7 @@ func (h *Host) makeWorkSession(ctx context.Context, b store.BotRecord) (string, 
 	if err := h.opts.Env.Store.PutSession(ctx, rec); err != nil {
 		return "", fmt.Errorf("bot %s: work session: %w", b.Slug, err)
 	}
-	s, err := h.openSession(ctx, rec)
+	s, err := h.sessions.open(ctx, rec)
 	if err != nil {
 		return "", fmt.Errorf("bot %s: work session: %w", b.Slug, err)
 	}
@@ -369,10 +369,7 @@ func (h *Host) makeWorkSession(ctx context.Context, b store.BotRecord) (string, 
 	if err != nil {
 		return "", err
 	}
-	h.cat.putSummary(uri, sum)
-	legacy := &ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum}
-	legacy.Summary.Chats, legacy.Summary.DefaultChat = nil, ""
-	h.root.notifySessions("root/sessionAdded", &ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum}, legacy)
+	h.sessions.announce(uri, sum)
 	if err := h.opts.Env.Store.SetBotSession(ctx, b.Slug, uri, false); err != nil {
 		return "", err
 	}
@@ -444,7 +441,7 @@ func (bh botHost) Watch(ctx context.Context, owner, chatURI string, see func(jso
 	w := &botWatch{h: h, chat: chatURI, id: "bot-watch:" + uuid.NewString(), see: see}
 	cl.ID, cl.Sub = w.id, w
 	w.cl = cl
-	err := h.onChat(ctx, chatURI, func(c *chat.Chat) error {
+	err := h.sessions.onChat(ctx, chatURI, func(c *chat.Chat) error {
 		snap, err := c.Subscribe(ctx, w, nil)
 		if err != nil {
 			return err
@@ -506,7 +503,7 @@ func (w *botWatch) Dispatch(ctx context.Context, a any) (int64, error) {
 		return 0, fmt.Errorf("not an action: %T", a)
 	}
 	seq := w.seq.Add(1)
-	err := w.h.onChat(ctx, w.chat, func(c *chat.Chat) error { return c.Dispatch(w.cl, seq, act) })
+	err := w.h.sessions.onChat(ctx, w.chat, func(c *chat.Chat) error { return c.Dispatch(w.cl, seq, act) })
 	return seq, err
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/canvas"
@@ -24,18 +23,8 @@ type canvasKit struct {
 
 func (h *Host) initCanvases() {
 	h.canv.files = canvas.NewFiles()
-	h.canv.pages = showpage.New(board{h}, h.canv.files, h.origin)
+	h.canv.pages = showpage.New(board{h}, h.canv.files, h.tools.origin)
 	h.canv.plugins = canvas.NewPlugins(h.canv.pages)
-}
-
-// origin is the daemon's own http origin, from where its tools are
-// served ("" until it listens).
-func (h *Host) origin() string {
-	u := h.toolsURL.Load()
-	if u == nil {
-		return ""
-	}
-	return strings.TrimSuffix(*u, hosttools.Path)
 }
 
 // CanvasFilesHandler serves file canvases (mount it at canvas.FilesPath on
@@ -53,7 +42,7 @@ func (b board) Open(ctx context.Context, uri string, d canvas.Drawing) error {
 	if !ok {
 		return fmt.Errorf("%s is not a canvas channel", uri)
 	}
-	return b.h.onChat(ctx, chatURI, func(c *chat.Chat) error { return c.OpenCanvas(ctx, uri, d) })
+	return b.h.sessions.onChat(ctx, chatURI, func(c *chat.Chat) error { return c.OpenCanvas(ctx, uri, d) })
 }
 
 func (b board) Draw(ctx context.Context, uri string, d canvas.Drawing) error {
@@ -61,7 +50,7 @@ func (b board) Draw(ctx context.Context, uri string, d canvas.Drawing) error {
 	if !ok {
 		return canvas.ErrGone(uri)
 	}
-	return b.h.onChat(ctx, chatURI, func(c *chat.Chat) error { return c.DrawCanvas(ctx, uri, d) })
+	return b.h.sessions.onChat(ctx, chatURI, func(c *chat.Chat) error { return c.DrawCanvas(ctx, uri, d) })
 }
 
 func (b board) Close(ctx context.Context, uri string) error {
@@ -69,7 +58,7 @@ func (b board) Close(ctx context.Context, uri string) error {
 	if !ok {
 		return canvas.ErrGone(uri)
 	}
-	return b.h.onChat(ctx, chatURI, func(c *chat.Chat) error { return c.CloseCanvas(ctx, uri) })
+	return b.h.sessions.onChat(ctx, chatURI, func(c *chat.Chat) error { return c.CloseCanvas(ctx, uri) })
 }
 
 // subscribeCanvas answers a subscription to a canvas channel: the canvas
@@ -84,11 +73,11 @@ func (h *Host) subscribeCanvas(ctx context.Context, cl *client, uri string) (ahp
 	if !ok {
 		return ahp.Snapshot{}, canvas.ErrGone(uri)
 	}
-	if _, _, err := h.resolveChat(ctx, chatURI); err != nil {
+	if _, _, err := h.sessions.resolveChat(ctx, chatURI); err != nil {
 		return ahp.Snapshot{}, canvas.ErrGone(uri)
 	}
 	var snap ahp.Snapshot
-	err := h.onChat(ctx, chatURI, func(c *chat.Chat) (err error) {
+	err := h.sessions.onChat(ctx, chatURI, func(c *chat.Chat) (err error) {
 		snap, err = c.SubscribeCanvas(ctx, cl, uri)
 		return err
 	})
@@ -101,11 +90,11 @@ func (h *Host) canvasExists(ctx context.Context, uri string) bool {
 	if !ok {
 		return false
 	}
-	if _, _, err := h.resolveChat(ctx, chatURI); err != nil {
+	if _, _, err := h.sessions.resolveChat(ctx, chatURI); err != nil {
 		return false
 	}
 	var has bool
-	err := h.onChat(ctx, chatURI, func(c *chat.Chat) (err error) {
+	err := h.sessions.onChat(ctx, chatURI, func(c *chat.Chat) (err error) {
 		has, err = c.HasCanvas(ctx, uri)
 		return err
 	})
@@ -116,7 +105,7 @@ func (h *Host) canvasExists(ctx context.Context, uri string) bool {
 // the agent names.
 func (h *Host) ShowPage(ctx context.Context, caller hosttools.Caller, p hosttools.Page) (string, error) {
 	var dirs []string
-	if err := h.onChat(ctx, caller.Chat, func(c *chat.Chat) (err error) {
+	if err := h.sessions.onChat(ctx, caller.Chat, func(c *chat.Chat) (err error) {
 		dirs, err = c.Directories(ctx)
 		return err
 	}); err != nil {

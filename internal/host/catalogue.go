@@ -225,20 +225,20 @@ func (c *catalogue) register(ctx context.Context, uri string) (live *session.Ses
 	}
 }
 
-// sessionOrCatalogue returns the live session of uri or, when the host has
+// orCatalogue returns the live session of uri or, when the host has
 // never registered it, one a backend's catalogue holds under the id the
 // URI carries (C-FIRST-08, 09): it is registered now, with its first chat
 // on the backend's conversation, and read back from its transcript when
 // the chat opens.
-func (h *Host) sessionOrCatalogue(ctx context.Context, uri string) (*session.Session, bool) {
-	if s, ok := h.cat.session(uri); ok {
+func (d *sessionDesk) orCatalogue(ctx context.Context, uri string) (*session.Session, bool) {
+	if s, ok := d.cat.session(uri); ok {
 		return s, true
 	}
 	id, ok := ahp.SessionID(uri)
 	if !ok {
 		return nil, false
 	}
-	s, done, err := h.cat.register(ctx, uri)
+	s, done, err := d.cat.register(ctx, uri)
 	if err != nil {
 		return nil, false
 	}
@@ -246,17 +246,17 @@ func (h *Host) sessionOrCatalogue(ctx context.Context, uri string) (*session.Ses
 		return s, true
 	}
 	defer done()
-	if _, found, err := h.opts.Env.Store.Session(ctx, uri); err != nil || found {
+	if _, found, err := d.env.Store.Session(ctx, uri); err != nil || found {
 		// A stored session is live from start-up; one found now is being
 		// disposed.
 		return nil, false
 	}
-	providers := h.opts.Agents.Providers()
+	providers := d.agents.Providers()
 	if p := ahp.SessionProviderScheme(uri); p != "" {
 		providers = []string{p}
 	}
 	for _, p := range providers {
-		a, ok := h.opts.Agents.Get(p)
+		a, ok := d.agents.Get(p)
 		if !ok {
 			continue
 		}
@@ -266,15 +266,15 @@ func (h *Host) sessionOrCatalogue(ctx context.Context, uri string) (*session.Ses
 		}
 		info, found, err := cat.FindConversation(ctx, id)
 		if err != nil {
-			h.log.Warn("catalogue lookup", "provider", p, "id", id, "err", err)
+			d.log.Warn("catalogue lookup", "provider", p, "id", id, "err", err)
 			continue
 		}
 		if !found {
 			continue
 		}
-		s, err := h.registerFromCatalogue(ctx, uri, p, info)
+		s, err := d.registerFromCatalogue(ctx, uri, p, info)
 		if err != nil {
-			h.log.Warn("register a catalogue session", "session", uri, "err", err)
+			d.log.Warn("register a catalogue session", "session", uri, "err", err)
 			return nil, false
 		}
 		return s, true
@@ -282,13 +282,13 @@ func (h *Host) sessionOrCatalogue(ctx context.Context, uri string) (*session.Ses
 	return nil, false
 }
 
-func (h *Host) registerFromCatalogue(ctx context.Context, uri, provider string, info agent.ConversationInfo) (*session.Session, error) {
+func (d *sessionDesk) registerFromCatalogue(ctx context.Context, uri, provider string, info agent.ConversationInfo) (*session.Session, error) {
 	dir := info.Directory
 	if fi, err := os.Stat(dir); dir == "" || err != nil || !fi.IsDir() {
-		if len(h.opts.Paths) == 0 {
+		if len(d.paths) == 0 {
 			return nil, fmt.Errorf("no directory for %s", uri)
 		}
-		dir = h.opts.Paths[0]
+		dir = d.paths[0]
 	}
 	title := chat.CleanTitle(info.Title)
 	if title == "" {
@@ -298,10 +298,10 @@ func (h *Host) registerFromCatalogue(ctx context.Context, uri, provider string, 
 		URI: uri, Provider: provider, Title: title, CreatedAt: info.Created, ModifiedAt: info.Modified,
 		WorkingDirectories: []string{ahp.FileURI(dir)},
 	}
-	if err := h.opts.Env.Store.PutSession(ctx, rec); err != nil {
+	if err := d.env.Store.PutSession(ctx, rec); err != nil {
 		return nil, err
 	}
-	s, err := h.openSession(ctx, rec)
+	s, err := d.open(ctx, rec)
 	if err != nil {
 		return nil, err
 	}
@@ -318,10 +318,7 @@ func (h *Host) registerFromCatalogue(ctx context.Context, uri, provider string, 
 	if err != nil {
 		return nil, err
 	}
-	h.cat.putSummary(uri, sum)
-	legacy := &ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum}
-	legacy.Summary.Chats, legacy.Summary.DefaultChat = nil, ""
-	h.root.notifySessions("root/sessionAdded", &ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum}, legacy)
-	h.log.Info("registered a session from the catalogue", "session", uri, "provider", provider, "conversation", info.ID)
+	d.announce(uri, sum)
+	d.log.Info("registered a session from the catalogue", "session", uri, "provider", provider, "conversation", info.ID)
 	return s, nil
 }

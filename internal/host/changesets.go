@@ -31,7 +31,7 @@ func (h *Host) subscribeChangeset(ctx context.Context, cl *client, channel strin
 		return ahp.Snapshot{}, ahp.WithData(ahp.Errorf(ahp.ErrPermissionDenied, "reading %s needs the grant %s", channel, auth.ChatTurns), map[string]any{"grant": auth.ChatTurns})
 	}
 	var snap ahp.Snapshot
-	err := h.onChat(ctx, ch.Chat, func(c *chat.Chat) (err error) {
+	err := h.sessions.onChat(ctx, ch.Chat, func(c *chat.Chat) (err error) {
 		snap, err = c.SubscribeChangeset(ctx, cl, channel, ch)
 		return err
 	})
@@ -45,7 +45,7 @@ func (h *Host) changesetExists(ctx context.Context, channel string) bool {
 	if !ok {
 		return false
 	}
-	_, _, err := h.resolveChat(ctx, ch.Chat)
+	_, _, err := h.sessions.resolveChat(ctx, ch.Chat)
 	return err == nil
 }
 
@@ -86,7 +86,7 @@ func (h *Host) changesetRequest(ctx context.Context, cl *client, method string, 
 		}
 	}
 	var msg string
-	err = h.onChat(ctx, ch.Chat, func(c *chat.Chat) (err error) {
+	err = h.sessions.onChat(ctx, ch.Chat, func(c *chat.Chat) (err error) {
 		msg, err = c.InvokeChangesetOperation(ctx, p.Channel, ch, p.OperationID, p.Target)
 		return err
 	})

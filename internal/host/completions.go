@@ -34,7 +34,7 @@ func (h *Host) completions(ctx context.Context, cl *client, params json.RawMessa
 	if !cl.principal.Can(auth.ChatTurns) {
 		return nil, ahp.Errorf(ahp.ErrPermissionDenied, "completions need the grant %s", auth.ChatTurns)
 	}
-	s, _, err := h.resolveChat(ctx, p.Channel)
+	s, _, err := h.sessions.resolveChat(ctx, p.Channel)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +58,7 @@ func (h *Host) completions(ctx context.Context, cl *client, params json.RawMessa
 		return ahp.CompletionItem{InsertText: insert, RangeStart: &rs, RangeEnd: &re, Attachment: att}
 	}
 	var state ahp.ChatState
-	if err := h.onChat(ctx, p.Channel, func(c *chat.Chat) (err error) {
+	if err := h.sessions.onChat(ctx, p.Channel, func(c *chat.Chat) (err error) {
 		state, err = c.State(ctx)
 		return err
 	}); err != nil {

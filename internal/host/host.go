@@ -11,17 +11,14 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sync/atomic"
 
 	"github.com/ahpd/ahpd/internal/agent"
-	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/auth"
 	"github.com/ahpd/ahpd/internal/bus"
 	"github.com/ahpd/ahpd/internal/confine"
 	"github.com/ahpd/ahpd/internal/env"
 	"github.com/ahpd/ahpd/internal/hosttools"
 	"github.com/ahpd/ahpd/internal/session"
-	"github.com/ahpd/ahpd/internal/store"
 )
 
 // Options configure a host.
@@ -62,10 +59,8 @@ type Host struct {
 	// root is the root channel's owner (root.go).
 	root *rootDesk
 
-	// tools serves the host's tools to agents (hosttools.go); toolsURL is
-	// where, once the daemon listens (SetToolsURL).
-	tools    *hosttools.Server
-	toolsURL atomic.Pointer[string]
+	// tools serves the host's tools to agents (hosttools.go).
+	tools *toolDesk
 
 	// paths are the served directories (Options.Paths).
 	paths servedPaths
@@ -75,6 +70,9 @@ type Host struct {
 	// cat is the sessions catalogue: sessions, their summaries and the
 	// chat index, under its one lock (catalogue.go).
 	cat *catalogue
+	// sessions opens the sessions, finds their chats and answers the
+	// session commands (sessions.go).
+	sessions *sessionDesk
 
 	// conns are the connections' client records (conns.go).
 	conns *conns
@@ -114,90 +112,29 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	}
 	h.paths = servedPaths(opts.Paths)
 	h.config = &configDesk{log: h.log, agents: opts.Agents, defaultProvider: opts.DefaultProvider, paths: h.paths}
-	h.tools = hosttools.New(h, opts.Env.Logger)
-	h.initCanvases()
 	h.root = newRootDesk(ctx, h.bus, opts.Agents)
+	h.sessions = &sessionDesk{env: opts.Env, log: h.log, bus: h.bus, agents: opts.Agents, settings: opts.AgentSettings,
+		defaultProvider: opts.DefaultProvider, closedChats: opts.ClosedChats, paths: h.paths,
+		cat: h.cat, actors: h.actors, root: h.root, config: h.config}
+	h.tools = &toolDesk{env: opts.Env, cat: h.cat, sessions: h.sessions}
+	h.tools.server = hosttools.New(h, opts.Env.Logger)
+	h.sessions.tools = h.tools
+	h.initCanvases()
+	h.sessions.canvases = h.canv.plugins
 	h.initResources()
 	recs, err := opts.Env.Store.Sessions(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("restore sessions: %w", err)
 	}
 	for _, r := range recs {
-		if _, err := h.openSession(ctx, r); err != nil {
+		if _, err := h.sessions.open(ctx, r); err != nil {
 			h.log.Error("restore session", "session", r.URI, "err", err)
 		}
 	}
-	if err := h.recoverRunningTurns(ctx); err != nil {
+	if err := h.sessions.recoverRunningTurns(ctx); err != nil {
 		return nil, err
 	}
 	return h, nil
-}
-
-// openSession starts the actor of a stored session and indexes its chats.
-func (h *Host) openSession(ctx context.Context, r store.SessionRecord) (*session.Session, error) {
-	a, _ := h.opts.Agents.Get(r.Provider)
-	uri := r.URI
-	s, err := session.Open(ctx, session.Config{
-		Served:      h.paths.holds,
-		Record:      r,
-		Agent:       a,
-		Settings:    h.opts.AgentSettings[r.Provider],
-		Env:         h.opts.Env,
-		ClosedChats: h.opts.ClosedChats,
-		HostTools:   func(chat string) (*agent.HostTools, func(), error) { return h.toolsFor(uri, chat) },
-		Canvases:    h.canv.plugins,
-		OnSummary:   func(sum ahp.SessionSummary) { h.sessionSummaryChanged(uri, sum) },
-		OnChatIndex: func(chat string, added bool) { h.cat.indexChat(chat, uri, added) },
-	})
-	if err != nil {
-		return nil, err
-	}
-	sum, err := s.Summary(ctx)
-	if err != nil {
-		return nil, err
-	}
-	recs, err := s.ChatRecords(ctx)
-	if err != nil {
-		return nil, err
-	}
-	h.cat.add(uri, s, sum, recs)
-	return s, nil
-}
-
-// recoverRunningTurns opens every chat that has a turn left running, whose
-// actor then ends it with chat/error.
-func (h *Host) recoverRunningTurns(ctx context.Context) error {
-	running, err := h.opts.Env.Store.RunningTurns(ctx)
-	if err != nil {
-		return fmt.Errorf("find interrupted turns: %w", err)
-	}
-	for _, t := range running {
-		if _, _, err := h.resolveChat(ctx, t.Chat); err != nil {
-			h.log.Warn("interrupted turn of an unknown chat", "chat", t.Chat, "turn", t.ID, "err", err)
-		}
-	}
-	return nil
-}
-
-// sessionSummaryChanged keeps the catalogue entry and tells root watchers
-// what changed (root/sessionSummaryChanged).
-func (h *Host) sessionSummaryChanged(uri string, sum ahp.SessionSummary) {
-	old, ok := h.cat.updateSummary(uri, sum)
-	if !ok {
-		return
-	}
-	changes, changed := ahp.DiffSessionSummary(old, sum)
-	if !changed {
-		return
-	}
-	full := &ahp.SessionSummaryChangedParams{Channel: ahp.RootURI, Session: uri, Changes: changes}
-	legacy := *full
-	legacy.Changes.Chats, legacy.Changes.DefaultChat = nil, nil
-	if jsonString(legacy.Changes) == "{}" {
-		h.root.notifySessions("root/sessionSummaryChanged", full, nil)
-		return
-	}
-	h.root.notifySessions("root/sessionSummaryChanged", full, &legacy)
 }
 
 // Close stops every session (and so every chat) and waits for them.

@@ -179,17 +179,17 @@ func (h *Host) subscribeRequest(ctx context.Context, cl *client, params json.Raw
 func (h *Host) request(ctx context.Context, cl *client, method string, params json.RawMessage) (any, error) {
 	switch method {
 	case ahp.MethodListSessions:
-		return h.listSessions(ctx, cl, params)
+		return h.sessions.listSessions(ctx, cl, params)
 	case ahp.MethodCreateSession:
-		return h.createSession(ctx, cl, params)
+		return h.sessions.createSession(ctx, cl, params)
 	case ahp.MethodDisposeSession:
-		return h.disposeSession(ctx, cl, params)
+		return h.sessions.disposeSession(ctx, cl, params)
 	case ahp.MethodCreateChat:
-		return h.createChat(ctx, cl, params)
+		return h.sessions.createChat(ctx, cl, params)
 	case ahp.MethodDisposeChat:
-		return h.disposeChat(ctx, cl, params)
+		return h.sessions.disposeChat(ctx, cl, params)
 	case ahp.MethodFetchTurns:
-		return h.fetchTurns(ctx, cl, params)
+		return h.sessions.fetchTurns(ctx, cl, params)
 	case ahp.MethodCompletions:
 		return h.completions(ctx, cl, params)
 	case ahp.MethodResolveSessionConfig:
@@ -330,7 +330,7 @@ func (h *Host) subscribe(ctx context.Context, cl *client, channel string, view *
 		return ahp.Snapshot{}, ahp.WithData(ahp.Errorf(ahp.ErrPermissionDenied, "reading %s needs the grant %s", channel, grant), map[string]any{"grant": grant})
 	}
 	if sess, ok := ahp.AnnotationsSession(channel); ok {
-		s, ok := h.sessionOrCatalogue(ctx, sess)
+		s, ok := h.sessions.orCatalogue(ctx, sess)
 		if !ok {
 			return ahp.Snapshot{}, fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, channel)
 		}
@@ -344,13 +344,13 @@ func (h *Host) subscribe(ctx context.Context, cl *client, channel string, view *
 			return ahp.Snapshot{}, ahp.Errorf(ahp.ErrInvalidParams, "params.view.turns: must be 0 or more, not %d", *view.Turns)
 		}
 		var snap ahp.Snapshot
-		err := h.onChat(ctx, channel, func(c *chat.Chat) (err error) {
+		err := h.sessions.onChat(ctx, channel, func(c *chat.Chat) (err error) {
 			snap, err = c.Subscribe(ctx, cl, view)
 			return err
 		})
 		return snap, err
 	default:
-		s, ok := h.sessionOrCatalogue(ctx, channel)
+		s, ok := h.sessions.orCatalogue(ctx, channel)
 		if !ok {
 			return ahp.Snapshot{}, fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, channel)
 		}
@@ -419,7 +419,7 @@ func (h *Host) dispatchAction(cl *client, params json.RawMessage) {
 			ctx, cancel := context.WithTimeout(ctx, routeWait)
 			defer cancel()
 			cc := h.clientFor(ctx, cl, a) // attachments.go
-			err := h.onChat(ctx, p.Channel, func(c *chat.Chat) error { return c.Dispatch(cc, p.ClientSeq, a) })
+			err := h.sessions.onChat(ctx, p.Channel, func(c *chat.Chat) error { return c.Dispatch(cc, p.ClientSeq, a) })
 			if err != nil {
 				h.bus.Refuse(cl, p.Channel, a, origin, err.Error())
 			}
@@ -574,7 +574,7 @@ func (h *Host) dispatchToDefaultChat(ctx context.Context, cl *client, s *session
 	}
 	if err == nil {
 		cc := h.clientFor(ctx, cl, a) // attachments.go
-		err = h.onChat(ctx, def, func(c *chat.Chat) error { return c.Dispatch(cc, p.ClientSeq, a) })
+		err = h.sessions.onChat(ctx, def, func(c *chat.Chat) error { return c.Dispatch(cc, p.ClientSeq, a) })
 	}
 	if err != nil {
 		h.bus.Refuse(cl, p.Channel, a, origin, err.Error())
@@ -679,7 +679,7 @@ func (h *Host) channelExists(ctx context.Context, ch string) bool {
 	case changeset.IsChannel(ch):
 		return h.changesetExists(ctx, ch)
 	case ahp.IsChatURI(ch):
-		_, _, err := h.resolveChat(ctx, ch)
+		_, _, err := h.sessions.resolveChat(ctx, ch)
 		return err == nil
 	default:
 		_, ok := h.cat.session(ch)
