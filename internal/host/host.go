@@ -85,8 +85,11 @@ type Host struct {
 	// res is the resource commands' files and watches (resources.go).
 	res resourceState
 
+	// changesets answers the changeset channels and commands (changesets.go).
+	changesets *changesetDesk
+
 	// canv is the host's canvas plugins and file server (canvases.go).
-	canv canvasKit
+	canv *canvasKit
 
 	closing chan struct{}
 }
@@ -119,7 +122,8 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	h.tools = &toolDesk{env: opts.Env, cat: h.cat, sessions: h.sessions}
 	h.tools.server = hosttools.New(h, opts.Env.Logger)
 	h.sessions.tools = h.tools
-	h.initCanvases()
+	h.canv = newCanvasKit(h.sessions, h.tools.origin)
+	h.changesets = &changesetDesk{env: opts.Env, sessions: h.sessions}
 	h.sessions.canvases = h.canv.plugins
 	h.initResources()
 	recs, err := opts.Env.Store.Sessions(ctx)

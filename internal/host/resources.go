@@ -153,7 +153,7 @@ func (h *Host) resourceCommand(cl *client, method string, params json.RawMessage
 		return nil, err
 	}
 	if method == methodResourceRead && changeset.IsContent(p.URI) {
-		return h.readChangesetContent(context.Background(), cl, p.URI, p.Encoding) // changesets.go
+		return h.changesets.readContent(context.Background(), cl, p.URI, p.Encoding) // changesets.go
 	}
 	grants := resourceGrants[method]
 	if method == methodResourceRequest {

@@ -203,7 +203,7 @@ func (h *Host) request(ctx context.Context, cl *client, method string, params js
 	if res, ok, err := h.terminalRequest(ctx, cl, method, params); ok { // terminals.go
 		return res, err
 	}
-	if res, ok, err := h.changesetRequest(ctx, cl, method, params); ok { // changesets.go
+	if res, ok, err := h.changesets.request(ctx, cl, method, params); ok {
 		return res, err
 	}
 	if res, ok, err := h.botRequest(ctx, cl, method, params); ok { // bots.go
@@ -324,7 +324,7 @@ func (h *Host) subscribe(ctx context.Context, cl *client, channel string, view *
 		return snap, err
 	}
 	if changeset.IsChannel(channel) {
-		return h.subscribeChangeset(ctx, cl, channel) // changesets.go
+		return h.changesets.subscribe(ctx, cl, channel)
 	}
 	if grant := readGrant(channel); !cl.principal.Can(grant) {
 		return ahp.Snapshot{}, ahp.WithData(ahp.Errorf(ahp.ErrPermissionDenied, "reading %s needs the grant %s", channel, grant), map[string]any{"grant": grant})
@@ -338,7 +338,7 @@ func (h *Host) subscribe(ctx context.Context, cl *client, channel string, view *
 	}
 	switch {
 	case canvas.Is(channel):
-		return h.subscribeCanvas(ctx, cl, channel) // canvases.go
+		return h.canv.subscribe(ctx, cl, channel)
 	case ahp.IsChatURI(channel):
 		if view != nil && view.Turns != nil && *view.Turns < 0 {
 			return ahp.Snapshot{}, ahp.Errorf(ahp.ErrInvalidParams, "params.view.turns: must be 0 or more, not %d", *view.Turns)
@@ -675,9 +675,9 @@ func (h *Host) channelExists(ctx context.Context, ch string) bool {
 	case ahp.IsRootURI(ch):
 		return true
 	case canvas.Is(ch):
-		return h.canvasExists(ctx, ch) // canvases.go
+		return h.canv.exists(ctx, ch)
 	case changeset.IsChannel(ch):
-		return h.changesetExists(ctx, ch)
+		return h.changesets.exists(ctx, ch)
 	case ahp.IsChatURI(ch):
 		_, _, err := h.sessions.resolveChat(ctx, ch)
 		return err == nil
