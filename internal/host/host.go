@@ -52,10 +52,6 @@ type Host struct {
 	log  *slog.Logger
 	bus  *bus.Bus
 
-	// files keeps recent listings of working directories for @ and #
-	// completions (completions.go).
-	files fileIndex
-
 	// root is the root channel's owner (root.go).
 	root *rootDesk
 
@@ -85,6 +81,10 @@ type Host struct {
 	// res is the resource commands' files and watches (resources.go).
 	res resourceState
 
+	// completer answers completions (completions.go).
+	completer *completer
+	// attach reads what a message attaches (attachments.go).
+	attach *attacher
 	// changesets answers the changeset channels and commands (changesets.go).
 	changesets *changesetDesk
 
@@ -125,6 +125,8 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	h.canv = newCanvasKit(h.sessions, h.tools.origin)
 	h.changesets = &changesetDesk{env: opts.Env, sessions: h.sessions}
 	h.sessions.canvases = h.canv.plugins
+	h.completer = &completer{env: opts.Env, agents: opts.Agents, sessions: h.sessions, files: newFileIndex()}
+	h.attach = &attacher{env: opts.Env, log: h.log, sessions: h.sessions}
 	h.initResources()
 	recs, err := opts.Env.Store.Sessions(ctx)
 	if err != nil {

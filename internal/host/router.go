@@ -191,7 +191,7 @@ func (h *Host) request(ctx context.Context, cl *client, method string, params js
 	case ahp.MethodFetchTurns:
 		return h.sessions.fetchTurns(ctx, cl, params)
 	case ahp.MethodCompletions:
-		return h.completions(ctx, cl, params)
+		return h.completer.completions(ctx, cl, params)
 	case ahp.MethodResolveSessionConfig:
 		return h.config.resolve(ctx, cl, params)
 	case ahp.MethodSessionConfigCompletions:
@@ -405,7 +405,7 @@ func (h *Host) dispatchAction(cl *client, params json.RawMessage) {
 		// mailbox. Anything that may wait (loading the chat, reading the
 		// chats a message attaches) goes through the channel's lane, never
 		// on this read loop.
-		if c := h.actors.live(p.Channel); c != nil && !h.carriesChatAttachment(a) && h.lanes.idle(p.Channel) {
+		if c := h.actors.live(p.Channel); c != nil && !h.attach.carriesChat(a) && h.lanes.idle(p.Channel) {
 			err := c.Dispatch(cl.chatClient(), p.ClientSeq, a)
 			if err == nil {
 				return
@@ -418,7 +418,7 @@ func (h *Host) dispatchAction(cl *client, params json.RawMessage) {
 		h.route(cl, p.Channel, a, origin, func() {
 			ctx, cancel := context.WithTimeout(ctx, routeWait)
 			defer cancel()
-			cc := h.clientFor(ctx, cl, a) // attachments.go
+			cc := h.attach.clientFor(ctx, cl, a) // attachments.go
 			err := h.sessions.onChat(ctx, p.Channel, func(c *chat.Chat) error { return c.Dispatch(cc, p.ClientSeq, a) })
 			if err != nil {
 				h.bus.Refuse(cl, p.Channel, a, origin, err.Error())
@@ -524,24 +524,6 @@ func (h *Host) route(cl *client, channel string, a ahp.Action, origin *ahp.Actio
 	}
 }
 
-// carriesChatAttachment reports whether a's message attaches a chat, which
-// the host resolves (reading that chat) before the action is handed on.
-func (h *Host) carriesChatAttachment(a ahp.Action) bool {
-	m := messageOf(a)
-	if m == nil {
-		return false
-	}
-	for _, at := range m.Attachments {
-		if at.Type == ahp.AttachmentChat || h.fetches(at) {
-			// A chat to read, or a resource to read through the client
-			// (C-ATT-11): the message waits in its chat's lane for it, so
-			// the client's later actions keep their order.
-			return true
-		}
-	}
-	return false
-}
-
 // decodeDispatch reads dispatchAction's params. On an error it returns what
 // it could read, for the refusal envelope.
 func decodeDispatch(params json.RawMessage) (ahp.DispatchActionParams, ahp.Action, error) {
@@ -573,7 +555,7 @@ func (h *Host) dispatchToDefaultChat(ctx context.Context, cl *client, s *session
 		err = fmt.Errorf("session %s has no default chat", p.Channel)
 	}
 	if err == nil {
-		cc := h.clientFor(ctx, cl, a) // attachments.go
+		cc := h.attach.clientFor(ctx, cl, a) // attachments.go
 		err = h.sessions.onChat(ctx, def, func(c *chat.Chat) error { return c.Dispatch(cc, p.ClientSeq, a) })
 	}
 	if err != nil {

@@ -42,6 +42,10 @@ const (
 	HostLanes
 	// HostActors guards the index of live chat actors.
 	HostActors
+	// HostFileIndex guards the completions' recent listings of working
+	// directories (host/completions.go); held for the map only, a
+	// directory is walked outside it, and nothing is taken inside it.
+	HostFileIndex
 	// Bus guards serverSeq, the replay log and the subscriptions; the
 	// subscribers' Deliver and Subscribed run under it.
 	Bus
@@ -62,6 +66,7 @@ var rankNames = [...]string{
 	HostConns:     "HostConns",
 	HostLanes:     "HostLanes",
 	HostActors:    "HostActors",
+	HostFileIndex: "HostFileIndex",
 	Bus:           "Bus",
 	HostClient:    "HostClient",
 	Outbox:        "Outbox",
