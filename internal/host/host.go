@@ -78,8 +78,12 @@ type Host struct {
 	lanes  *lanes
 	actors *actors
 
-	// res is the resource commands' files and watches (resources.go).
-	res resourceState
+	// res answers the resource commands and keeps the watches
+	// (resources.go); terms answers the terminals (terminals.go); own
+	// routes both kinds of channel.
+	res   *resourceDesk
+	terms *terminalDesk
+	own   ownChannels
 
 	// completer answers completions (completions.go).
 	completer *completer
@@ -127,7 +131,12 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	h.sessions.canvases = h.canv.plugins
 	h.completer = &completer{env: opts.Env, agents: opts.Agents, sessions: h.sessions, files: newFileIndex()}
 	h.attach = &attacher{env: opts.Env, log: h.log, sessions: h.sessions}
-	h.initResources()
+	h.res = newResourceDesk(h.paths, h.bus, h.changesets)
+	h.terms = &terminalDesk{env: opts.Env, terms: opts.Env.Terminals, bus: h.bus, cat: h.cat, files: h.res.files, paths: h.paths, root: h.root}
+	h.own = ownChannels{terms: h.terms, res: h.res}
+	if t := opts.Env.Terminals; t != nil {
+		t.OnChange(h.terms.changed)
+	}
 	recs, err := opts.Env.Store.Sessions(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("restore sessions: %w", err)
@@ -151,7 +160,10 @@ func (h *Host) Close(ctx context.Context) error {
 	default:
 		close(h.closing)
 	}
-	h.closeResources() // resources.go: watches and terminals
+	h.res.close()
+	if t := h.opts.Env.Terminals; t != nil {
+		t.Close()
+	}
 	all := h.cat.all()
 	var errs []error
 	for _, s := range all {

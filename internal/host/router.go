@@ -29,7 +29,7 @@ func (h *Host) Connected(c *rpc.Conn) { h.conns.connected(c) }
 func (h *Host) Disconnected(c *rpc.Conn, reason rpc.CloseReason) {
 	if cl := h.conns.disconnected(c); cl != nil {
 		h.bus.DropSubscriber(cl)
-		h.watchesLeft(cl) // resources.go: a watch dies with its connection
+		h.res.watchesLeft(cl) // a watch dies with its connection
 	}
 }
 
@@ -197,10 +197,10 @@ func (h *Host) request(ctx context.Context, cl *client, method string, params js
 	case ahp.MethodSessionConfigCompletions:
 		return h.config.completions(ctx, cl, params)
 	}
-	if res, ok, err := h.resourceRequest(ctx, cl, method, params); ok { // resources.go
+	if res, ok, err := h.res.request(ctx, cl, method, params); ok {
 		return res, err
 	}
-	if res, ok, err := h.terminalRequest(ctx, cl, method, params); ok { // terminals.go
+	if res, ok, err := h.terms.request(ctx, cl, method, params); ok {
 		return res, err
 	}
 	if res, ok, err := h.changesets.request(ctx, cl, method, params); ok {
@@ -227,7 +227,7 @@ func (h *Host) Notification(c *rpc.Conn, method string, params json.RawMessage) 
 		unsubscribe := func() {
 			h.bus.Unsubscribe(cl, p.Channel)
 			if isResourceWatch(p.Channel) {
-				h.watchesLeft(nil) // its last subscriber may have gone
+				h.res.watchesLeft(nil) // its last subscriber may have gone
 			}
 		}
 		// Behind a subscribe to the same channel still on its lane, in the
@@ -320,7 +320,7 @@ func (h *Host) subscribe(ctx context.Context, cl *client, channel string, view *
 	if ahp.IsRootURI(channel) {
 		return h.root.snapshot(cl)
 	}
-	if snap, ok, err := h.subscribeOwnChannel(cl, channel); ok { // a terminal or a resource watch
+	if snap, ok, err := h.own.subscribe(cl, channel); ok { // a terminal or a resource watch
 		return snap, err
 	}
 	if changeset.IsChannel(channel) {
@@ -378,7 +378,7 @@ func (h *Host) dispatchAction(cl *client, params json.RawMessage) {
 		h.bus.Refuse(cl, p.Channel, a, origin, "dispatchAction before initialize")
 		return
 	}
-	if h.dispatchOwnChannel(cl, p.Channel, a, origin) { // a terminal or a resource watch
+	if h.own.dispatch(cl, p.Channel, a, origin) { // a terminal or a resource watch
 		return
 	}
 	if reason := channelRefuses(p.Channel, a.ActionType()); reason != "" {
@@ -610,7 +610,7 @@ func (h *Host) replay(ctx context.Context, cl *client, p ahp.ReconnectParams) (a
 		// A replay restores subscriptions without subscribe's checks, so
 		// each passes the same grant here; one the client may not read is
 		// answered missing, never replayed.
-		if !ahp.IsRootURI(ch) && !h.mayRead(cl, ch) {
+		if !ahp.IsRootURI(ch) && !h.own.mayRead(cl, ch) {
 			missing = append(missing, ch)
 			continue
 		}
@@ -650,7 +650,7 @@ type replayResult struct {
 }
 
 func (h *Host) channelExists(ctx context.Context, ch string) bool {
-	if exists, ok := h.ownChannelExists(ch); ok { // a terminal or a resource watch
+	if exists, ok := h.own.exists(ch); ok { // a terminal or a resource watch
 		return exists
 	}
 	switch {

@@ -46,6 +46,10 @@ const (
 	// directories (host/completions.go); held for the map only, a
 	// directory is walked outside it, and nothing is taken inside it.
 	HostFileIndex
+	// HostWatches guards the host's resource watches (host/resources.go);
+	// a client is subscribed to a watch, and a watch's subscribers are
+	// counted, under it, so the bus's lock is taken inside.
+	HostWatches
 	// Bus guards serverSeq, the replay log and the subscriptions; the
 	// subscribers' Deliver and Subscribed run under it.
 	Bus
@@ -67,6 +71,7 @@ var rankNames = [...]string{
 	HostLanes:     "HostLanes",
 	HostActors:    "HostActors",
 	HostFileIndex: "HostFileIndex",
+	HostWatches:   "HostWatches",
 	Bus:           "Bus",
 	HostClient:    "HostClient",
 	Outbox:        "Outbox",
