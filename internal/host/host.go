@@ -18,6 +18,7 @@ import (
 	"github.com/ahpd/ahpd/internal/confine"
 	"github.com/ahpd/ahpd/internal/env"
 	"github.com/ahpd/ahpd/internal/hosttools"
+	"github.com/ahpd/ahpd/internal/lockorder"
 	"github.com/ahpd/ahpd/internal/session"
 )
 
@@ -89,6 +90,8 @@ type Host struct {
 	completer *completer
 	// attach reads what a message attaches (attachments.go).
 	attach *attacher
+	// bots answers the bot commands and serves the bot backend (bots.go).
+	bots *botDesk
 	// changesets answers the changeset channels and commands (changesets.go).
 	changesets *changesetDesk
 
@@ -131,6 +134,9 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	h.sessions.canvases = h.canv.plugins
 	h.completer = &completer{env: opts.Env, agents: opts.Agents, sessions: h.sessions, files: newFileIndex()}
 	h.attach = &attacher{env: opts.Env, log: h.log, sessions: h.sessions}
+	h.bots = &botDesk{env: opts.Env, log: h.log, bus: h.bus, agents: opts.Agents, defaultProvider: opts.DefaultProvider,
+		principals: opts.Principals, paths: h.paths, cat: h.cat, sessions: h.sessions, config: h.config, closing: h.closing,
+		mu: lockorder.Mutex{Rank: lockorder.HostBots}}
 	h.res = newResourceDesk(h.paths, h.bus, h.changesets)
 	h.terms = &terminalDesk{env: opts.Env, terms: opts.Env.Terminals, bus: h.bus, cat: h.cat, files: h.res.files, paths: h.paths, root: h.root}
 	h.own = ownChannels{terms: h.terms, res: h.res}

@@ -206,7 +206,7 @@ func (h *Host) request(ctx context.Context, cl *client, method string, params js
 	if res, ok, err := h.changesets.request(ctx, cl, method, params); ok {
 		return res, err
 	}
-	if res, ok, err := h.botRequest(ctx, cl, method, params); ok { // bots.go
+	if res, ok, err := h.bots.request(ctx, cl, method, params); ok {
 		return res, err
 	}
 	return nil, fmt.Errorf("%w: %s", ahp.ErrMethodNotFound, method)
