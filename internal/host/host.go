@@ -78,6 +78,8 @@ type Host struct {
 	// chat actors a dispatch can reach directly (lanes.go).
 	lanes  *lanes
 	actors *actors
+	// actions routes the clients' actions (dispatch.go).
+	actions *dispatcher
 
 	// res answers the resource commands and keeps the watches
 	// (resources.go); terms answers the terminals (terminals.go); own
@@ -143,6 +145,8 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	if t := opts.Env.Terminals; t != nil {
 		t.OnChange(h.terms.changed)
 	}
+	h.actions = &dispatcher{log: h.log, bus: h.bus, lanes: h.lanes, actors: h.actors, root: h.root, cat: h.cat,
+		sessions: h.sessions, attach: h.attach, own: h.own}
 	recs, err := opts.Env.Store.Sessions(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("restore sessions: %w", err)

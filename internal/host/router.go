@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
-	"time"
 
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/auth"
@@ -15,7 +12,6 @@ import (
 	"github.com/ahpd/ahpd/internal/changeset"
 	"github.com/ahpd/ahpd/internal/chat"
 	"github.com/ahpd/ahpd/internal/rpc"
-	"github.com/ahpd/ahpd/internal/session"
 )
 
 var _ rpc.Handler = (*Host)(nil)
@@ -93,7 +89,7 @@ func (h *Host) Request(ctx context.Context, c *rpc.Conn, method string, params j
 		h.reconnect(ctx, cl, params, reply)
 		return
 	}
-	lane := h.requestLane(cl, params)
+	lane := requestLane(cl, params)
 	if !h.lanes.push(lane, func() { h.answer(ctx, cl, method, params, reply) }) {
 		h.log.Warn("request lanes full; refusing", "channel", lane, "conn", c.ID(), "method", method)
 		reply(nil, ahp.Errorf(ahp.ErrInternal, "too many requests wait for %s; send it again later", lane))
@@ -103,7 +99,7 @@ func (h *Host) Request(ctx context.Context, c *rpc.Conn, method string, params j
 // requestLane is the lane a request runs on: its params.channel's, or its
 // connection's for the root channel or none (the request's own checks then
 // answer what is wrong with it).
-func (h *Host) requestLane(cl *client, params json.RawMessage) string {
+func requestLane(cl *client, params json.RawMessage) string {
 	var p struct {
 		Channel string `json:"channel"`
 	}
@@ -217,7 +213,7 @@ func (h *Host) Notification(c *rpc.Conn, method string, params json.RawMessage) 
 	cl := h.conns.client(c)
 	switch method {
 	case ahp.MethodDispatchAction:
-		h.dispatchAction(cl, params)
+		h.actions.dispatch(cl, params)
 	case ahp.MethodUnsubscribe:
 		var p ahp.UnsubscribeParams
 		if err := decodeParams(params, &p); err != nil || p.Channel == "" {
@@ -356,218 +352,6 @@ func (h *Host) subscribe(ctx context.Context, cl *client, channel string, view *
 		}
 		return s.Subscribe(ctx, cl)
 	}
-}
-
-// dispatchAction routes a client action to the owner of its channel. It is
-// a notification: what cannot be taken comes back as a refusal envelope.
-func (h *Host) dispatchAction(cl *client, params json.RawMessage) {
-	p, a, err := decodeDispatch(params)
-	origin := &ahp.ActionOrigin{ClientID: cl.ClientID(), ClientSeq: p.ClientSeq}
-	if err != nil {
-		// A malformed notification has no reply to carry an error, so the
-		// refusal envelope names what was wrong (on the channel it named,
-		// if any).
-		h.log.Info("refused malformed dispatchAction", "conn", cl.conn.ID(), "err", err)
-		if a == nil {
-			a = ahp.UnknownAction{Type: "", Raw: rawOrNull(p.Action)}
-		}
-		h.bus.Refuse(cl, p.Channel, a, origin, err.Error())
-		return
-	}
-	if !cl.ready() {
-		h.bus.Refuse(cl, p.Channel, a, origin, "dispatchAction before initialize")
-		return
-	}
-	if h.own.dispatch(cl, p.Channel, a, origin) { // a terminal or a resource watch
-		return
-	}
-	if reason := channelRefuses(p.Channel, a.ActionType()); reason != "" {
-		h.bus.Refuse(cl, p.Channel, a, origin, reason)
-		return
-	}
-	ctx := context.Background()
-	switch {
-	case canvas.Is(p.Channel):
-		// Every canvas action is the host's own (C-CANV-11).
-		h.bus.Refuse(cl, p.Channel, a, origin, "Action is not client-dispatchable.")
-	case ahp.IsRootURI(p.Channel):
-		if _, ok := a.(ahp.RootConfigChanged); !ok || !ahp.IsClientDispatchable(a.ActionType()) {
-			h.bus.Refuse(cl, p.Channel, a, origin, "Action is not client-dispatchable.")
-			return
-		}
-		if g := ahp.GrantFor(a.ActionType()); g != "" && !cl.principal.Can(g) {
-			h.bus.Refuse(cl, p.Channel, a, origin, fmt.Sprintf("Permission denied: %s needs the grant %s.", a.ActionType(), g))
-			return
-		}
-		h.root.apply(a, origin)
-	case ahp.IsChatURI(p.Channel):
-		// A loaded chat with nothing routed ahead: one push into its
-		// mailbox. Anything that may wait (loading the chat, reading the
-		// chats a message attaches) goes through the channel's lane, never
-		// on this read loop.
-		if c := h.actors.live(p.Channel); c != nil && !h.attach.carriesChat(a) && h.lanes.idle(p.Channel) {
-			err := c.Dispatch(cl.chatClient(), p.ClientSeq, a)
-			if err == nil {
-				return
-			}
-			if !errors.Is(err, chat.ErrClosed) {
-				h.bus.Refuse(cl, p.Channel, a, origin, err.Error())
-				return
-			}
-		}
-		h.route(cl, p.Channel, a, origin, func() {
-			ctx, cancel := context.WithTimeout(ctx, routeWait)
-			defer cancel()
-			cc := h.attach.clientFor(ctx, cl, a) // attachments.go
-			err := h.sessions.onChat(ctx, p.Channel, func(c *chat.Chat) error { return c.Dispatch(cc, p.ClientSeq, a) })
-			if err != nil {
-				h.bus.Refuse(cl, p.Channel, a, origin, err.Error())
-			}
-		})
-	default:
-		if !h.lanes.idle(p.Channel) {
-			// A request on this channel (a subscribe, a createChat) is
-			// still on its lane: the action goes behind it, in the order
-			// the client sent them.
-			h.route(cl, p.Channel, a, origin, func() { h.dispatchToSession(cl, p, a, origin) })
-			return
-		}
-		h.dispatchToSession(cl, p, a, origin)
-	}
-}
-
-// dispatchToSession hands an action on a session or annotations channel to
-// the session's actor (a chat action goes on to its default chat).
-func (h *Host) dispatchToSession(cl *client, p ahp.DispatchActionParams, a ahp.Action, origin *ahp.ActionOrigin) {
-	ctx := context.Background()
-	if sess, ok := ahp.AnnotationsSession(p.Channel); ok {
-		s, ok := h.cat.session(sess)
-		if !ok {
-			h.bus.Refuse(cl, p.Channel, a, origin, fmt.Sprintf("%s: %s", ahp.ErrResourceNotFound.Message, p.Channel))
-			return
-		}
-		if err := s.DispatchAnnotations(cl.chatClient(), p.ClientSeq, a); err != nil {
-			h.bus.Refuse(cl, p.Channel, a, origin, err.Error())
-		}
-		return
-	}
-	s, ok := h.cat.session(p.Channel)
-	if !ok {
-		h.bus.Refuse(cl, p.Channel, a, origin, fmt.Sprintf("%s: %s", ahp.ErrResourceNotFound.Message, p.Channel))
-		return
-	}
-	if strings.HasPrefix(a.ActionType(), "chat/") {
-		// C-FIRST-11: a chat action on a session names no chat: it
-		// goes to the chat the session's defaultChat names. It takes
-		// that chat's lane, so it keeps its order among the actions
-		// sent to the chat by its own URI.
-		h.route(cl, h.defaultChatLane(p.Channel), a, origin, func() {
-			ctx, cancel := context.WithTimeout(ctx, routeWait)
-			defer cancel()
-			h.dispatchToDefaultChat(ctx, cl, s, p, a, origin)
-		})
-		return
-	}
-	if err := s.Dispatch(cl.chatClient(), p.ClientSeq, a); err != nil {
-		h.bus.Refuse(cl, p.Channel, a, origin, err.Error())
-	}
-}
-
-// channelRefuses says why a channel does not take an action of this type
-// ("" when it does): an action is its subject's, so a terminal, changeset
-// or annotations action never reaches a chat or a session, whose reducers
-// would pass it on to every watcher unchanged. A session takes its own
-// actions and chat actions meant for its default chat (C-FIRST-11).
-func channelRefuses(channel, actionType string) string {
-	subject, _, _ := strings.Cut(actionType, "/")
-	var takes []string
-	switch {
-	case ahp.IsRootURI(channel):
-		takes = []string{"root"}
-	case ahp.IsChatURI(channel):
-		takes = []string{"chat"}
-	case isAnnotations(channel):
-		takes = []string{"annotations"}
-	case canvas.Is(channel):
-		takes = []string{"canvas"}
-	default:
-		takes = []string{"session", "chat"}
-	}
-	if ahp.IsChatURI(channel) && actionType == "session/titleChanged" {
-		return "" // a client renames that one chat (C-COMP-25)
-	}
-	if slices.Contains(takes, subject) {
-		return ""
-	}
-	return fmt.Sprintf("%s is not an action of channel %s.", actionType, channel)
-}
-
-// defaultChatLane is the lane of the chat the session last said is its
-// default (its summary's defaultChat), or the session's own when it named
-// none yet. The session still decides where the action goes.
-func (h *Host) defaultChatLane(session string) string {
-	if def := h.cat.defaultChat(session); def != "" {
-		return def
-	}
-	return session
-}
-
-// routeWait bounds how long a routed action waits for its chat to load (an
-// unloading chat's agent ends first); past it the action is refused.
-const routeWait = time.Minute
-
-// route runs fn on channel's lane, or refuses a when the lanes are full.
-func (h *Host) route(cl *client, channel string, a ahp.Action, origin *ahp.ActionOrigin, fn func()) {
-	if !h.lanes.push(channel, fn) {
-		h.log.Warn("dispatch lanes full; refusing", "channel", channel, "conn", cl.conn.ID())
-		h.bus.Refuse(cl, channel, a, origin, "Too many actions wait for this channel; send it again later.")
-	}
-}
-
-// decodeDispatch reads dispatchAction's params. On an error it returns what
-// it could read, for the refusal envelope.
-func decodeDispatch(params json.RawMessage) (ahp.DispatchActionParams, ahp.Action, error) {
-	var raw struct {
-		Channel   json.RawMessage `json:"channel"`
-		ClientSeq json.RawMessage `json:"clientSeq"`
-		Action    json.RawMessage `json:"action"`
-	}
-	var p ahp.DispatchActionParams
-	if err := decodeParams(params, &raw); err != nil {
-		return p, nil, err
-	}
-	p.Action = raw.Action
-	if err := json.Unmarshal(raw.Channel, &p.Channel); err != nil || p.Channel == "" {
-		return p, nil, errors.New("params.channel: required, a channel URI")
-	}
-	seq, seqErr := ahp.ParseClientSeq(raw.ClientSeq)
-	p.ClientSeq = seq
-	a, err := ahp.DecodeAction(p.Action)
-	if seqErr != nil {
-		return p, a, seqErr
-	}
-	return p, a, err
-}
-
-func (h *Host) dispatchToDefaultChat(ctx context.Context, cl *client, s *session.Session, p ahp.DispatchActionParams, a ahp.Action, origin *ahp.ActionOrigin) {
-	def, err := s.DefaultChat(ctx)
-	if err == nil && def == "" {
-		err = fmt.Errorf("session %s has no default chat", p.Channel)
-	}
-	if err == nil {
-		cc := h.attach.clientFor(ctx, cl, a) // attachments.go
-		err = h.sessions.onChat(ctx, def, func(c *chat.Chat) error { return c.Dispatch(cc, p.ClientSeq, a) })
-	}
-	if err != nil {
-		h.bus.Refuse(cl, p.Channel, a, origin, err.Error())
-	}
-}
-
-func rawOrNull(r json.RawMessage) json.RawMessage {
-	if len(r) == 0 {
-		return json.RawMessage("null")
-	}
-	return r
 }
 
 // reconnect replays what a returning client missed, or answers with fresh
