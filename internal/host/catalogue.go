@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/ahpd/ahpd/internal/agent"
 	"github.com/ahpd/ahpd/internal/ahp"
@@ -149,23 +150,27 @@ func (c *catalogue) defaultChat(session string) string {
 }
 
 // workingIn are the sessions whose working directories hold dir, of those
-// keep keeps.
+// keep keeps. The directories are read under mu and resolved (a
+// filesystem walk of their links) after it.
 func (c *catalogue) workingIn(dir string, keep func(uri string) bool) []string {
+	dirs := map[string][]string{}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []string
 	c.summaries.all(func(uri string, sum ahp.SessionSummary) {
-		if !keep(uri) {
-			return
+		if keep(uri) {
+			dirs[uri] = slices.Clone(sum.WorkingDirectories)
 		}
-		paths, err := ahp.LocalPaths(sum.WorkingDirectories)
+	})
+	c.mu.Unlock()
+	var out []string
+	for uri, wd := range dirs {
+		paths, err := ahp.LocalPaths(wd)
 		if err != nil {
-			return
+			continue
 		}
 		if _, err := confine.Resolve(dir, paths); err == nil {
 			out = append(out, uri)
 		}
-	})
+	}
 	return out
 }
 
