@@ -2,6 +2,13 @@
 // catalogue of sessions and the index of their chats, and routes every
 // request and action to the owner of its channel (host for root, session
 // and chat actors for theirs). It implements rpc.Handler.
+//
+// Host is split by job, one file per part: the root desk (root.go), the
+// sessions catalogue (catalogue.go), the sessions desk (sessions.go), the
+// connections (conns.go), the lanes (lanes.go), the action router
+// (dispatch.go), and a small type for each request family (resources,
+// terminals, changesets, canvases, bots, completions, session config,
+// host tools, attachments).
 package host
 
 import (
@@ -47,58 +54,43 @@ type Options struct {
 	ServerVersion string
 }
 
-// Host is the protocol host.
+// Host is the protocol host. It answers the connections itself (the
+// handshake, subscribe, reconnect and the routing of requests, router.go)
+// and hands every channel and request family to the part that owns it;
+// each part holds only the other parts it uses, and each lock has one
+// owner among them (internal/lockorder ranks them).
 type Host struct {
 	opts Options
 	log  *slog.Logger
 	bus  *bus.Bus
 
-	// root is the root channel's owner (root.go).
+	// conns are the connections' client records (conns.go).
+	conns *conns
+	// lanes run requests and routed actions off the read loops, one lane
+	// per channel (lanes.go).
+	lanes *lanes
+	// actions routes the clients' actions (dispatch.go).
+	actions *dispatcher
+
+	// root owns the root channel (root.go).
 	root *rootDesk
-
-	// tools serves the host's tools to agents (hosttools.go).
-	tools *toolDesk
-
-	// paths are the served directories (Options.Paths).
-	paths servedPaths
-	// config answers what a new session's config holds (sessionconfig.go).
-	config *configDesk
-
-	// cat is the sessions catalogue: sessions, their summaries and the
-	// chat index, under its one lock (catalogue.go).
+	// cat is the sessions catalogue: the sessions, their summaries and
+	// the chat index, under its one lock (catalogue.go).
 	cat *catalogue
 	// sessions opens the sessions, finds their chats and answers the
 	// session commands (sessions.go).
 	sessions *sessionDesk
 
-	// conns are the connections' client records (conns.go).
-	conns *conns
-
-	// lanes route dispatched actions off the read loops; actors are the
-	// chat actors a dispatch can reach directly (lanes.go).
-	lanes  *lanes
-	actors *actors
-	// actions routes the clients' actions (dispatch.go).
-	actions *dispatcher
-
-	// res answers the resource commands and keeps the watches
-	// (resources.go); terms answers the terminals (terminals.go); own
-	// routes both kinds of channel.
-	res   *resourceDesk
-	terms *terminalDesk
-	own   ownChannels
-
-	// completer answers completions (completions.go).
-	completer *completer
-	// attach reads what a message attaches (attachments.go).
-	attach *attacher
-	// bots answers the bot commands and serves the bot backend (bots.go).
-	bots *botDesk
-	// changesets answers the changeset channels and commands (changesets.go).
-	changesets *changesetDesk
-
-	// canv is the host's canvas plugins and file server (canvases.go).
-	canv *canvasKit
+	// The request and channel families, each a small type of its own.
+	config     *configDesk    // resolveSessionConfig, sessionConfigCompletions (sessionconfig.go)
+	completer  *completer     // completions (completions.go)
+	res        *resourceDesk  // resource commands and watches (resources.go)
+	terms      *terminalDesk  // terminals (terminals.go)
+	own        ownChannels    // the terminal and watch channels (terminals.go)
+	changesets *changesetDesk // changesets (changesets.go)
+	canv       *canvasKit     // canvases and show_page (canvases.go)
+	bots       *botDesk       // bot commands and the bot backend's host (bots.go)
+	tools      *toolDesk      // the host's tools for agents (hosttools.go)
 
 	closing chan struct{}
 }
@@ -112,42 +104,41 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 			opts.HostName = "localhost"
 		}
 	}
+	e, log := opts.Env, opts.Env.Logger
 	h := &Host{
 		opts:    opts,
-		log:     opts.Env.Logger,
-		bus:     opts.Env.Bus,
-		cat:     newCatalogue(),
-		lanes:   newLanes(opts.Env.Logger),
-		actors:  newActors(),
+		log:     log,
+		bus:     e.Bus,
 		conns:   newConns(opts.HostName, opts.RootToken, opts.Principals),
+		lanes:   newLanes(log),
+		cat:     newCatalogue(),
 		closing: make(chan struct{}),
 	}
-	h.paths = servedPaths(opts.Paths)
-	h.config = &configDesk{log: h.log, agents: opts.Agents, defaultProvider: opts.DefaultProvider, paths: h.paths}
+	paths := servedPaths(opts.Paths)
+	actors := newActors()
 	h.root = newRootDesk(ctx, h.bus, opts.Agents)
-	h.sessions = &sessionDesk{env: opts.Env, log: h.log, bus: h.bus, agents: opts.Agents, settings: opts.AgentSettings,
-		defaultProvider: opts.DefaultProvider, closedChats: opts.ClosedChats, paths: h.paths,
-		cat: h.cat, actors: h.actors, root: h.root, config: h.config}
-	h.tools = &toolDesk{env: opts.Env, cat: h.cat, sessions: h.sessions}
-	h.tools.server = hosttools.New(h, opts.Env.Logger)
-	h.sessions.tools = h.tools
+	h.config = &configDesk{log: log, agents: opts.Agents, defaultProvider: opts.DefaultProvider, paths: paths}
+	h.sessions = &sessionDesk{env: e, log: log, bus: h.bus, agents: opts.Agents, settings: opts.AgentSettings,
+		defaultProvider: opts.DefaultProvider, closedChats: opts.ClosedChats, paths: paths,
+		cat: h.cat, actors: actors, root: h.root, config: h.config}
+	h.tools = &toolDesk{env: e, cat: h.cat, sessions: h.sessions}
+	h.tools.server = hosttools.New(h, log)
 	h.canv = newCanvasKit(h.sessions, h.tools.origin)
-	h.changesets = &changesetDesk{env: opts.Env, sessions: h.sessions}
-	h.sessions.canvases = h.canv.plugins
-	h.completer = &completer{env: opts.Env, agents: opts.Agents, sessions: h.sessions, files: newFileIndex()}
-	h.attach = &attacher{env: opts.Env, log: h.log, sessions: h.sessions}
-	h.bots = &botDesk{env: opts.Env, log: h.log, bus: h.bus, agents: opts.Agents, defaultProvider: opts.DefaultProvider,
-		principals: opts.Principals, paths: h.paths, cat: h.cat, sessions: h.sessions, config: h.config, closing: h.closing,
+	h.sessions.tools, h.sessions.canvases = h.tools, h.canv.plugins
+	h.changesets = &changesetDesk{env: e, sessions: h.sessions}
+	h.completer = &completer{env: e, agents: opts.Agents, sessions: h.sessions, files: newFileIndex()}
+	h.bots = &botDesk{env: e, log: log, bus: h.bus, agents: opts.Agents, defaultProvider: opts.DefaultProvider,
+		principals: opts.Principals, paths: paths, cat: h.cat, sessions: h.sessions, config: h.config, closing: h.closing,
 		mu: lockorder.Mutex{Rank: lockorder.HostBots}}
-	h.res = newResourceDesk(h.paths, h.bus, h.changesets)
-	h.terms = &terminalDesk{env: opts.Env, terms: opts.Env.Terminals, bus: h.bus, cat: h.cat, files: h.res.files, paths: h.paths, root: h.root}
+	h.res = newResourceDesk(paths, h.bus, h.changesets)
+	h.terms = &terminalDesk{env: e, terms: e.Terminals, bus: h.bus, cat: h.cat, files: h.res.files, paths: paths, root: h.root}
 	h.own = ownChannels{terms: h.terms, res: h.res}
-	if t := opts.Env.Terminals; t != nil {
+	if t := e.Terminals; t != nil {
 		t.OnChange(h.terms.changed)
 	}
-	h.actions = &dispatcher{log: h.log, bus: h.bus, lanes: h.lanes, actors: h.actors, root: h.root, cat: h.cat,
-		sessions: h.sessions, attach: h.attach, own: h.own}
-	recs, err := opts.Env.Store.Sessions(ctx)
+	h.actions = &dispatcher{log: log, bus: h.bus, lanes: h.lanes, actors: actors, root: h.root, cat: h.cat,
+		sessions: h.sessions, attach: &attacher{env: e, log: log, sessions: h.sessions}, own: h.own}
+	recs, err := e.Store.Sessions(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("restore sessions: %w", err)
 	}
