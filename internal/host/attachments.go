@@ -5,12 +5,14 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/attach"
 	"github.com/ahpd/ahpd/internal/auth"
 	"github.com/ahpd/ahpd/internal/chat"
+	"github.com/ahpd/ahpd/internal/env"
 )
 
 // resolveTimeout bounds how long the host waits for a chat's transcript
@@ -18,17 +20,26 @@ import (
 // pointer without an excerpt.
 const resolveTimeout = 5 * time.Second
 
+// attacher reads what a client's message attaches before the chat actor
+// gets it: the chats it points at (read from their actors) and the
+// resources only the sending client holds (read through it).
+type attacher struct {
+	env      *env.Env
+	log      *slog.Logger
+	sessions *sessionDesk
+}
+
 // clientFor is who cl is to the chat actor for action a: the chat
 // attachments of the message a carries (a turn or a pending message) are
 // resolved here first, on the connection's goroutine, where reading
 // another chat's state is a plain request to that chat's actor. A chat
 // actor never reads another chat itself, so no two chats wait on each
 // other (C-ATT-22..34).
-func (h *Host) clientFor(ctx context.Context, cl *client, a ahp.Action) chat.Client {
+func (at *attacher) clientFor(ctx context.Context, cl *client, a ahp.Action) chat.Client {
 	cc := cl.chatClient()
 	if m := messageOf(a); m != nil {
-		cc.ChatAttachments = h.resolveChatAttachments(ctx, cl, m.Attachments)
-		cc.ChatAttachments = append(cc.ChatAttachments, h.fetchAttachments(ctx, cl, m.Attachments)...)
+		cc.ChatAttachments = at.resolveChatAttachments(ctx, cl, m.Attachments)
+		cc.ChatAttachments = append(cc.ChatAttachments, at.fetchAttachments(ctx, cl, m.Attachments)...)
 	}
 	return cc
 }
@@ -36,23 +47,23 @@ func (h *Host) clientFor(ctx context.Context, cl *client, a ahp.Action) chat.Cli
 // fetches reports whether a is a resource the host has no copy of and asks
 // the sending client for (C-ATT-11): not a file: URI, not hinted over
 // attachmentFetchLimitBytes.
-func (h *Host) fetches(a ahp.MessageAttachment) bool {
-	return attach.Plan(a, attach.PlanOptions{CanFetch: true, FetchLimit: h.opts.Env.Attachments.FetchLimit}) == attach.Fetch
+func (at *attacher) fetches(a ahp.MessageAttachment) bool {
+	return attach.Plan(a, attach.PlanOptions{CanFetch: true, FetchLimit: at.env.Attachments.FetchLimit}) == attach.Fetch
 }
 
 // fetchAttachments reads each resource the host has no copy of through
 // the client that sent it, with a server→client resourceRead. One the
 // client cannot give, or that is over attachmentFetchLimitBytes once read,
 // is left as sent (C-ATT-14, 17); the client closing ends the wait at once.
-func (h *Host) fetchAttachments(ctx context.Context, cl *client, atts []ahp.MessageAttachment) []attach.Resolved {
+func (at *attacher) fetchAttachments(ctx context.Context, cl *client, atts []ahp.MessageAttachment) []attach.Resolved {
 	var out []attach.Resolved
 	for i, a := range atts {
-		if !h.fetches(a) {
+		if !at.fetches(a) {
 			continue
 		}
-		data, contentType, err := h.readThroughClient(ctx, cl, string(a.URI))
+		data, contentType, err := at.readThroughClient(ctx, cl, string(a.URI))
 		if err != nil {
-			h.log.Info("attachment left as sent: the client did not give it", "conn", cl.conn.ID(), "uri", a.URI, "err", err)
+			at.log.Info("attachment left as sent: the client did not give it", "conn", cl.conn.ID(), "uri", a.URI, "err", err)
 			continue
 		}
 		if ct := a.ContentType; ct != "" {
@@ -72,7 +83,7 @@ type clientReadAnswer struct {
 }
 
 // readThroughClient asks the client for uri, bounded by the fetch limit.
-func (h *Host) readThroughClient(ctx context.Context, cl *client, uri string) ([]byte, string, error) {
+func (at *attacher) readThroughClient(ctx context.Context, cl *client, uri string) ([]byte, string, error) {
 	raw, err := cl.conn.Call(ctx, "resourceRead", map[string]any{"channel": ahp.RootURI, "uri": uri})
 	if err != nil {
 		return nil, "", err
@@ -81,7 +92,7 @@ func (h *Host) readThroughClient(ctx context.Context, cl *client, uri string) ([
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return nil, "", fmt.Errorf("resourceRead answer: %w", err)
 	}
-	limit := h.opts.Env.Attachments.FetchLimit
+	limit := at.env.Attachments.FetchLimit
 	var data []byte
 	switch res.Encoding {
 	case "base64", "":
@@ -120,14 +131,14 @@ func messageOf(a ahp.Action) *ahp.Message {
 // one the sender may not read, give the pointer without an excerpt
 // (C-ATT-30, 31); only a pin nobody can honour is an error, which ends the
 // turn (C-ATT-32, 33).
-func (h *Host) resolveChatAttachments(ctx context.Context, cl *client, atts []ahp.MessageAttachment) []attach.Resolved {
+func (at *attacher) resolveChatAttachments(ctx context.Context, cl *client, atts []ahp.MessageAttachment) []attach.Resolved {
 	var out []attach.Resolved
 	for i, a := range atts {
 		if a.Type != ahp.AttachmentChat {
 			continue
 		}
 		ref := attach.Ref{Label: a.Label, Resource: a.Resource}
-		st, running := h.chatStateFor(ctx, a.Resource)
+		st, running := at.sessions.chatState(ctx, a.Resource)
 		ref.Running = running
 		if running && cl.principal.Can(auth.ChatTurns) {
 			excerpt, err := attach.ChatExcerpt(st, a.EndTurn)
@@ -142,30 +153,20 @@ func (h *Host) resolveChatAttachments(ctx context.Context, cl *client, atts []ah
 	return out
 }
 
-// chatStateFor reads the state of a chat this host runs: one its chat
-// index holds. A chat the index does not hold is not running here.
-func (h *Host) chatStateFor(ctx context.Context, uri string) (ahp.ChatState, bool) {
-	h.sessionsMu.Lock()
-	sessURI, ok := h.chatIndex[uri]
-	s := h.sessions[sessURI]
-	h.sessionsMu.Unlock()
-	if !ok || s == nil {
-		return ahp.ChatState{}, false
+// carriesChat reports whether a's message attaches a chat, which
+// the host resolves (reading that chat) before the action is handed on.
+func (at *attacher) carriesChat(a ahp.Action) bool {
+	m := messageOf(a)
+	if m == nil {
+		return false
 	}
-	ctx, cancel := context.WithTimeout(ctx, resolveTimeout)
-	defer cancel()
-	var st ahp.ChatState
-	for attempt := 0; attempt < 3; attempt++ {
-		c, err := s.Chat(ctx, uri)
-		if err != nil {
-			h.log.Debug("chat attachment: chat not readable", "chat", uri, "err", err)
-			return ahp.ChatState{}, false
+	for _, att := range m.Attachments {
+		if att.Type == ahp.AttachmentChat || at.fetches(att) {
+			// A chat to read, or a resource to read through the client
+			// (C-ATT-11): the message waits in its chat's lane for it, so
+			// the client's later actions keep their order.
+			return true
 		}
-		st, err = c.State(ctx)
-		if err == nil {
-			return st, true
-		}
-		h.log.Debug("chat attachment: chat state", "chat", uri, "err", err)
 	}
-	return ahp.ChatState{}, false
+	return false
 }

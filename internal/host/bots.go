@@ -5,17 +5,21 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/ahpd/ahpd/internal/agent"
 	"github.com/ahpd/ahpd/internal/agent/bot"
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/auth"
+	"github.com/ahpd/ahpd/internal/bus"
 	"github.com/ahpd/ahpd/internal/chat"
+	"github.com/ahpd/ahpd/internal/env"
+	"github.com/ahpd/ahpd/internal/lockorder"
 	"github.com/ahpd/ahpd/internal/sessionconfig"
 	"github.com/ahpd/ahpd/internal/store"
 	"github.com/google/uuid"
@@ -72,28 +76,54 @@ type botSlugParams struct {
 	Slug    string `json:"slug"`
 }
 
-// botRequest answers the bot commands; ok is false for any other method.
-func (h *Host) botRequest(ctx context.Context, cl *client, method string, params json.RawMessage) (any, bool, error) {
+// botDesk answers the bot commands and is the host as the bot backend
+// sees it (bot.Host): it makes a bot's work session, an ordinary session
+// of the bot's owner, and watches its work chat.
+type botDesk struct {
+	env             *env.Env
+	log             *slog.Logger
+	bus             *bus.Bus
+	agents          *agent.Registry
+	defaultProvider string
+	principals      map[string]auth.Principal
+	paths           servedPaths
+	cat             *catalogue
+	sessions        *sessionDesk
+	config          *configDesk
+	// closing is closed when the host closes.
+	closing <-chan struct{}
+
+	// mu (rank lockorder.HostBots) serialises making work sessions, so two
+	// chats of one bot starting at once make one. It is held across the
+	// store and the work session's start: the catalogue's lock and the
+	// bus's are taken inside.
+	mu lockorder.Mutex
+}
+
+var _ bot.Host = (*botDesk)(nil)
+
+// request answers the bot commands; ok is false for any other method.
+func (d *botDesk) request(ctx context.Context, cl *client, method string, params json.RawMessage) (any, bool, error) {
 	switch method {
 	case MethodCreateBot:
-		res, err := h.createBot(ctx, cl, params)
+		res, err := d.create(ctx, cl, params)
 		return res, true, err
 	case MethodListBots:
-		res, err := h.listBots(ctx, cl, params)
+		res, err := d.list(ctx, cl, params)
 		return res, true, err
 	case MethodGetBot:
-		res, err := h.getBot(ctx, cl, params)
+		res, err := d.get(ctx, cl, params)
 		return res, true, err
 	case MethodDeleteBot:
-		res, err := h.deleteBot(ctx, cl, params)
+		res, err := d.delete(ctx, cl, params)
 		return res, true, err
 	}
 	return nil, false, nil
 }
 
-// botAgent is the daemon's bot backend, when it offers one.
-func (h *Host) botAgent() (*bot.Agent, error) {
-	a, ok := h.opts.Agents.Get(bot.Provider)
+// agent is the daemon's bot backend, when it offers one.
+func (d *botDesk) agent() (*bot.Agent, error) {
+	a, ok := d.agents.Get(bot.Provider)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ahp.ErrProviderNotFound, bot.Provider)
 	}
@@ -107,19 +137,21 @@ func (h *Host) botAgent() (*bot.Agent, error) {
 // BindBots binds the daemon's bot backend, if it offers one, to this host
 // (its work sessions live here) with dir as the default home of bots'
 // folders.
-func (h *Host) BindBots(dir string) {
-	a, ok := h.opts.Agents.Get(bot.Provider)
+func (h *Host) BindBots(dir string) { h.bots.bind(dir) }
+
+func (d *botDesk) bind(dir string) {
+	a, ok := d.agents.Get(bot.Provider)
 	if !ok {
 		return
 	}
 	if b, ok := a.(*bot.Agent); ok {
 		b.UseDir(dir)
-		b.UseStore(h.opts.Env.Store)
-		b.UseHost(botHost{h})
+		b.UseStore(d.env.Store)
+		b.UseHost(d)
 	}
 }
 
-func (h *Host) createBot(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
+func (d *botDesk) create(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
 	var p CreateBotParams
 	if err := decodeParams(params, &p); err != nil {
 		return nil, err
@@ -130,7 +162,7 @@ func (h *Host) createBot(ctx context.Context, cl *client, params json.RawMessage
 	if !cl.principal.Can("session:create") {
 		return nil, ahp.Errorf(ahp.ErrPermissionDenied, "creating a bot starts a session: it needs the grant session:create")
 	}
-	ba, err := h.botAgent()
+	ba, err := d.agent()
 	if err != nil {
 		return nil, err
 	}
@@ -145,19 +177,19 @@ func (h *Host) createBot(ctx context.Context, cl *client, params json.RawMessage
 		if !bot.IsRoot(owner) {
 			return nil, ahp.Errorf(ahp.ErrPermissionDenied, "params.owner: only root may make a bot for somebody else")
 		}
-		if _, ok := h.principalOf(p.Owner); !ok {
+		if _, ok := d.principalOf(p.Owner); !ok {
 			return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.owner: %s is nobody this daemon knows", p.Owner)
 		}
 		owner = p.Owner
 	}
-	rec := store.BotRecord{Slug: p.Slug, Name: p.Name, Instructions: p.Instructions, Agent: p.Agent, Model: p.Model, Owner: owner, CreatedAt: h.opts.Env.Now()}
+	rec := store.BotRecord{Slug: p.Slug, Name: p.Name, Instructions: p.Instructions, Agent: p.Agent, Model: p.Model, Owner: owner, CreatedAt: d.env.Now()}
 	if p.Session != "" {
 		// A linked bot works in an existing session of its owner.
-		sum, ok := h.sessionSummary(p.Session)
+		sum, ok := d.cat.summary(p.Session)
 		if !ok {
 			return nil, fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, p.Session)
 		}
-		srec, found, err := h.opts.Env.Store.Session(ctx, p.Session)
+		srec, found, err := d.env.Store.Session(ctx, p.Session)
 		if err != nil {
 			return nil, err
 		}
@@ -173,12 +205,12 @@ func (h *Host) createBot(ctx context.Context, cl *client, params json.RawMessage
 		}
 	} else {
 		if rec.Agent == "" {
-			rec.Agent = h.opts.DefaultProvider
+			rec.Agent = d.defaultProvider
 		}
 		if rec.Agent == bot.Provider {
 			return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.agent: a bot works on an agent, not on another bot")
 		}
-		if _, ok := h.opts.Agents.Get(rec.Agent); !ok {
+		if _, ok := d.agents.Get(rec.Agent); !ok {
 			return nil, fmt.Errorf("%w: %s", ahp.ErrProviderNotFound, rec.Agent)
 		}
 		rec.Folder = ba.DefaultFolder(p.Slug)
@@ -191,13 +223,13 @@ func (h *Host) createBot(ctx context.Context, cl *client, params json.RawMessage
 			if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
 				return nil, fmt.Errorf("%w: folder %s", ahp.ErrNotFound, p.Folder)
 			}
-			if !h.served(abs) {
+			if !d.paths.holds(abs) {
 				return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.folder: %s is outside the daemon's served paths", p.Folder)
 			}
 			rec.Folder = abs
 		}
 	}
-	if err := h.opts.Env.Store.Bots().Add(ctx, rec); err != nil {
+	if err := d.env.Store.Bots().Add(ctx, rec); err != nil {
 		if errors.Is(err, store.ErrSlugTaken) {
 			return nil, fmt.Errorf("%w: bot %s (a slug is never reused)", ahp.ErrAlreadyExists, p.Slug)
 		}
@@ -205,7 +237,7 @@ func (h *Host) createBot(ctx context.Context, cl *client, params json.RawMessage
 	}
 	if !rec.Linked {
 		// The work session starts now, its instructions as its first turn.
-		uri, err := h.makeWorkSession(ctx, rec)
+		uri, err := d.makeWorkSession(ctx, rec)
 		if err != nil {
 			return nil, fmt.Errorf("create bot %s: %w", rec.Slug, err)
 		}
@@ -219,7 +251,7 @@ func mayManage(cl *client, b store.BotRecord) bool {
 	return bot.MayUse(cl.principal.Sender, b)
 }
 
-func (h *Host) listBots(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
+func (d *botDesk) list(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
 	var p botSlugParams
 	if err := decodeParams(params, &p); err != nil {
 		return nil, err
@@ -230,10 +262,10 @@ func (h *Host) listBots(ctx context.Context, cl *client, params json.RawMessage)
 	if !cl.principal.Can(auth.SessionList) {
 		return nil, ahp.Errorf(ahp.ErrPermissionDenied, "listing bots needs the grant %s", auth.SessionList)
 	}
-	if _, err := h.botAgent(); err != nil {
+	if _, err := d.agent(); err != nil {
 		return nil, err
 	}
-	all, err := h.opts.Env.Store.Bots().List(ctx)
+	all, err := d.env.Store.Bots().List(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -248,9 +280,9 @@ func (h *Host) listBots(ctx context.Context, cl *client, params json.RawMessage)
 	return out, nil
 }
 
-// ownBot reads bot slug for a client that may see it: another owner's
+// own reads bot slug for a client that may see it: another owner's
 // bot is as unknown as a missing one.
-func (h *Host) ownBot(ctx context.Context, cl *client, params json.RawMessage, grant string) (store.BotRecord, error) {
+func (d *botDesk) own(ctx context.Context, cl *client, params json.RawMessage, grant string) (store.BotRecord, error) {
 	var p botSlugParams
 	if err := decodeParams(params, &p); err != nil {
 		return store.BotRecord{}, err
@@ -261,10 +293,10 @@ func (h *Host) ownBot(ctx context.Context, cl *client, params json.RawMessage, g
 	if !cl.principal.Can(grant) {
 		return store.BotRecord{}, ahp.Errorf(ahp.ErrPermissionDenied, "this needs the grant %s", grant)
 	}
-	if _, err := h.botAgent(); err != nil {
+	if _, err := d.agent(); err != nil {
 		return store.BotRecord{}, err
 	}
-	b, ok, err := h.opts.Env.Store.Bots().Get(ctx, p.Slug)
+	b, ok, err := d.env.Store.Bots().Get(ctx, p.Slug)
 	if err != nil {
 		return store.BotRecord{}, err
 	}
@@ -274,22 +306,22 @@ func (h *Host) ownBot(ctx context.Context, cl *client, params json.RawMessage, g
 	return b, nil
 }
 
-func (h *Host) getBot(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
-	b, err := h.ownBot(ctx, cl, params, auth.SessionList)
+func (d *botDesk) get(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
+	b, err := d.own(ctx, cl, params, auth.SessionList)
 	if err != nil {
 		return nil, err
 	}
 	return botInfo(b), nil
 }
 
-// deleteBot leaves the bot's tombstone; its work session stays, an
+// delete leaves the bot's tombstone; its work session stays, an
 // ordinary session of its owner with the history it holds.
-func (h *Host) deleteBot(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
-	b, err := h.ownBot(ctx, cl, params, "session:dispose")
+func (d *botDesk) delete(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
+	b, err := d.own(ctx, cl, params, "session:dispose")
 	if err != nil {
 		return nil, err
 	}
-	if _, err := h.opts.Env.Store.Bots().Delete(ctx, b.Slug); err != nil {
+	if _, err := d.env.Store.Bots().Delete(ctx, b.Slug); err != nil {
 		return nil, err
 	}
 	return struct{}{}, nil
@@ -297,11 +329,11 @@ func (h *Host) deleteBot(ctx context.Context, cl *client, params json.RawMessage
 
 // principalOf is who sender is: the deployment for a root reference, else
 // the principal of a configured token that names it.
-func (h *Host) principalOf(sender string) (chat.Client, bool) {
+func (d *botDesk) principalOf(sender string) (chat.Client, bool) {
 	if bot.IsRoot(sender) {
 		return chat.Client{Sender: sender, Root: true}, true
 	}
-	for _, p := range h.opts.Principals {
+	for _, p := range d.principals {
 		if p.Sender == sender {
 			return chat.Client{Sender: sender, Can: p.Can}, true
 		}
@@ -309,31 +341,20 @@ func (h *Host) principalOf(sender string) (chat.Client, bool) {
 	return chat.Client{}, false
 }
 
-func (h *Host) sessionSummary(uri string) (ahp.SessionSummary, bool) {
-	h.sessionsMu.Lock()
-	defer h.sessionsMu.Unlock()
-	s, ok := h.summaries.get(uri)
-	return s, ok
-}
-
-// botsMu serialises making work sessions, so two chats of one bot starting
-// at once make one.
-var botsMu sync.Mutex
-
 // makeWorkSession makes bot b's work session: an ordinary session on b's
 // agent in b's folder, owned by b's owner and titled with b's name, whose
 // first turn is b's instructions (none when there are none). The folder is
 // the daemon's own (under its data dir) or one the creating client could
 // name, so the served-paths check of createSession was done already.
-func (h *Host) makeWorkSession(ctx context.Context, b store.BotRecord) (string, error) {
-	owner, ok := h.principalOf(b.Owner)
+func (d *botDesk) makeWorkSession(ctx context.Context, b store.BotRecord) (string, error) {
+	owner, ok := d.principalOf(b.Owner)
 	if !ok {
 		return "", fmt.Errorf("bot %s: its owner %s is nobody this daemon knows", b.Slug, b.Owner)
 	}
 	if !owner.Root && !owner.Can("session:create") {
 		return "", ahp.Errorf(ahp.ErrPermissionDenied, "bot %s: its owner %s may not create sessions (session:create)", b.Slug, b.Owner)
 	}
-	if _, ok := h.opts.Agents.Get(b.Agent); !ok || b.Agent == bot.Provider {
+	if _, ok := d.agents.Get(b.Agent); !ok || b.Agent == bot.Provider {
 		return "", fmt.Errorf("%w: %s", ahp.ErrProviderNotFound, b.Agent)
 	}
 	if err := os.MkdirAll(b.Folder, 0o700); err != nil {
@@ -345,22 +366,22 @@ func (h *Host) makeWorkSession(ctx context.Context, b store.BotRecord) (string, 
 	}
 	id := uuid.NewString()
 	uri := "ahp-session:/" + id
-	now := h.opts.Env.Now()
+	now := d.env.Now()
 	values := map[string]any{}
 	if b.Model != "" {
 		values[sessionconfig.KeyModel] = b.Model
 	}
-	schema, resolved := h.sessionConfig(ctx, b.Agent, folder, values)
+	schema, resolved := d.config.schema(ctx, b.Agent, folder, values)
 	cfg, err := json.Marshal(ahp.SessionConfig{Schema: schema, Values: resolved})
 	if err != nil {
 		return "", fmt.Errorf("bot %s: config: %w", b.Slug, err)
 	}
 	rec := store.SessionRecord{URI: uri, Provider: b.Agent, Title: b.Name, CreatedAt: now, ModifiedAt: now,
 		WorkingDirectories: []string{ahp.FileURI(folder)}, Owner: b.Owner, Config: cfg}
-	if err := h.opts.Env.Store.PutSession(ctx, rec); err != nil {
+	if err := d.env.Store.PutSession(ctx, rec); err != nil {
 		return "", fmt.Errorf("bot %s: work session: %w", b.Slug, err)
 	}
-	s, err := h.openSession(ctx, rec)
+	s, err := d.sessions.open(ctx, rec)
 	if err != nil {
 		return "", fmt.Errorf("bot %s: work session: %w", b.Slug, err)
 	}
@@ -372,13 +393,8 @@ func (h *Host) makeWorkSession(ctx context.Context, b store.BotRecord) (string, 
 	if err != nil {
 		return "", err
 	}
-	h.sessionsMu.Lock()
-	h.summaries.put(uri, sum)
-	h.sessionsMu.Unlock()
-	legacy := &ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum}
-	legacy.Summary.Chats, legacy.Summary.DefaultChat = nil, ""
-	h.notifyRoot("root/sessionAdded", &ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum}, legacy)
-	if err := h.opts.Env.Store.Bots().SetSession(ctx, b.Slug, uri, false); err != nil {
+	d.sessions.announce(uri, sum)
+	if err := d.env.Store.Bots().SetSession(ctx, b.Slug, uri, false); err != nil {
 		return "", err
 	}
 	if strings.TrimSpace(b.Instructions) != "" {
@@ -387,7 +403,7 @@ func (h *Host) makeWorkSession(ctx context.Context, b store.BotRecord) (string, 
 			return "", err
 		}
 		owner.ID = "bot:" + b.Slug
-		owner.Sub = refusalLog{h: h, id: owner.ID}
+		owner.Sub = refusalLog{log: d.log, id: owner.ID}
 		start := ahp.ChatTurnStarted{TurnID: uuid.NewString(), StartedAt: now.UTC().Format("2006-01-02T15:04:05.000Z"),
 			Message: ahp.Message{Text: b.Instructions, Origin: ahp.MessageOrigin{Kind: "user"}}}
 		if err := c.Dispatch(owner, 0, start); err != nil {
@@ -397,23 +413,19 @@ func (h *Host) makeWorkSession(ctx context.Context, b store.BotRecord) (string, 
 	return uri, nil
 }
 
-// botHost is the host as the bot backend sees it (bot.Host).
-type botHost struct{ h *Host }
-
 // WorkChat is bot b's work chat: its session's default chat, the session
 // made first when the bot has none (or its session was disposed).
-func (bh botHost) WorkChat(ctx context.Context, b store.BotRecord) (string, error) {
-	h := bh.h
-	botsMu.Lock()
-	defer botsMu.Unlock()
+func (d *botDesk) WorkChat(ctx context.Context, b store.BotRecord) (string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	// The record may have changed since the caller read it.
-	if cur, ok, err := h.opts.Env.Store.Bots().Get(ctx, b.Slug); err != nil {
+	if cur, ok, err := d.env.Store.Bots().Get(ctx, b.Slug); err != nil {
 		return "", err
 	} else if ok {
 		b = cur
 	}
 	if b.Session != "" {
-		if s, ok := h.session(b.Session); ok {
+		if s, ok := d.cat.session(b.Session); ok {
 			def, err := s.DefaultChat(ctx)
 			if err != nil {
 				return "", err
@@ -427,29 +439,28 @@ func (bh botHost) WorkChat(ctx context.Context, b store.BotRecord) (string, erro
 			return "", fmt.Errorf("%w: the session %s it is linked to", ahp.ErrResourceNotFound, b.Session)
 		}
 	}
-	uri, err := h.makeWorkSession(ctx, b)
+	uri, err := d.makeWorkSession(ctx, b)
 	if err != nil {
 		return "", err
 	}
-	s, _ := h.session(uri)
+	s, _ := d.cat.session(uri)
 	return s.DefaultChat(ctx)
 }
 
 // Watch subscribes to a work chat as its bot's owner, who must be able to
 // read it (chat:turns); the bot's chat relays it to nobody else.
-func (bh botHost) Watch(ctx context.Context, owner, chatURI string, see func(json.RawMessage)) (bot.Watch, error) {
-	h := bh.h
-	cl, ok := h.principalOf(owner)
+func (d *botDesk) Watch(ctx context.Context, owner, chatURI string, see func(json.RawMessage)) (bot.Watch, error) {
+	cl, ok := d.principalOf(owner)
 	if !ok {
 		return nil, fmt.Errorf("the bot's owner %s is nobody this daemon knows", owner)
 	}
 	if !cl.Root && !cl.Can(auth.ChatTurns) {
 		return nil, ahp.Errorf(ahp.ErrPermissionDenied, "the bot's owner %s may not read its work session (%s)", owner, auth.ChatTurns)
 	}
-	w := &botWatch{h: h, chat: chatURI, id: "bot-watch:" + uuid.NewString(), see: see}
+	w := &botWatch{d: d, chat: chatURI, id: "bot-watch:" + uuid.NewString(), see: see}
 	cl.ID, cl.Sub = w.id, w
 	w.cl = cl
-	err := h.onChat(ctx, chatURI, func(c *chat.Chat) error {
+	err := d.sessions.onChat(ctx, chatURI, func(c *chat.Chat) error {
 		snap, err := c.Subscribe(ctx, w, nil)
 		if err != nil {
 			return err
@@ -470,7 +481,7 @@ func (bh botHost) Watch(ctx context.Context, owner, chatURI string, see func(jso
 // botWatch is a bot conversation's subscription to its work chat: a bus
 // subscriber like a connection, whose envelopes go to the conversation.
 type botWatch struct {
-	h      *Host
+	d      *botDesk
 	chat   string
 	id     string
 	see    func(json.RawMessage)
@@ -491,12 +502,12 @@ func (w *botWatch) Queued() []ahp.PendingMessage { return w.queued }
 func (w *botWatch) Done() <-chan struct{} {
 	return w.actor.Done()
 }
-func (w *botWatch) Stop() { w.h.bus.Unsubscribe(w, w.chat) }
+func (w *botWatch) Stop() { w.d.bus.Unsubscribe(w, w.chat) }
 
 // Disposed: the chat's actor ended while the host goes on.
 func (w *botWatch) Disposed() bool {
 	select {
-	case <-w.h.closing:
+	case <-w.d.closing:
 		return false
 	default:
 		return true
@@ -511,19 +522,19 @@ func (w *botWatch) Dispatch(ctx context.Context, a any) (int64, error) {
 		return 0, fmt.Errorf("not an action: %T", a)
 	}
 	seq := w.seq.Add(1)
-	err := w.h.onChat(ctx, w.chat, func(c *chat.Chat) error { return c.Dispatch(w.cl, seq, act) })
+	err := w.d.sessions.onChat(ctx, w.chat, func(c *chat.Chat) error { return c.Dispatch(w.cl, seq, act) })
 	return seq, err
 }
 
 // refusalLog is who the host's own dispatch of a bot's instructions is
 // from: it subscribes to nothing, and a refusal of it is logged.
 type refusalLog struct {
-	h  *Host
-	id string
+	log *slog.Logger
+	id  string
 }
 
 func (r refusalLog) Deliver(method string, params json.RawMessage) {
-	r.h.log.Warn("a bot's instructions were refused by its work session", "from", r.id, "envelope", string(params))
+	r.log.Warn("a bot's instructions were refused by its work session", "from", r.id, "envelope", string(params))
 }
 func (r refusalLog) Knows(string) bool { return true }
 func (r refusalLog) ClientID() string  { return r.id }

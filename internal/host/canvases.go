@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/canvas"
@@ -17,25 +16,19 @@ import (
 // file server of file canvases and the show_page plugin. Each canvas is
 // its chat actor's; the host only routes to it (the canvas.Board).
 type canvasKit struct {
-	plugins *canvas.Plugins
-	files   *canvas.Files
-	pages   *showpage.Pages
+	plugins  *canvas.Plugins
+	files    *canvas.Files
+	pages    *showpage.Pages
+	sessions *sessionDesk
 }
 
-func (h *Host) initCanvases() {
-	h.canv.files = canvas.NewFiles()
-	h.canv.pages = showpage.New(board{h}, h.canv.files, h.origin)
-	h.canv.plugins = canvas.NewPlugins(h.canv.pages)
-}
-
-// origin is the daemon's own http origin, from where its tools are
-// served ("" until it listens).
-func (h *Host) origin() string {
-	u := h.toolsURL.Load()
-	if u == nil {
-		return ""
-	}
-	return strings.TrimSuffix(*u, hosttools.Path)
+// newCanvasKit makes the canvases; origin is the daemon's own http origin
+// ("" until it listens).
+func newCanvasKit(sessions *sessionDesk, origin func() string) *canvasKit {
+	k := &canvasKit{files: canvas.NewFiles(), sessions: sessions}
+	k.pages = showpage.New(board{sessions}, k.files, origin)
+	k.plugins = canvas.NewPlugins(k.pages)
+	return k
 }
 
 // CanvasFilesHandler serves file canvases (mount it at canvas.FilesPath on
@@ -44,7 +37,7 @@ func (h *Host) CanvasFilesHandler() http.Handler { return h.canv.files }
 
 // board is the host as plugins draw through it: each call goes to the
 // actor of the canvas's chat.
-type board struct{ h *Host }
+type board struct{ sessions *sessionDesk }
 
 var _ canvas.Board = board{}
 
@@ -53,7 +46,7 @@ func (b board) Open(ctx context.Context, uri string, d canvas.Drawing) error {
 	if !ok {
 		return fmt.Errorf("%s is not a canvas channel", uri)
 	}
-	return b.h.onChat(ctx, chatURI, func(c *chat.Chat) error { return c.OpenCanvas(ctx, uri, d) })
+	return b.sessions.onChat(ctx, chatURI, func(c *chat.Chat) error { return c.OpenCanvas(ctx, uri, d) })
 }
 
 func (b board) Draw(ctx context.Context, uri string, d canvas.Drawing) error {
@@ -61,7 +54,7 @@ func (b board) Draw(ctx context.Context, uri string, d canvas.Drawing) error {
 	if !ok {
 		return canvas.ErrGone(uri)
 	}
-	return b.h.onChat(ctx, chatURI, func(c *chat.Chat) error { return c.DrawCanvas(ctx, uri, d) })
+	return b.sessions.onChat(ctx, chatURI, func(c *chat.Chat) error { return c.DrawCanvas(ctx, uri, d) })
 }
 
 func (b board) Close(ctx context.Context, uri string) error {
@@ -69,14 +62,14 @@ func (b board) Close(ctx context.Context, uri string) error {
 	if !ok {
 		return canvas.ErrGone(uri)
 	}
-	return b.h.onChat(ctx, chatURI, func(c *chat.Chat) error { return c.CloseCanvas(ctx, uri) })
+	return b.sessions.onChat(ctx, chatURI, func(c *chat.Chat) error { return c.CloseCanvas(ctx, uri) })
 }
 
-// subscribeCanvas answers a subscription to a canvas channel: the canvas
+// subscribe answers a subscription to a canvas channel: the canvas
 // of a chat this host holds, read under the chat's grant, by a connection
 // at 0.10.0 or later (C-CANV-12). A canvas whose chat is gone answers
 // -32008 "Canvas is no longer available" (C-CANV-09).
-func (h *Host) subscribeCanvas(ctx context.Context, cl *client, uri string) (ahp.Snapshot, error) {
+func (k *canvasKit) subscribe(ctx context.Context, cl *client, uri string) (ahp.Snapshot, error) {
 	if !cl.Knows(ahp.ActionCanvasStateChanged) {
 		return ahp.Snapshot{}, ahp.Errorf(ahp.ErrInvalidRequest, "canvas channels need protocol 0.10.0 or later; this connection speaks %s", cl.negotiated())
 	}
@@ -84,28 +77,28 @@ func (h *Host) subscribeCanvas(ctx context.Context, cl *client, uri string) (ahp
 	if !ok {
 		return ahp.Snapshot{}, canvas.ErrGone(uri)
 	}
-	if _, _, err := h.resolveChat(ctx, chatURI); err != nil {
+	if _, _, err := k.sessions.resolveChat(ctx, chatURI); err != nil {
 		return ahp.Snapshot{}, canvas.ErrGone(uri)
 	}
 	var snap ahp.Snapshot
-	err := h.onChat(ctx, chatURI, func(c *chat.Chat) (err error) {
+	err := k.sessions.onChat(ctx, chatURI, func(c *chat.Chat) (err error) {
 		snap, err = c.SubscribeCanvas(ctx, cl, uri)
 		return err
 	})
 	return snap, err
 }
 
-// canvasExists reports whether a canvas channel is one a chat here holds.
-func (h *Host) canvasExists(ctx context.Context, uri string) bool {
+// exists reports whether a canvas channel is one a chat here holds.
+func (k *canvasKit) exists(ctx context.Context, uri string) bool {
 	chatURI, _, ok := canvas.Parse(uri)
 	if !ok {
 		return false
 	}
-	if _, _, err := h.resolveChat(ctx, chatURI); err != nil {
+	if _, _, err := k.sessions.resolveChat(ctx, chatURI); err != nil {
 		return false
 	}
 	var has bool
-	err := h.onChat(ctx, chatURI, func(c *chat.Chat) (err error) {
+	err := k.sessions.onChat(ctx, chatURI, func(c *chat.Chat) (err error) {
 		has, err = c.HasCanvas(ctx, uri)
 		return err
 	})
@@ -115,14 +108,23 @@ func (h *Host) canvasExists(ctx context.Context, uri string) bool {
 // ShowPage is the show_page tool: a canvas of the calling chat on a page
 // the agent names.
 func (h *Host) ShowPage(ctx context.Context, caller hosttools.Caller, p hosttools.Page) (string, error) {
+	return h.canv.showPage(ctx, caller, p)
+}
+
+// ClosePage is the close_page tool: it closes a canvas of the calling chat.
+func (h *Host) ClosePage(ctx context.Context, caller hosttools.Caller, uri string) error {
+	return h.canv.pages.Close(ctx, caller.Chat, uri)
+}
+
+func (k *canvasKit) showPage(ctx context.Context, caller hosttools.Caller, p hosttools.Page) (string, error) {
 	var dirs []string
-	if err := h.onChat(ctx, caller.Chat, func(c *chat.Chat) (err error) {
+	if err := k.sessions.onChat(ctx, caller.Chat, func(c *chat.Chat) (err error) {
 		dirs, err = c.Directories(ctx)
 		return err
 	}); err != nil {
 		return "", err
 	}
-	shown, err := h.canv.pages.Show(ctx, showpage.Request{
+	shown, err := k.pages.Show(ctx, showpage.Request{
 		Chat: caller.Chat, Dirs: dirs, URL: p.URL, Path: p.Path, Title: p.Title, Status: p.Status, Canvas: p.Canvas,
 	})
 	if err != nil {
@@ -133,9 +135,4 @@ func (h *Host) ShowPage(ctx context.Context, caller hosttools.Caller, p hosttool
 		verb = "Showed the page again on"
 	}
 	return fmt.Sprintf("%s canvas %s: %s", verb, shown.Canvas, shown.Status), nil
-}
-
-// ClosePage is the close_page tool: it closes a canvas of the calling chat.
-func (h *Host) ClosePage(ctx context.Context, caller hosttools.Caller, uri string) error {
-	return h.canv.pages.Close(ctx, caller.Chat, uri)
 }

@@ -4,43 +4,264 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/ahpd/ahpd/internal/agent"
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/chat"
+	"github.com/ahpd/ahpd/internal/confine"
+	"github.com/ahpd/ahpd/internal/lockorder"
 	"github.com/ahpd/ahpd/internal/session"
 	"github.com/ahpd/ahpd/internal/store"
 )
 
-// sessionOrCatalogue returns the live session of uri or, when the host has
+// catalogue is the sessions catalogue: the live session actors by URI, the
+// last summary each reported, and the index of their chats. It holds no
+// session state, only which actor owns what; and it says who is
+// registering a session found in a backend's catalogue, so two clients
+// naming one at once register it once.
+type catalogue struct {
+	// mu (rank lockorder.HostSessions) guards every field below. It is held
+	// for the maps only: never across a store, actor or backend call, and
+	// no other lock is taken inside it.
+	mu        lockorder.Mutex
+	sessions  map[string]*session.Session
+	summaries summaryIndex
+	chats     map[string]string // chat URI → session URI
+	// registering are the session URIs being registered from a backend's
+	// catalogue now, each with a channel closed when that registration
+	// ends (register). It replaces a mutex held across the whole
+	// registration (a store read, the backend's lookup, the session's
+	// start): the claim is taken and given back under mu, and what runs
+	// between holds no lock, so the catalogue stays readable meanwhile.
+	registering map[string]chan struct{}
+}
+
+func newCatalogue() *catalogue {
+	return &catalogue{
+		mu:          lockorder.Mutex{Rank: lockorder.HostSessions},
+		sessions:    make(map[string]*session.Session),
+		summaries:   newSummaryIndex(),
+		chats:       make(map[string]string),
+		registering: make(map[string]chan struct{}),
+	}
+}
+
+// session returns the live session of uri.
+func (c *catalogue) session(uri string) (*session.Session, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.sessions[uri]
+	return s, ok
+}
+
+// all is every live session, in no order.
+func (c *catalogue) all() []*session.Session {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*session.Session, 0, len(c.sessions))
+	for _, s := range c.sessions {
+		out = append(out, s)
+	}
+	return out
+}
+
+// count is how many sessions are live.
+func (c *catalogue) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.sessions)
+}
+
+// add lists a session that has just started: its actor, its summary and
+// its chats.
+func (c *catalogue) add(uri string, s *session.Session, sum ahp.SessionSummary, chats []store.ChatRecord) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sessions[uri] = s
+	c.summaries.put(uri, sum)
+	for _, ch := range chats {
+		c.chats[ch.URI] = uri
+	}
+}
+
+// remove forgets a session and its chats; ok is false when it was not
+// live. The chats are those the index held for it.
+func (c *catalogue) remove(uri string) (s *session.Session, chats []string, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok = c.sessions[uri]
+	if ok {
+		delete(c.sessions, uri)
+		c.summaries.drop(uri)
+	}
+	for ch, su := range c.chats {
+		if su == uri {
+			chats = append(chats, ch)
+			delete(c.chats, ch)
+		}
+	}
+	return s, chats, ok
+}
+
+// putSummary keeps a session's summary.
+func (c *catalogue) putSummary(uri string, sum ahp.SessionSummary) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.summaries.put(uri, sum)
+}
+
+// updateSummary replaces the summary of a session the catalogue holds and
+// returns the one before; ok is false (and nothing is kept) for any other.
+// A summary a session's actor sent while it was being disposed must not
+// list it again.
+func (c *catalogue) updateSummary(uri string, sum ahp.SessionSummary) (old ahp.SessionSummary, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old, ok = c.summaries.get(uri)
+	if ok {
+		c.summaries.put(uri, sum)
+	}
+	return old, ok
+}
+
+// summary is a session's last summary.
+func (c *catalogue) summary(uri string) (ahp.SessionSummary, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.summaries.get(uri)
+}
+
+// page is up to limit summaries from offset in listSessions' order, and
+// whether more follow.
+func (c *catalogue) page(offset, limit int) ([]ahp.SessionSummary, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.summaries.page(offset, limit)
+}
+
+// defaultChat is the chat a session's last summary names its default ("" when
+// none yet).
+func (c *catalogue) defaultChat(session string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sum, _ := c.summaries.get(session)
+	return sum.DefaultChat
+}
+
+// workingIn are the sessions whose working directories hold dir, of those
+// keep keeps. The directories are read under mu and resolved (a
+// filesystem walk of their links) after it.
+func (c *catalogue) workingIn(dir string, keep func(uri string) bool) []string {
+	dirs := map[string][]string{}
+	c.mu.Lock()
+	c.summaries.all(func(uri string, sum ahp.SessionSummary) {
+		if keep(uri) {
+			dirs[uri] = slices.Clone(sum.WorkingDirectories)
+		}
+	})
+	c.mu.Unlock()
+	var out []string
+	for uri, wd := range dirs {
+		paths, err := ahp.LocalPaths(wd)
+		if err != nil {
+			continue
+		}
+		if _, err := confine.Resolve(dir, paths); err == nil {
+			out = append(out, uri)
+		}
+	}
+	return out
+}
+
+// indexChat adds (or, added false, removes) a chat of session uri.
+func (c *catalogue) indexChat(chat, uri string, added bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if added {
+		c.chats[chat] = uri
+	} else {
+		delete(c.chats, chat)
+	}
+}
+
+// chatSession is the session the index says chat belongs to: its URI, and
+// its actor while it is live; ok is false when no session here holds chat.
+func (c *catalogue) chatSession(chat string) (uri string, s *session.Session, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	uri, ok = c.chats[chat]
+	if ok {
+		s = c.sessions[uri]
+	}
+	return uri, s, ok
+}
+
+// register claims the registration of session uri from a backend's
+// catalogue. When uri is live already it returns its session. When another
+// goroutine is registering it, register waits for that one to end (or for
+// ctx) and looks again. Otherwise the claim is the caller's: it calls done
+// once its registration has ended, whatever came of it.
+func (c *catalogue) register(ctx context.Context, uri string) (live *session.Session, done func(), err error) {
+	for {
+		c.mu.Lock()
+		if s, ok := c.sessions[uri]; ok {
+			c.mu.Unlock()
+			return s, nil, nil
+		}
+		wait, busy := c.registering[uri]
+		if !busy {
+			ended := make(chan struct{})
+			c.registering[uri] = ended
+			c.mu.Unlock()
+			return nil, func() {
+				c.mu.Lock()
+				delete(c.registering, uri)
+				c.mu.Unlock()
+				close(ended)
+			}, nil
+		}
+		c.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+	}
+}
+
+// orCatalogue returns the live session of uri or, when the host has
 // never registered it, one a backend's catalogue holds under the id the
 // URI carries (C-FIRST-08, 09): it is registered now, with its first chat
 // on the backend's conversation, and read back from its transcript when
 // the chat opens.
-func (h *Host) sessionOrCatalogue(ctx context.Context, uri string) (*session.Session, bool) {
-	if s, ok := h.session(uri); ok {
+func (d *sessionDesk) orCatalogue(ctx context.Context, uri string) (*session.Session, bool) {
+	if s, ok := d.cat.session(uri); ok {
 		return s, true
 	}
 	id, ok := ahp.SessionID(uri)
 	if !ok {
 		return nil, false
 	}
-	h.catalogueMu.Lock()
-	defer h.catalogueMu.Unlock()
-	if s, ok := h.session(uri); ok {
+	s, done, err := d.cat.register(ctx, uri)
+	if err != nil {
+		return nil, false
+	}
+	if s != nil {
 		return s, true
 	}
-	if _, found, err := h.opts.Env.Store.Session(ctx, uri); err != nil || found {
+	defer done()
+	if _, found, err := d.env.Store.Session(ctx, uri); err != nil || found {
 		// A stored session is live from start-up; one found now is being
 		// disposed.
 		return nil, false
 	}
-	providers := h.opts.Agents.Providers()
+	providers := d.agents.Providers()
 	if p := ahp.SessionProviderScheme(uri); p != "" {
 		providers = []string{p}
 	}
 	for _, p := range providers {
-		a, ok := h.opts.Agents.Get(p)
+		a, ok := d.agents.Get(p)
 		if !ok {
 			continue
 		}
@@ -50,15 +271,15 @@ func (h *Host) sessionOrCatalogue(ctx context.Context, uri string) (*session.Ses
 		}
 		info, found, err := cat.FindConversation(ctx, id)
 		if err != nil {
-			h.log.Warn("catalogue lookup", "provider", p, "id", id, "err", err)
+			d.log.Warn("catalogue lookup", "provider", p, "id", id, "err", err)
 			continue
 		}
 		if !found {
 			continue
 		}
-		s, err := h.registerFromCatalogue(ctx, uri, p, info)
+		s, err := d.registerFromCatalogue(ctx, uri, p, info)
 		if err != nil {
-			h.log.Warn("register a catalogue session", "session", uri, "err", err)
+			d.log.Warn("register a catalogue session", "session", uri, "err", err)
 			return nil, false
 		}
 		return s, true
@@ -66,13 +287,13 @@ func (h *Host) sessionOrCatalogue(ctx context.Context, uri string) (*session.Ses
 	return nil, false
 }
 
-func (h *Host) registerFromCatalogue(ctx context.Context, uri, provider string, info agent.ConversationInfo) (*session.Session, error) {
+func (d *sessionDesk) registerFromCatalogue(ctx context.Context, uri, provider string, info agent.ConversationInfo) (*session.Session, error) {
 	dir := info.Directory
 	if fi, err := os.Stat(dir); dir == "" || err != nil || !fi.IsDir() {
-		if len(h.opts.Paths) == 0 {
+		if len(d.paths) == 0 {
 			return nil, fmt.Errorf("no directory for %s", uri)
 		}
-		dir = h.opts.Paths[0]
+		dir = d.paths[0]
 	}
 	title := chat.CleanTitle(info.Title)
 	if title == "" {
@@ -82,10 +303,10 @@ func (h *Host) registerFromCatalogue(ctx context.Context, uri, provider string, 
 		URI: uri, Provider: provider, Title: title, CreatedAt: info.Created, ModifiedAt: info.Modified,
 		WorkingDirectories: []string{ahp.FileURI(dir)},
 	}
-	if err := h.opts.Env.Store.PutSession(ctx, rec); err != nil {
+	if err := d.env.Store.PutSession(ctx, rec); err != nil {
 		return nil, err
 	}
-	s, err := h.openSession(ctx, rec)
+	s, err := d.open(ctx, rec)
 	if err != nil {
 		return nil, err
 	}
@@ -102,12 +323,7 @@ func (h *Host) registerFromCatalogue(ctx context.Context, uri, provider string, 
 	if err != nil {
 		return nil, err
 	}
-	h.sessionsMu.Lock()
-	h.summaries.put(uri, sum)
-	h.sessionsMu.Unlock()
-	legacy := &ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum}
-	legacy.Summary.Chats, legacy.Summary.DefaultChat = nil, ""
-	h.notifyRoot("root/sessionAdded", &ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum}, legacy)
-	h.log.Info("registered a session from the catalogue", "session", uri, "provider", provider, "conversation", info.ID)
+	d.announce(uri, sum)
+	d.log.Info("registered a session from the catalogue", "session", uri, "provider", provider, "conversation", info.ID)
 	return s, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/ahpd/ahpd/internal/auth"
 	"github.com/ahpd/ahpd/internal/changeset"
 	"github.com/ahpd/ahpd/internal/chat"
+	"github.com/ahpd/ahpd/internal/env"
 )
 
 // The changeset channels (ahp-changeset:), invokeChangesetOperation and the
@@ -21,8 +22,15 @@ import (
 
 const methodInvokeChangesetOperation = "invokeChangesetOperation"
 
-// subscribeChangeset answers a subscription to a changeset channel.
-func (h *Host) subscribeChangeset(ctx context.Context, cl *client, channel string) (ahp.Snapshot, error) {
+// changesetDesk answers the changeset channels and commands; the chat
+// actors keep the changesets.
+type changesetDesk struct {
+	env      *env.Env
+	sessions *sessionDesk
+}
+
+// subscribe answers a subscription to a changeset channel.
+func (d *changesetDesk) subscribe(ctx context.Context, cl *client, channel string) (ahp.Snapshot, error) {
 	ch, ok := changeset.ParseChannel(channel)
 	if !ok {
 		return ahp.Snapshot{}, fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, channel)
@@ -31,21 +39,21 @@ func (h *Host) subscribeChangeset(ctx context.Context, cl *client, channel strin
 		return ahp.Snapshot{}, ahp.WithData(ahp.Errorf(ahp.ErrPermissionDenied, "reading %s needs the grant %s", channel, auth.ChatTurns), map[string]any{"grant": auth.ChatTurns})
 	}
 	var snap ahp.Snapshot
-	err := h.onChat(ctx, ch.Chat, func(c *chat.Chat) (err error) {
+	err := d.sessions.onChat(ctx, ch.Chat, func(c *chat.Chat) (err error) {
 		snap, err = c.SubscribeChangeset(ctx, cl, channel, ch)
 		return err
 	})
 	return snap, err
 }
 
-// changesetExists says whether a changeset channel's chat exists, for
+// exists says whether a changeset channel's chat exists, for
 // reconnect.
-func (h *Host) changesetExists(ctx context.Context, channel string) bool {
+func (d *changesetDesk) exists(ctx context.Context, channel string) bool {
 	ch, ok := changeset.ParseChannel(channel)
 	if !ok {
 		return false
 	}
-	_, _, err := h.resolveChat(ctx, ch.Chat)
+	_, _, err := d.sessions.resolveChat(ctx, ch.Chat)
 	return err == nil
 }
 
@@ -56,9 +64,9 @@ type invokeChangesetParams struct {
 	Meta        map[string]interface{} `json:"_meta,omitempty"`
 }
 
-// changesetRequest answers invokeChangesetOperation; handled is false for
+// request answers invokeChangesetOperation; handled is false for
 // any other method.
-func (h *Host) changesetRequest(ctx context.Context, cl *client, method string, params json.RawMessage) (res any, handled bool, err error) {
+func (d *changesetDesk) request(ctx context.Context, cl *client, method string, params json.RawMessage) (res any, handled bool, err error) {
 	if method != methodInvokeChangesetOperation {
 		return nil, false, nil
 	}
@@ -86,7 +94,7 @@ func (h *Host) changesetRequest(ctx context.Context, cl *client, method string, 
 		}
 	}
 	var msg string
-	err = h.onChat(ctx, ch.Chat, func(c *chat.Chat) (err error) {
+	err = d.sessions.onChat(ctx, ch.Chat, func(c *chat.Chat) (err error) {
 		msg, err = c.InvokeChangesetOperation(ctx, p.Channel, ch, p.OperationID, p.Target)
 		return err
 	})
@@ -96,9 +104,9 @@ func (h *Host) changesetRequest(ctx context.Context, cl *client, method string, 
 	return map[string]any{"message": msg}, true, nil
 }
 
-// readChangesetContent answers resourceRead of a changeset's content: the
+// readContent answers resourceRead of a changeset's content: the
 // chat's read grant, and only contents a changeset of that chat points at.
-func (h *Host) readChangesetContent(ctx context.Context, cl *client, uri, encoding string) (any, error) {
+func (d *changesetDesk) readContent(ctx context.Context, cl *client, uri, encoding string) (any, error) {
 	chatURI, hash, ok := changeset.ParseContent(uri)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ahp.ErrNotFound, uri)
@@ -106,7 +114,7 @@ func (h *Host) readChangesetContent(ctx context.Context, cl *client, uri, encodi
 	if !cl.principal.Can(auth.ChatTurns) {
 		return nil, ahp.WithData(ahp.Errorf(ahp.ErrPermissionDenied, "reading %s needs the grant %s", uri, auth.ChatTurns), map[string]any{"grant": auth.ChatTurns})
 	}
-	data, found, err := h.opts.Env.Store.ChangesetContent(ctx, chatURI, hash)
+	data, found, err := d.env.Store.ChangesetContent(ctx, chatURI, hash)
 	if err != nil {
 		return nil, err
 	}

@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/auth"
 	"github.com/ahpd/ahpd/internal/bus"
 	"github.com/ahpd/ahpd/internal/chat"
+	"github.com/ahpd/ahpd/internal/lockorder"
 	"github.com/ahpd/ahpd/internal/rpc"
 )
 
@@ -19,9 +19,12 @@ type client struct {
 	conn      *rpc.Conn
 	principal auth.Principal
 
-	// mu guards id, version and initialized: they are set by initialize or
-	// reconnect on the connection's read loop and read by publishers.
-	mu          sync.Mutex
+	// mu (rank lockorder.HostClient) guards id, version and initialized:
+	// they are set by initialize or reconnect on the connection's read loop
+	// and read by publishers, under the bus's lock (Knows, ClientID). It is
+	// taken under Bus, and takes the outbox's (rank Outbox) inside
+	// (Subscribed holds the connection's notifications).
+	mu          lockorder.Mutex
 	id          string
 	version     string
 	initialized bool
@@ -29,6 +32,10 @@ type client struct {
 	// awaiting are the snapshots this connection's pending replies will
 	// carry, by channel (awaitSnapshot); guarded by mu.
 	awaiting map[string][]*snapshotHold
+}
+
+func newClient(conn *rpc.Conn, p auth.Principal) *client {
+	return &client{conn: conn, principal: p, mu: lockorder.Mutex{Rank: lockorder.HostClient}}
 }
 
 // snapshotHold holds a connection's notifications from the moment the bus

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"time"
 	"unicode"
 	"unicode/utf16"
@@ -14,16 +13,28 @@ import (
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/auth"
 	"github.com/ahpd/ahpd/internal/chat"
+	"github.com/ahpd/ahpd/internal/env"
 	"github.com/ahpd/ahpd/internal/filefind"
+	"github.com/ahpd/ahpd/internal/lockorder"
 	"github.com/ahpd/ahpd/internal/session"
 )
 
 const completionsMax = 50
 
+// completer answers completions: what a / offers in the session, what an @
+// path names, and which chats and files a # offers.
+type completer struct {
+	env      *env.Env
+	agents   *agent.Registry
+	sessions *sessionDesk
+	// files keeps recent listings of working directories for @ and #.
+	files *fileIndex
+}
+
 // completions answers what a / offers in the session, what an @ path
 // names, and which chats and files a # offers (C-CMD-15..18). Offsets
 // count UTF-16 code units.
-func (h *Host) completions(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
+func (d *completer) completions(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
 	var p ahp.CompletionsParams
 	if err := decodeParams(params, &p); err != nil {
 		return nil, err
@@ -34,7 +45,7 @@ func (h *Host) completions(ctx context.Context, cl *client, params json.RawMessa
 	if !cl.principal.Can(auth.ChatTurns) {
 		return nil, ahp.Errorf(ahp.ErrPermissionDenied, "completions need the grant %s", auth.ChatTurns)
 	}
-	s, _, err := h.resolveChat(ctx, p.Channel)
+	s, _, err := d.sessions.resolveChat(ctx, p.Channel)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +69,7 @@ func (h *Host) completions(ctx context.Context, cl *client, params json.RawMessa
 		return ahp.CompletionItem{InsertText: insert, RangeStart: &rs, RangeEnd: &re, Attachment: att}
 	}
 	var state ahp.ChatState
-	if err := h.onChat(ctx, p.Channel, func(c *chat.Chat) (err error) {
+	if err := d.sessions.onChat(ctx, p.Channel, func(c *chat.Chat) (err error) {
 		state, err = c.State(ctx)
 		return err
 	}); err != nil {
@@ -86,7 +97,7 @@ func (h *Host) completions(ctx context.Context, cl *client, params json.RawMessa
 			// by its first message, so /rename is offered once it has one.
 			cmds = append(cmds, hostcmd.Names...)
 		}
-		if a, ok := h.opts.Agents.Get(sum.Provider); ok {
+		if a, ok := d.agents.Get(sum.Provider); ok {
 			cmds = append(cmds, a.Info(ctx).Commands...)
 		}
 		for _, cmd := range cmds {
@@ -99,7 +110,7 @@ func (h *Host) completions(ctx context.Context, cl *client, params json.RawMessa
 			res.Items = append(res.Items, item("/"+cmd.Name+" ", att))
 		}
 	case '@':
-		for _, f := range h.matchFiles(dirs, token[1:]) {
+		for _, f := range d.matchFiles(dirs, token[1:]) {
 			res.Items = append(res.Items, item("@"+f.insert, f.attachment()))
 		}
 	case '#':
@@ -111,7 +122,7 @@ func (h *Host) completions(ctx context.Context, cl *client, params json.RawMessa
 			if !strings.HasPrefix(q, "chat:") {
 				name = ""
 			}
-			items, err := h.chatPointers(ctx, s, p.Channel, name)
+			items, err := d.chatPointers(ctx, s, p.Channel, name)
 			if err != nil {
 				return nil, err
 			}
@@ -119,13 +130,13 @@ func (h *Host) completions(ctx context.Context, cl *client, params json.RawMessa
 				res.Items = append(res.Items, item("#chat:"+ptr.Label+" ", ptr))
 			}
 			if q == "chat:" || !strings.HasPrefix(q, "chat:") {
-				for _, f := range h.matchFiles(dirs, q) {
+				for _, f := range d.matchFiles(dirs, q) {
 					res.Items = append(res.Items, item("#"+f.insert, f.attachment()))
 				}
 			}
 			break
 		}
-		for _, f := range h.matchFiles(dirs, q) {
+		for _, f := range d.matchFiles(dirs, q) {
 			res.Items = append(res.Items, item("#"+f.insert, f.attachment()))
 		}
 	}
@@ -139,7 +150,7 @@ func (h *Host) completions(ctx context.Context, cl *client, params json.RawMessa
 // session's other chats with a complete turn, whose title holds name
 // (case-insensitive), each pinned at its newest complete turn. The chat
 // being typed in is never offered.
-func (h *Host) chatPointers(ctx context.Context, s *session.Session, typing, name string) ([]ahp.MessageAttachment, error) {
+func (d *completer) chatPointers(ctx context.Context, s *session.Session, typing, name string) ([]ahp.MessageAttachment, error) {
 	sum, err := s.Summary(ctx)
 	if err != nil {
 		return nil, err
@@ -152,7 +163,7 @@ func (h *Host) chatPointers(ctx context.Context, s *session.Session, typing, nam
 		if ch.Resource == typing || !strings.Contains(strings.ToLower(title), strings.ToLower(name)) {
 			continue
 		}
-		end, err := h.opts.Env.Store.LastCompleteTurn(ctx, ch.Resource)
+		end, err := d.env.Store.LastCompleteTurn(ctx, ch.Resource)
 		if err != nil {
 			return nil, err
 		}
@@ -190,8 +201,15 @@ const (
 // fileIndex keeps the recent listings of working directories. Its own
 // mutex guards it: completions of many connections read it.
 type fileIndex struct {
-	mu   sync.Mutex
+	// mu (rank lockorder.HostFileIndex) guards dirs. It is held for the map
+	// only (a directory is walked outside it), and no other lock is taken
+	// inside it.
+	mu   lockorder.Mutex
 	dirs map[string]indexed
+}
+
+func newFileIndex() *fileIndex {
+	return &fileIndex{mu: lockorder.Mutex{Rank: lockorder.HostFileIndex}, dirs: make(map[string]indexed)}
 }
 
 type indexed struct {
@@ -210,9 +228,6 @@ func (x *fileIndex) list(root string, now time.Time) []filefind.Entry {
 	entries := filefind.Walk(root, fileIndexLimit)
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.dirs == nil {
-		x.dirs = make(map[string]indexed)
-	}
 	if len(x.dirs) >= fileIndexKeep {
 		for k, v := range x.dirs {
 			if now.Sub(v.at) >= fileIndexTTL || len(x.dirs) >= fileIndexKeep {
@@ -227,14 +242,14 @@ func (x *fileIndex) list(root string, now time.Time) []filefind.Entry {
 // matchFiles finds what query names in the directories (filefind.Match):
 // a file is inserted by its name, or by its path when another match shares
 // the name; a folder by its path and a slash.
-func (h *Host) matchFiles(dirs []string, query string) []fileMatch {
+func (d *completer) matchFiles(dirs []string, query string) []fileMatch {
 	var all []filefind.Entry
-	for _, d := range dirs {
-		root, err := ahp.LocalPath(d)
+	for _, dir := range dirs {
+		root, err := ahp.LocalPath(dir)
 		if err != nil {
 			continue
 		}
-		all = append(all, h.files.list(root, h.opts.Env.Now())...)
+		all = append(all, d.files.list(root, d.env.Now())...)
 	}
 	found := filefind.Match(all, query, completionsMax)
 	labels := filefind.Labels(found)

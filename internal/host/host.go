@@ -2,6 +2,13 @@
 // catalogue of sessions and the index of their chats, and routes every
 // request and action to the owner of its channel (host for root, session
 // and chat actors for theirs). It implements rpc.Handler.
+//
+// Host is split by job, one file per part: the root desk (root.go), the
+// sessions catalogue (catalogue.go), the sessions desk (sessions.go), the
+// connections (conns.go), the lanes (lanes.go), the action router
+// (dispatch.go), and a small type for each request family (resources,
+// terminals, changesets, canvases, bots, completions, session config,
+// host tools, attachments).
 package host
 
 import (
@@ -11,19 +18,15 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sync"
-	"sync/atomic"
 
 	"github.com/ahpd/ahpd/internal/agent"
-	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/auth"
 	"github.com/ahpd/ahpd/internal/bus"
+	"github.com/ahpd/ahpd/internal/confine"
 	"github.com/ahpd/ahpd/internal/env"
 	"github.com/ahpd/ahpd/internal/hosttools"
-	"github.com/ahpd/ahpd/internal/reduce"
-	"github.com/ahpd/ahpd/internal/rpc"
+	"github.com/ahpd/ahpd/internal/lockorder"
 	"github.com/ahpd/ahpd/internal/session"
-	"github.com/ahpd/ahpd/internal/store"
 )
 
 // Options configure a host.
@@ -51,50 +54,43 @@ type Options struct {
 	ServerVersion string
 }
 
-// Host is the protocol host.
+// Host is the protocol host. It answers the connections itself (the
+// handshake, subscribe, reconnect and the routing of requests, router.go)
+// and hands every channel and request family to the part that owns it;
+// each part holds only the other parts it uses, and each lock has one
+// owner among them (internal/lockorder ranks them).
 type Host struct {
 	opts Options
 	log  *slog.Logger
 	bus  *bus.Bus
 
-	// rootMu guards root: root actions are applied and published under it,
-	// so the root snapshot and the envelopes after it agree.
-	// files keeps recent listings of working directories for @ and #
-	// completions (completions.go).
-	files fileIndex
+	// conns are the connections' client records (conns.go).
+	conns *conns
+	// lanes run requests and routed actions off the read loops, one lane
+	// per channel (lanes.go).
+	lanes *lanes
+	// actions routes the clients' actions (dispatch.go).
+	actions *dispatcher
 
-	rootMu sync.Mutex
-	root   ahp.RootState
+	// root owns the root channel (root.go).
+	root *rootDesk
+	// cat is the sessions catalogue: the sessions, their summaries and
+	// the chat index, under its one lock (catalogue.go).
+	cat *catalogue
+	// sessions opens the sessions, finds their chats and answers the
+	// session commands (sessions.go).
+	sessions *sessionDesk
 
-	// tools serves the host's tools to agents (hosttools.go); toolsURL is
-	// where, once the daemon listens (SetToolsURL).
-	tools    *hosttools.Server
-	toolsURL atomic.Pointer[string]
-
-	// sessionsMu guards sessions, summaries and chatIndex.
-	sessionsMu sync.Mutex
-	sessions   map[string]*session.Session
-	summaries  summaryIndex
-	chatIndex  map[string]string // chat URI → session URI
-
-	// catalogueMu serialises registering sessions found in a backend's
-	// catalogue, so two clients naming one at once register it once.
-	catalogueMu sync.Mutex
-
-	// connsMu guards conns.
-	connsMu sync.Mutex
-	conns   map[*rpc.Conn]*client
-
-	// lanes route dispatched actions off the read loops; actors are the
-	// chat actors a dispatch can reach directly (lanes.go).
-	lanes  *lanes
-	actors actors
-
-	// res is the resource commands' files and watches (resources.go).
-	res resourceState
-
-	// canv is the host's canvas plugins and file server (canvases.go).
-	canv canvasKit
+	// The request and channel families, each a small type of its own.
+	config     *configDesk    // resolveSessionConfig, sessionConfigCompletions (sessionconfig.go)
+	completer  *completer     // completions (completions.go)
+	res        *resourceDesk  // resource commands and watches (resources.go)
+	terms      *terminalDesk  // terminals (terminals.go)
+	own        ownChannels    // the terminal and watch channels (terminals.go)
+	changesets *changesetDesk // changesets (changesets.go)
+	canv       *canvasKit     // canvases and show_page (canvases.go)
+	bots       *botDesk       // bot commands and the bot backend's host (bots.go)
+	tools      *toolDesk      // the host's tools for agents (hosttools.go)
 
 	closing chan struct{}
 }
@@ -108,206 +104,53 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 			opts.HostName = "localhost"
 		}
 	}
+	e, log := opts.Env, opts.Env.Logger
 	h := &Host{
-		opts:      opts,
-		log:       opts.Env.Logger,
-		bus:       opts.Env.Bus,
-		sessions:  make(map[string]*session.Session),
-		summaries: newSummaryIndex(),
-		chatIndex: make(map[string]string),
-		lanes:     newLanes(opts.Env.Logger),
-		conns:     make(map[*rpc.Conn]*client),
-		closing:   make(chan struct{}),
+		opts:    opts,
+		log:     log,
+		bus:     e.Bus,
+		conns:   newConns(opts.HostName, opts.RootToken, opts.Principals),
+		lanes:   newLanes(log),
+		cat:     newCatalogue(),
+		closing: make(chan struct{}),
 	}
-	h.tools = hosttools.New(h, opts.Env.Logger)
-	h.initCanvases()
-	h.root = ahp.RootState{Agents: h.agentInfos(ctx)}
-	h.initResources()
-	recs, err := opts.Env.Store.Sessions(ctx)
+	paths := servedPaths(opts.Paths)
+	actors := newActors()
+	h.root = newRootDesk(ctx, h.bus, opts.Agents)
+	h.config = &configDesk{log: log, agents: opts.Agents, defaultProvider: opts.DefaultProvider, paths: paths}
+	h.sessions = &sessionDesk{env: e, log: log, bus: h.bus, agents: opts.Agents, settings: opts.AgentSettings,
+		defaultProvider: opts.DefaultProvider, closedChats: opts.ClosedChats, paths: paths,
+		cat: h.cat, actors: actors, root: h.root, config: h.config}
+	h.tools = &toolDesk{env: e, cat: h.cat, sessions: h.sessions}
+	h.tools.server = hosttools.New(h, log)
+	h.canv = newCanvasKit(h.sessions, h.tools.origin)
+	h.sessions.tools, h.sessions.canvases = h.tools, h.canv.plugins
+	h.changesets = &changesetDesk{env: e, sessions: h.sessions}
+	h.completer = &completer{env: e, agents: opts.Agents, sessions: h.sessions, files: newFileIndex()}
+	h.bots = &botDesk{env: e, log: log, bus: h.bus, agents: opts.Agents, defaultProvider: opts.DefaultProvider,
+		principals: opts.Principals, paths: paths, cat: h.cat, sessions: h.sessions, config: h.config, closing: h.closing,
+		mu: lockorder.Mutex{Rank: lockorder.HostBots}}
+	h.res = newResourceDesk(paths, h.bus, h.changesets)
+	h.terms = &terminalDesk{env: e, terms: e.Terminals, bus: h.bus, cat: h.cat, files: h.res.files, paths: paths, root: h.root}
+	h.own = ownChannels{terms: h.terms, res: h.res}
+	if t := e.Terminals; t != nil {
+		t.OnChange(h.terms.changed)
+	}
+	h.actions = &dispatcher{log: log, bus: h.bus, lanes: h.lanes, actors: actors, root: h.root, cat: h.cat,
+		sessions: h.sessions, attach: &attacher{env: e, log: log, sessions: h.sessions}, own: h.own}
+	recs, err := e.Store.Sessions(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("restore sessions: %w", err)
 	}
 	for _, r := range recs {
-		if _, err := h.openSession(ctx, r); err != nil {
+		if _, err := h.sessions.open(ctx, r); err != nil {
 			h.log.Error("restore session", "session", r.URI, "err", err)
 		}
 	}
-	if err := h.recoverRunningTurns(ctx); err != nil {
+	if err := h.sessions.recoverRunningTurns(ctx); err != nil {
 		return nil, err
 	}
 	return h, nil
-}
-
-func (h *Host) agentInfos(ctx context.Context) []ahp.AgentInfo {
-	var out []ahp.AgentInfo
-	for _, p := range h.opts.Agents.Providers() {
-		a, _ := h.opts.Agents.Get(p)
-		info := a.Info(ctx)
-		caps := a.Capabilities()
-		ai := ahp.AgentInfo{
-			Provider:    p,
-			DisplayName: info.DisplayName,
-			Description: info.Description,
-			Models:      []ahp.SessionModelInfo{},
-			Capabilities: &ahp.AgentCapabilities{
-				MultipleChats: &ahp.MultipleChatsCapability{Fork: caps.Fork, SideChat: caps.SideChat},
-			},
-		}
-		if ai.DisplayName == "" {
-			ai.DisplayName = p
-		}
-		if info.Unavailable != "" {
-			if ai.Description != "" {
-				ai.Description += " "
-			}
-			ai.Description += "(unavailable: " + info.Unavailable + ")"
-		}
-		for _, m := range info.Models {
-			ai.Models = append(ai.Models, ahp.SessionModelInfo{ID: m.ID, Provider: p, Name: m.Name})
-		}
-		out = append(out, ai)
-	}
-	return out
-}
-
-// openSession starts the actor of a stored session and indexes its chats.
-func (h *Host) openSession(ctx context.Context, r store.SessionRecord) (*session.Session, error) {
-	a, _ := h.opts.Agents.Get(r.Provider)
-	uri := r.URI
-	s, err := session.Open(ctx, session.Config{
-		Served:      h.served,
-		Record:      r,
-		Agent:       a,
-		Settings:    h.opts.AgentSettings[r.Provider],
-		Env:         h.opts.Env,
-		ClosedChats: h.opts.ClosedChats,
-		HostTools:   func(chat string) (*agent.HostTools, func(), error) { return h.toolsFor(uri, chat) },
-		Canvases:    h.canv.plugins,
-		OnSummary:   func(sum ahp.SessionSummary) { h.sessionSummaryChanged(uri, sum) },
-		OnChatIndex: func(chat string, added bool) {
-			h.sessionsMu.Lock()
-			defer h.sessionsMu.Unlock()
-			if added {
-				h.chatIndex[chat] = uri
-			} else {
-				delete(h.chatIndex, chat)
-			}
-		},
-	})
-	if err != nil {
-		return nil, err
-	}
-	sum, err := s.Summary(ctx)
-	if err != nil {
-		return nil, err
-	}
-	recs, err := s.ChatRecords(ctx)
-	if err != nil {
-		return nil, err
-	}
-	h.sessionsMu.Lock()
-	h.sessions[uri] = s
-	h.summaries.put(uri, sum)
-	for _, c := range recs {
-		h.chatIndex[c.URI] = uri
-	}
-	h.sessionsMu.Unlock()
-	return s, nil
-}
-
-// recoverRunningTurns opens every chat that has a turn left running, whose
-// actor then ends it with chat/error.
-func (h *Host) recoverRunningTurns(ctx context.Context) error {
-	running, err := h.opts.Env.Store.RunningTurns(ctx)
-	if err != nil {
-		return fmt.Errorf("find interrupted turns: %w", err)
-	}
-	for _, t := range running {
-		if _, _, err := h.resolveChat(ctx, t.Chat); err != nil {
-			h.log.Warn("interrupted turn of an unknown chat", "chat", t.Chat, "turn", t.ID, "err", err)
-		}
-	}
-	return nil
-}
-
-// sessionSummaryChanged keeps the catalogue entry and tells root watchers
-// what changed (root/sessionSummaryChanged).
-func (h *Host) sessionSummaryChanged(uri string, sum ahp.SessionSummary) {
-	h.sessionsMu.Lock()
-	old, ok := h.summaries.get(uri)
-	if ok {
-		// Only a session the catalogue holds is updated: a summary a
-		// session's actor sent while it was being disposed must not list
-		// it again.
-		h.summaries.put(uri, sum)
-	}
-	h.sessionsMu.Unlock()
-	if !ok {
-		return
-	}
-	changes, changed := ahp.DiffSessionSummary(old, sum)
-	if !changed {
-		return
-	}
-	full := &ahp.SessionSummaryChangedParams{Channel: ahp.RootURI, Session: uri, Changes: changes}
-	legacy := *full
-	legacy.Changes.Chats, legacy.Changes.DefaultChat = nil, nil
-	if jsonString(legacy.Changes) == "{}" {
-		h.notifyRoot("root/sessionSummaryChanged", full, nil)
-		return
-	}
-	h.notifyRoot("root/sessionSummaryChanged", full, &legacy)
-}
-
-// notifyRoot sends a root notification about a session to the root
-// watchers holding session:list; a connection whose version does not know
-// SessionSummary.chats/defaultChat (0.9.0) gets legacy, or nothing when
-// legacy is nil.
-func (h *Host) notifyRoot(method string, full, legacy any) {
-	h.bus.NotifyEach(ahp.RootURI, method, func(s bus.Subscriber) any {
-		c, ok := s.(*client)
-		if ok && !c.principal.Can(auth.SessionList) {
-			// Root watchers hear of sessions only when they may list them.
-			return nil
-		}
-		if ok && !ahp.SummaryChatsKnownTo(c.negotiated()) {
-			if legacy == nil {
-				return nil
-			}
-			return legacy
-		}
-		return full
-	})
-}
-
-func jsonString(v any) string { b, _ := json.Marshal(v); return string(b) }
-
-// applyRoot applies a root action and publishes it.
-func (h *Host) applyRoot(a ahp.Action, origin *ahp.ActionOrigin) {
-	h.rootMu.Lock()
-	defer h.rootMu.Unlock()
-	reduce.Root(&h.root, a)
-	h.bus.Publish(ahp.RootURI, a, origin)
-}
-
-// rootSnapshot subscribes sub to the root channel and returns its snapshot.
-func (h *Host) rootSnapshot(sub bus.Subscriber) (ahp.Snapshot, error) {
-	h.rootMu.Lock()
-	defer h.rootMu.Unlock()
-	seq := h.bus.Subscribe(sub, ahp.RootURI)
-	raw, err := json.Marshal(h.root)
-	if err != nil {
-		return ahp.Snapshot{}, fmt.Errorf("marshal root state: %w", err)
-	}
-	return ahp.Snapshot{Resource: ahp.RootURI, State: json.RawMessage(raw), FromSeq: seq}, nil
-}
-
-// session returns the live session of uri.
-func (h *Host) session(uri string) (*session.Session, bool) {
-	h.sessionsMu.Lock()
-	defer h.sessionsMu.Unlock()
-	s, ok := h.sessions[uri]
-	return s, ok
 }
 
 // Close stops every session (and so every chat) and waits for them.
@@ -318,13 +161,11 @@ func (h *Host) Close(ctx context.Context) error {
 	default:
 		close(h.closing)
 	}
-	h.closeResources() // resources.go: watches and terminals
-	h.sessionsMu.Lock()
-	all := make([]*session.Session, 0, len(h.sessions))
-	for _, s := range h.sessions {
-		all = append(all, s)
+	h.res.close()
+	if t := h.opts.Env.Terminals; t != nil {
+		t.Close()
 	}
-	h.sessionsMu.Unlock()
+	all := h.cat.all()
 	var errs []error
 	for _, s := range all {
 		if err := s.Close(ctx); err != nil && !errors.Is(err, session.ErrClosed) {
@@ -336,12 +177,7 @@ func (h *Host) Close(ctx context.Context) error {
 
 // OpenChats counts the chat actors loaded now (for status and tests).
 func (h *Host) OpenChats(ctx context.Context) int {
-	h.sessionsMu.Lock()
-	all := make([]*session.Session, 0, len(h.sessions))
-	for _, s := range h.sessions {
-		all = append(all, s)
-	}
-	h.sessionsMu.Unlock()
+	all := h.cat.all()
 	n := 0
 	for _, s := range all {
 		if k, err := s.OpenChats(ctx); err == nil {
@@ -349,4 +185,16 @@ func (h *Host) OpenChats(ctx context.Context) int {
 		}
 	}
 	return n
+}
+
+// servedPaths are the daemon's served directories (local paths); the first
+// is the default directory.
+type servedPaths []string
+
+// holds reports whether dir, with its symlinks resolved, is one of the
+// served paths or inside one: a client may not point an agent at / or at
+// another user's home by naming it.
+func (p servedPaths) holds(dir string) bool {
+	_, err := confine.Resolve(dir, p)
+	return err == nil
 }

@@ -2,10 +2,10 @@ package host
 
 import (
 	"log/slog"
-	"sync"
 
 	"github.com/ahpd/ahpd/internal/bug"
 	"github.com/ahpd/ahpd/internal/chat"
+	"github.com/ahpd/ahpd/internal/lockorder"
 )
 
 // Lane bounds: how many routed actions may wait for one channel, and for
@@ -22,15 +22,18 @@ const (
 // goroutine lives while it has work.
 type lanes struct {
 	log *slog.Logger
-	// mu guards m and queued.
-	mu     sync.Mutex
+	// mu (rank lockorder.HostLanes) guards m and queued; no other lock is
+	// taken inside it (a lane's work runs outside it).
+	mu     lockorder.Mutex
 	m      map[string]*lane
 	queued int
 }
 
 type lane struct{ queue []func() }
 
-func newLanes(log *slog.Logger) *lanes { return &lanes{log: log, m: make(map[string]*lane)} }
+func newLanes(log *slog.Logger) *lanes {
+	return &lanes{log: log, mu: lockorder.Mutex{Rank: lockorder.HostLanes}, m: make(map[string]*lane)}
+}
 
 // idle reports whether nothing waits or runs in channel's lane, so an
 // action may go to the channel's owner directly without passing one.
@@ -83,15 +86,18 @@ func (l *lanes) run(channel string, ln *lane) {
 // dispatch to a loaded chat is one push into its mailbox. An entry leaves
 // when its actor ends.
 type actors struct {
-	mu sync.Mutex
+	// mu (rank lockorder.HostActors) guards m; no other lock is taken
+	// inside it.
+	mu lockorder.Mutex
 	m  map[string]*chat.Chat
+}
+
+func newActors() *actors {
+	return &actors{mu: lockorder.Mutex{Rank: lockorder.HostActors}, m: make(map[string]*chat.Chat)}
 }
 
 func (a *actors) remember(uri string, c *chat.Chat) {
 	a.mu.Lock()
-	if a.m == nil {
-		a.m = make(map[string]*chat.Chat)
-	}
 	if a.m[uri] == c {
 		a.mu.Unlock()
 		return

@@ -7,13 +7,14 @@ import (
 	"mime"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/auth"
+	"github.com/ahpd/ahpd/internal/bus"
 	"github.com/ahpd/ahpd/internal/changeset"
+	"github.com/ahpd/ahpd/internal/lockorder"
 	"github.com/ahpd/ahpd/internal/resources"
 	"github.com/ahpd/ahpd/internal/watch"
 	"github.com/google/uuid"
@@ -57,11 +58,18 @@ const (
 	maxWatchesPerClient = 64
 )
 
-// resourceState is the host's part of the resource commands.
-type resourceState struct {
-	files *resources.FS
-	// mu guards watches.
-	mu      sync.Mutex
+// resourceDesk answers the resource commands and keeps the resource
+// watches.
+type resourceDesk struct {
+	files      *resources.FS
+	bus        *bus.Bus
+	changesets *changesetDesk // a changeset's content is read with resourceRead
+
+	// mu (rank lockorder.HostWatches) guards watches. subscribeWatch holds
+	// it while the bus subscribes the client (so the bus's lock, rank Bus,
+	// and the client's are taken inside), and watchesLeft while it counts
+	// a watch's subscribers.
+	mu      lockorder.Mutex
 	watches map[string]*resourceWatch
 }
 
@@ -76,37 +84,32 @@ type resourceWatch struct {
 	subscribed bool
 }
 
-func (h *Host) initResources() {
-	h.res.files = resources.New(h.opts.Paths)
-	h.res.watches = make(map[string]*resourceWatch)
-	if t := h.opts.Env.Terminals; t != nil {
-		t.OnChange(h.terminalsChanged)
-	}
+func newResourceDesk(paths servedPaths, b *bus.Bus, changesets *changesetDesk) *resourceDesk {
+	return &resourceDesk{files: resources.New(paths), bus: b, changesets: changesets,
+		mu: lockorder.Mutex{Rank: lockorder.HostWatches}, watches: make(map[string]*resourceWatch)}
 }
 
-func (h *Host) closeResources() {
-	h.res.mu.Lock()
-	all := h.res.watches
-	h.res.watches = map[string]*resourceWatch{}
-	h.res.mu.Unlock()
+// close ends every watch.
+func (d *resourceDesk) close() {
+	d.mu.Lock()
+	all := d.watches
+	d.watches = map[string]*resourceWatch{}
+	d.mu.Unlock()
 	for _, w := range all {
 		w.w.Close()
 	}
-	if t := h.opts.Env.Terminals; t != nil {
-		t.Close()
-	}
 }
 
-// resourceRequest answers one of the resource commands; handled is false
+// request answers one of the resource commands; handled is false
 // for any other method.
-func (h *Host) resourceRequest(ctx context.Context, cl *client, method string, params json.RawMessage) (res any, handled bool, err error) {
+func (d *resourceDesk) request(ctx context.Context, cl *client, method string, params json.RawMessage) (res any, handled bool, err error) {
 	switch method {
 	case methodResourceList, methodResourceRead, methodResourceWrite, methodResourceDelete, methodResourceMove,
 		methodResourceCopy, methodResourceMkdir, methodResourceResolve, methodResourceRequest, methodCreateResourceWatch:
 	default:
 		return nil, false, nil
 	}
-	res, err = h.resourceCommand(cl, method, params)
+	res, err = d.command(cl, method, params)
 	return res, true, err
 }
 
@@ -144,7 +147,7 @@ var resourceGrants = map[string][]string{
 	methodResourceCopy:        {auth.ResourceRead, auth.ResourceWrite},
 }
 
-func (h *Host) resourceCommand(cl *client, method string, params json.RawMessage) (any, error) {
+func (d *resourceDesk) command(cl *client, method string, params json.RawMessage) (any, error) {
 	var p resourceParams
 	if err := decodeParams(params, &p); err != nil {
 		return nil, err
@@ -153,7 +156,7 @@ func (h *Host) resourceCommand(cl *client, method string, params json.RawMessage
 		return nil, err
 	}
 	if method == methodResourceRead && changeset.IsContent(p.URI) {
-		return h.readChangesetContent(context.Background(), cl, p.URI, p.Encoding) // changesets.go
+		return d.changesets.readContent(context.Background(), cl, p.URI, p.Encoding) // changesets.go
 	}
 	grants := resourceGrants[method]
 	if method == methodResourceRequest {
@@ -170,7 +173,7 @@ func (h *Host) resourceCommand(cl *client, method string, params json.RawMessage
 			return nil, ahp.WithData(ahp.Errorf(ahp.ErrPermissionDenied, "%s needs the grant %s", method, g), map[string]any{"grant": g})
 		}
 	}
-	fs := h.res.files
+	fs := d.files
 	switch method {
 	case methodResourceMove, methodResourceCopy:
 		src, err := localPath("source", p.Source)
@@ -245,7 +248,7 @@ func (h *Host) resourceCommand(cl *client, method string, params json.RawMessage
 	case methodResourceRequest:
 		return struct{}{}, fs.Check(path)
 	case methodCreateResourceWatch:
-		return h.createResourceWatch(cl, p, path)
+		return d.createWatch(cl, p, path)
 	}
 	return nil, ahp.Errorf(ahp.ErrMethodNotFound, "%s", method)
 }
@@ -304,9 +307,9 @@ func decodeContent(data, encoding string) ([]byte, error) {
 	return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.encoding: %q is neither utf-8 nor base64", encoding)
 }
 
-// createResourceWatch opens a watch channel on an existing folder or file.
-func (h *Host) createResourceWatch(cl *client, p resourceParams, path string) (any, error) {
-	real, _, err := h.res.files.Locate(path)
+// createWatch opens a watch channel on an existing folder or file.
+func (d *resourceDesk) createWatch(cl *client, p resourceParams, path string) (any, error) {
+	real, _, err := d.files.Locate(path)
 	if err != nil {
 		return nil, err
 	}
@@ -320,15 +323,15 @@ func (h *Host) createResourceWatch(cl *client, p resourceParams, path string) (a
 	}
 	rw := &resourceWatch{channel: channel, owner: cl,
 		state: ahp.ResourceWatchState{Root: p.URI, Recursive: p.Recursive, Excludes: p.Excludes, Includes: p.Includes}}
-	h.res.mu.Lock()
+	d.mu.Lock()
 	mine := 0
-	for _, w := range h.res.watches {
+	for _, w := range d.watches {
 		if w.owner == cl {
 			mine++
 		}
 	}
-	full := len(h.res.watches) >= maxWatches || mine >= maxWatchesPerClient
-	h.res.mu.Unlock()
+	full := len(d.watches) >= maxWatches || mine >= maxWatchesPerClient
+	d.mu.Unlock()
 	if full {
 		return nil, ahp.Errorf(ahp.ErrInvalidRequest, "createResourceWatch: too many watches open (%d per connection, %d in all)", maxWatchesPerClient, maxWatches)
 	}
@@ -342,28 +345,28 @@ func (h *Host) createResourceWatch(cl *client, p resourceParams, path string) (a
 			}
 			items = append(items, ahp.ResourceChange{URI: ahp.FileURI(shown), Type: c.Type})
 		}
-		h.bus.Publish(channel, ahp.ResourceWatchChanged{Changes: ahp.ResourceChanges{Items: items}}, nil)
+		d.bus.Publish(channel, ahp.ResourceWatchChanged{Changes: ahp.ResourceChanges{Items: items}}, nil)
 	}
-	w, err := watch.Start(real, opts, report, func() { h.dropWatch(channel) })
+	w, err := watch.Start(real, opts, report, func() { d.dropWatch(channel) })
 	if err != nil {
 		return nil, ahp.Errorf(ahp.ErrInvalidParams, "createResourceWatch: %v", err)
 	}
 	rw.w = w
-	h.res.mu.Lock()
-	h.res.watches[channel] = rw
-	h.res.mu.Unlock()
+	d.mu.Lock()
+	d.watches[channel] = rw
+	d.mu.Unlock()
 	return map[string]any{"channel": channel}, nil
 }
 
 // dropWatch ends a watch and forgets its channel.
-func (h *Host) dropWatch(channel string) {
-	h.res.mu.Lock()
-	rw := h.res.watches[channel]
-	delete(h.res.watches, channel)
-	h.res.mu.Unlock()
+func (d *resourceDesk) dropWatch(channel string) {
+	d.mu.Lock()
+	rw := d.watches[channel]
+	delete(d.watches, channel)
+	d.mu.Unlock()
 	if rw != nil {
 		rw.w.Close()
-		h.bus.DropChannel(channel)
+		d.bus.DropChannel(channel)
 	}
 }
 
@@ -373,7 +376,7 @@ func isResourceWatch(channel string) bool {
 }
 
 // subscribeWatch subscribes cl to a watch channel.
-func (h *Host) subscribeWatch(cl *client, channel string) (ahp.Snapshot, error) {
+func (d *resourceDesk) subscribeWatch(cl *client, channel string) (ahp.Snapshot, error) {
 	if !cl.principal.Can(auth.ResourceRead) {
 		return ahp.Snapshot{}, ahp.WithData(ahp.Errorf(ahp.ErrPermissionDenied, "reading %s needs the grant %s", channel, auth.ResourceRead), map[string]any{"grant": auth.ResourceRead})
 	}
@@ -381,14 +384,14 @@ func (h *Host) subscribeWatch(cl *client, channel string) (ahp.Snapshot, error) 
 	if _, err := uuid.Parse(id); !ok || err != nil || strings.Contains(id, "/") {
 		return ahp.Snapshot{}, ahp.Errorf(ahp.ErrInvalidParams, "params.channel: %s is not a resource watch channel (%s:/<id>)", channel, resourceWatchScheme)
 	}
-	h.res.mu.Lock()
-	defer h.res.mu.Unlock()
-	rw := h.res.watches[channel]
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	rw := d.watches[channel]
 	if rw == nil {
 		return ahp.Snapshot{}, ahp.Errorf(ahp.ErrResourceNotFound, "%s", channel)
 	}
 	rw.subscribed = true
-	seq := h.bus.Subscribe(cl, channel)
+	seq := d.bus.Subscribe(cl, channel)
 	raw, err := json.Marshal(rw.state)
 	if err != nil {
 		return ahp.Snapshot{}, err
@@ -398,23 +401,23 @@ func (h *Host) subscribeWatch(cl *client, channel string) (ahp.Snapshot, error) 
 
 // watchesLeft ends the watches that have lost their last subscriber, and
 // (with gone) those gone opened: a watch dies with its connection.
-func (h *Host) watchesLeft(gone *client) {
-	h.res.mu.Lock()
+func (d *resourceDesk) watchesLeft(gone *client) {
+	d.mu.Lock()
 	var drop []string
-	for ch, rw := range h.res.watches {
-		if (gone != nil && rw.owner == gone) || (rw.subscribed && h.bus.Subscribers(ch) == 0) {
+	for ch, rw := range d.watches {
+		if (gone != nil && rw.owner == gone) || (rw.subscribed && d.bus.Subscribers(ch) == 0) {
 			drop = append(drop, ch)
 		}
 	}
-	h.res.mu.Unlock()
+	d.mu.Unlock()
 	for _, ch := range drop {
-		h.dropWatch(ch)
+		d.dropWatch(ch)
 	}
 }
 
 // watchExists reports whether channel is an open watch.
-func (h *Host) watchExists(channel string) bool {
-	h.res.mu.Lock()
-	defer h.res.mu.Unlock()
-	return h.res.watches[channel] != nil
+func (d *resourceDesk) watchExists(channel string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.watches[channel] != nil
 }

@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
-	"time"
 
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/auth"
@@ -15,7 +12,6 @@ import (
 	"github.com/ahpd/ahpd/internal/changeset"
 	"github.com/ahpd/ahpd/internal/chat"
 	"github.com/ahpd/ahpd/internal/rpc"
-	"github.com/ahpd/ahpd/internal/session"
 )
 
 var _ rpc.Handler = (*Host)(nil)
@@ -23,41 +19,14 @@ var _ rpc.Handler = (*Host)(nil)
 // Connected registers a new connection. Its principal comes from the token
 // it presented: none (loopback) or the root token is the deployment
 // itself.
-func (h *Host) Connected(c *rpc.Conn) {
-	p := auth.Root(h.opts.HostName)
-	if tok := c.Token(); tok != "" && tok != h.opts.RootToken {
-		if q, ok := h.opts.Principals[tok]; ok {
-			p = q
-		}
-	}
-	h.connsMu.Lock()
-	h.conns[c] = &client{conn: c, principal: p}
-	h.connsMu.Unlock()
-}
+func (h *Host) Connected(c *rpc.Conn) { h.conns.connected(c) }
 
 // Disconnected forgets a connection and its subscriptions.
 func (h *Host) Disconnected(c *rpc.Conn, reason rpc.CloseReason) {
-	h.connsMu.Lock()
-	cl := h.conns[c]
-	delete(h.conns, c)
-	h.connsMu.Unlock()
-	if cl != nil {
+	if cl := h.conns.disconnected(c); cl != nil {
 		h.bus.DropSubscriber(cl)
-		h.watchesLeft(cl) // resources.go: a watch dies with its connection
+		h.res.watchesLeft(cl) // a watch dies with its connection
 	}
-}
-
-func (h *Host) client(c *rpc.Conn) *client {
-	h.connsMu.Lock()
-	defer h.connsMu.Unlock()
-	cl := h.conns[c]
-	if cl == nil {
-		// A connection the host never saw connect: serve it as root over
-		// loopback rather than fail.
-		cl = &client{conn: c, principal: auth.Root(h.opts.HostName)}
-		h.conns[c] = cl
-	}
-	return cl
 }
 
 // decodeParams reads params into v; a missing or mistyped field is -32602
@@ -102,7 +71,7 @@ func requireChannel(ch string, root bool) error {
 // own lane: the connection's pings, and its requests on other channels,
 // are answered meanwhile.
 func (h *Host) Request(ctx context.Context, c *rpc.Conn, method string, params json.RawMessage, reply rpc.Reply) {
-	cl := h.client(c)
+	cl := h.conns.client(c)
 	if method != ahp.MethodInitialize && method != ahp.MethodPing && method != ahp.MethodReconnect && !cl.ready() {
 		reply(nil, ahp.Errorf(ahp.ErrInvalidRequest, "%s before initialize", method))
 		return
@@ -120,7 +89,7 @@ func (h *Host) Request(ctx context.Context, c *rpc.Conn, method string, params j
 		h.reconnect(ctx, cl, params, reply)
 		return
 	}
-	lane := h.requestLane(cl, params)
+	lane := requestLane(cl, params)
 	if !h.lanes.push(lane, func() { h.answer(ctx, cl, method, params, reply) }) {
 		h.log.Warn("request lanes full; refusing", "channel", lane, "conn", c.ID(), "method", method)
 		reply(nil, ahp.Errorf(ahp.ErrInternal, "too many requests wait for %s; send it again later", lane))
@@ -130,7 +99,7 @@ func (h *Host) Request(ctx context.Context, c *rpc.Conn, method string, params j
 // requestLane is the lane a request runs on: its params.channel's, or its
 // connection's for the root channel or none (the request's own checks then
 // answer what is wrong with it).
-func (h *Host) requestLane(cl *client, params json.RawMessage) string {
+func requestLane(cl *client, params json.RawMessage) string {
 	var p struct {
 		Channel string `json:"channel"`
 	}
@@ -206,34 +175,34 @@ func (h *Host) subscribeRequest(ctx context.Context, cl *client, params json.Raw
 func (h *Host) request(ctx context.Context, cl *client, method string, params json.RawMessage) (any, error) {
 	switch method {
 	case ahp.MethodListSessions:
-		return h.listSessions(ctx, cl, params)
+		return h.sessions.listSessions(ctx, cl, params)
 	case ahp.MethodCreateSession:
-		return h.createSession(ctx, cl, params)
+		return h.sessions.createSession(ctx, cl, params)
 	case ahp.MethodDisposeSession:
-		return h.disposeSession(ctx, cl, params)
+		return h.sessions.disposeSession(ctx, cl, params)
 	case ahp.MethodCreateChat:
-		return h.createChat(ctx, cl, params)
+		return h.sessions.createChat(ctx, cl, params)
 	case ahp.MethodDisposeChat:
-		return h.disposeChat(ctx, cl, params)
+		return h.sessions.disposeChat(ctx, cl, params)
 	case ahp.MethodFetchTurns:
-		return h.fetchTurns(ctx, cl, params)
+		return h.sessions.fetchTurns(ctx, cl, params)
 	case ahp.MethodCompletions:
-		return h.completions(ctx, cl, params)
+		return h.completer.completions(ctx, cl, params)
 	case ahp.MethodResolveSessionConfig:
-		return h.resolveSessionConfig(ctx, cl, params)
+		return h.config.resolve(ctx, cl, params)
 	case ahp.MethodSessionConfigCompletions:
-		return h.sessionConfigCompletions(ctx, cl, params)
+		return h.config.completions(ctx, cl, params)
 	}
-	if res, ok, err := h.resourceRequest(ctx, cl, method, params); ok { // resources.go
+	if res, ok, err := h.res.request(ctx, cl, method, params); ok {
 		return res, err
 	}
-	if res, ok, err := h.terminalRequest(ctx, cl, method, params); ok { // terminals.go
+	if res, ok, err := h.terms.request(ctx, cl, method, params); ok {
 		return res, err
 	}
-	if res, ok, err := h.changesetRequest(ctx, cl, method, params); ok { // changesets.go
+	if res, ok, err := h.changesets.request(ctx, cl, method, params); ok {
 		return res, err
 	}
-	if res, ok, err := h.botRequest(ctx, cl, method, params); ok { // bots.go
+	if res, ok, err := h.bots.request(ctx, cl, method, params); ok {
 		return res, err
 	}
 	return nil, fmt.Errorf("%w: %s", ahp.ErrMethodNotFound, method)
@@ -241,10 +210,10 @@ func (h *Host) request(ctx context.Context, cl *client, method string, params js
 
 // Notification handles a client notification.
 func (h *Host) Notification(c *rpc.Conn, method string, params json.RawMessage) {
-	cl := h.client(c)
+	cl := h.conns.client(c)
 	switch method {
 	case ahp.MethodDispatchAction:
-		h.dispatchAction(cl, params)
+		h.actions.dispatch(cl, params)
 	case ahp.MethodUnsubscribe:
 		var p ahp.UnsubscribeParams
 		if err := decodeParams(params, &p); err != nil || p.Channel == "" {
@@ -254,7 +223,7 @@ func (h *Host) Notification(c *rpc.Conn, method string, params json.RawMessage) 
 		unsubscribe := func() {
 			h.bus.Unsubscribe(cl, p.Channel)
 			if isResourceWatch(p.Channel) {
-				h.watchesLeft(nil) // its last subscriber may have gone
+				h.res.watchesLeft(nil) // its last subscriber may have gone
 			}
 		}
 		// Behind a subscribe to the same channel still on its lane, in the
@@ -345,19 +314,19 @@ func (h *Host) onConnLane(cl *client, fn, refused func()) {
 // subscribe routes a subscription to the owner of the channel.
 func (h *Host) subscribe(ctx context.Context, cl *client, channel string, view *ahp.SubscribeView) (ahp.Snapshot, error) {
 	if ahp.IsRootURI(channel) {
-		return h.rootSnapshot(cl)
+		return h.root.snapshot(cl)
 	}
-	if snap, ok, err := h.subscribeOwnChannel(cl, channel); ok { // a terminal or a resource watch
+	if snap, ok, err := h.own.subscribe(cl, channel); ok { // a terminal or a resource watch
 		return snap, err
 	}
 	if changeset.IsChannel(channel) {
-		return h.subscribeChangeset(ctx, cl, channel) // changesets.go
+		return h.changesets.subscribe(ctx, cl, channel)
 	}
 	if grant := readGrant(channel); !cl.principal.Can(grant) {
 		return ahp.Snapshot{}, ahp.WithData(ahp.Errorf(ahp.ErrPermissionDenied, "reading %s needs the grant %s", channel, grant), map[string]any{"grant": grant})
 	}
 	if sess, ok := ahp.AnnotationsSession(channel); ok {
-		s, ok := h.sessionOrCatalogue(ctx, sess)
+		s, ok := h.sessions.orCatalogue(ctx, sess)
 		if !ok {
 			return ahp.Snapshot{}, fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, channel)
 		}
@@ -365,260 +334,24 @@ func (h *Host) subscribe(ctx context.Context, cl *client, channel string, view *
 	}
 	switch {
 	case canvas.Is(channel):
-		return h.subscribeCanvas(ctx, cl, channel) // canvases.go
+		return h.canv.subscribe(ctx, cl, channel)
 	case ahp.IsChatURI(channel):
 		if view != nil && view.Turns != nil && *view.Turns < 0 {
 			return ahp.Snapshot{}, ahp.Errorf(ahp.ErrInvalidParams, "params.view.turns: must be 0 or more, not %d", *view.Turns)
 		}
 		var snap ahp.Snapshot
-		err := h.onChat(ctx, channel, func(c *chat.Chat) (err error) {
+		err := h.sessions.onChat(ctx, channel, func(c *chat.Chat) (err error) {
 			snap, err = c.Subscribe(ctx, cl, view)
 			return err
 		})
 		return snap, err
 	default:
-		s, ok := h.sessionOrCatalogue(ctx, channel)
+		s, ok := h.sessions.orCatalogue(ctx, channel)
 		if !ok {
 			return ahp.Snapshot{}, fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, channel)
 		}
 		return s.Subscribe(ctx, cl)
 	}
-}
-
-// dispatchAction routes a client action to the owner of its channel. It is
-// a notification: what cannot be taken comes back as a refusal envelope.
-func (h *Host) dispatchAction(cl *client, params json.RawMessage) {
-	p, a, err := decodeDispatch(params)
-	origin := &ahp.ActionOrigin{ClientID: cl.ClientID(), ClientSeq: p.ClientSeq}
-	if err != nil {
-		// A malformed notification has no reply to carry an error, so the
-		// refusal envelope names what was wrong (on the channel it named,
-		// if any).
-		h.log.Info("refused malformed dispatchAction", "conn", cl.conn.ID(), "err", err)
-		if a == nil {
-			a = ahp.UnknownAction{Type: "", Raw: rawOrNull(p.Action)}
-		}
-		h.bus.Refuse(cl, p.Channel, a, origin, err.Error())
-		return
-	}
-	if !cl.ready() {
-		h.bus.Refuse(cl, p.Channel, a, origin, "dispatchAction before initialize")
-		return
-	}
-	if h.dispatchOwnChannel(cl, p.Channel, a, origin) { // a terminal or a resource watch
-		return
-	}
-	if reason := channelRefuses(p.Channel, a.ActionType()); reason != "" {
-		h.bus.Refuse(cl, p.Channel, a, origin, reason)
-		return
-	}
-	ctx := context.Background()
-	switch {
-	case canvas.Is(p.Channel):
-		// Every canvas action is the host's own (C-CANV-11).
-		h.bus.Refuse(cl, p.Channel, a, origin, "Action is not client-dispatchable.")
-	case ahp.IsRootURI(p.Channel):
-		if _, ok := a.(ahp.RootConfigChanged); !ok || !ahp.IsClientDispatchable(a.ActionType()) {
-			h.bus.Refuse(cl, p.Channel, a, origin, "Action is not client-dispatchable.")
-			return
-		}
-		if g := ahp.GrantFor(a.ActionType()); g != "" && !cl.principal.Can(g) {
-			h.bus.Refuse(cl, p.Channel, a, origin, fmt.Sprintf("Permission denied: %s needs the grant %s.", a.ActionType(), g))
-			return
-		}
-		h.applyRoot(a, origin)
-	case ahp.IsChatURI(p.Channel):
-		// A loaded chat with nothing routed ahead: one push into its
-		// mailbox. Anything that may wait (loading the chat, reading the
-		// chats a message attaches) goes through the channel's lane, never
-		// on this read loop.
-		if c := h.actors.live(p.Channel); c != nil && !h.carriesChatAttachment(a) && h.lanes.idle(p.Channel) {
-			err := c.Dispatch(cl.chatClient(), p.ClientSeq, a)
-			if err == nil {
-				return
-			}
-			if !errors.Is(err, chat.ErrClosed) {
-				h.bus.Refuse(cl, p.Channel, a, origin, err.Error())
-				return
-			}
-		}
-		h.route(cl, p.Channel, a, origin, func() {
-			ctx, cancel := context.WithTimeout(ctx, routeWait)
-			defer cancel()
-			cc := h.clientFor(ctx, cl, a) // attachments.go
-			err := h.onChat(ctx, p.Channel, func(c *chat.Chat) error { return c.Dispatch(cc, p.ClientSeq, a) })
-			if err != nil {
-				h.bus.Refuse(cl, p.Channel, a, origin, err.Error())
-			}
-		})
-	default:
-		if !h.lanes.idle(p.Channel) {
-			// A request on this channel (a subscribe, a createChat) is
-			// still on its lane: the action goes behind it, in the order
-			// the client sent them.
-			h.route(cl, p.Channel, a, origin, func() { h.dispatchToSession(cl, p, a, origin) })
-			return
-		}
-		h.dispatchToSession(cl, p, a, origin)
-	}
-}
-
-// dispatchToSession hands an action on a session or annotations channel to
-// the session's actor (a chat action goes on to its default chat).
-func (h *Host) dispatchToSession(cl *client, p ahp.DispatchActionParams, a ahp.Action, origin *ahp.ActionOrigin) {
-	ctx := context.Background()
-	if sess, ok := ahp.AnnotationsSession(p.Channel); ok {
-		s, ok := h.session(sess)
-		if !ok {
-			h.bus.Refuse(cl, p.Channel, a, origin, fmt.Sprintf("%s: %s", ahp.ErrResourceNotFound.Message, p.Channel))
-			return
-		}
-		if err := s.DispatchAnnotations(cl.chatClient(), p.ClientSeq, a); err != nil {
-			h.bus.Refuse(cl, p.Channel, a, origin, err.Error())
-		}
-		return
-	}
-	s, ok := h.session(p.Channel)
-	if !ok {
-		h.bus.Refuse(cl, p.Channel, a, origin, fmt.Sprintf("%s: %s", ahp.ErrResourceNotFound.Message, p.Channel))
-		return
-	}
-	if strings.HasPrefix(a.ActionType(), "chat/") {
-		// C-FIRST-11: a chat action on a session names no chat: it
-		// goes to the chat the session's defaultChat names. It takes
-		// that chat's lane, so it keeps its order among the actions
-		// sent to the chat by its own URI.
-		h.route(cl, h.defaultChatLane(p.Channel), a, origin, func() {
-			ctx, cancel := context.WithTimeout(ctx, routeWait)
-			defer cancel()
-			h.dispatchToDefaultChat(ctx, cl, s, p, a, origin)
-		})
-		return
-	}
-	if err := s.Dispatch(cl.chatClient(), p.ClientSeq, a); err != nil {
-		h.bus.Refuse(cl, p.Channel, a, origin, err.Error())
-	}
-}
-
-// channelRefuses says why a channel does not take an action of this type
-// ("" when it does): an action is its subject's, so a terminal, changeset
-// or annotations action never reaches a chat or a session, whose reducers
-// would pass it on to every watcher unchanged. A session takes its own
-// actions and chat actions meant for its default chat (C-FIRST-11).
-func channelRefuses(channel, actionType string) string {
-	subject, _, _ := strings.Cut(actionType, "/")
-	var takes []string
-	switch {
-	case ahp.IsRootURI(channel):
-		takes = []string{"root"}
-	case ahp.IsChatURI(channel):
-		takes = []string{"chat"}
-	case isAnnotations(channel):
-		takes = []string{"annotations"}
-	case canvas.Is(channel):
-		takes = []string{"canvas"}
-	default:
-		takes = []string{"session", "chat"}
-	}
-	if ahp.IsChatURI(channel) && actionType == "session/titleChanged" {
-		return "" // a client renames that one chat (C-COMP-25)
-	}
-	if slices.Contains(takes, subject) {
-		return ""
-	}
-	return fmt.Sprintf("%s is not an action of channel %s.", actionType, channel)
-}
-
-// defaultChatLane is the lane of the chat the session last said is its
-// default (its summary's defaultChat), or the session's own when it named
-// none yet. The session still decides where the action goes.
-func (h *Host) defaultChatLane(session string) string {
-	h.sessionsMu.Lock()
-	defer h.sessionsMu.Unlock()
-	if sum, _ := h.summaries.get(session); sum.DefaultChat != "" {
-		return sum.DefaultChat
-	}
-	return session
-}
-
-// routeWait bounds how long a routed action waits for its chat to load (an
-// unloading chat's agent ends first); past it the action is refused.
-const routeWait = time.Minute
-
-// route runs fn on channel's lane, or refuses a when the lanes are full.
-func (h *Host) route(cl *client, channel string, a ahp.Action, origin *ahp.ActionOrigin, fn func()) {
-	if !h.lanes.push(channel, fn) {
-		h.log.Warn("dispatch lanes full; refusing", "channel", channel, "conn", cl.conn.ID())
-		h.bus.Refuse(cl, channel, a, origin, "Too many actions wait for this channel; send it again later.")
-	}
-}
-
-// carriesChatAttachment reports whether a's message attaches a chat, which
-// the host resolves (reading that chat) before the action is handed on.
-func (h *Host) carriesChatAttachment(a ahp.Action) bool {
-	m := messageOf(a)
-	if m == nil {
-		return false
-	}
-	for _, at := range m.Attachments {
-		if at.Type == ahp.AttachmentChat || h.fetches(at) {
-			// A chat to read, or a resource to read through the client
-			// (C-ATT-11): the message waits in its chat's lane for it, so
-			// the client's later actions keep their order.
-			return true
-		}
-	}
-	return false
-}
-
-// decodeDispatch reads dispatchAction's params. On an error it returns what
-// it could read, for the refusal envelope.
-func decodeDispatch(params json.RawMessage) (ahp.DispatchActionParams, ahp.Action, error) {
-	var raw struct {
-		Channel   json.RawMessage `json:"channel"`
-		ClientSeq json.RawMessage `json:"clientSeq"`
-		Action    json.RawMessage `json:"action"`
-	}
-	var p ahp.DispatchActionParams
-	if err := decodeParams(params, &raw); err != nil {
-		return p, nil, err
-	}
-	p.Action = raw.Action
-	if err := json.Unmarshal(raw.Channel, &p.Channel); err != nil || p.Channel == "" {
-		return p, nil, errors.New("params.channel: required, a channel URI")
-	}
-	seq, seqErr := ahp.ParseClientSeq(raw.ClientSeq)
-	p.ClientSeq = seq
-	a, err := ahp.DecodeAction(p.Action)
-	if seqErr != nil {
-		return p, a, seqErr
-	}
-	if err == nil {
-		// A field AHP requires is missing: refused whole, never repaired.
-		err = ahp.CheckClientAction(a.ActionType(), p.Action)
-	}
-	return p, a, err
-}
-
-func (h *Host) dispatchToDefaultChat(ctx context.Context, cl *client, s *session.Session, p ahp.DispatchActionParams, a ahp.Action, origin *ahp.ActionOrigin) {
-	def, err := s.DefaultChat(ctx)
-	if err == nil && def == "" {
-		err = fmt.Errorf("session %s has no default chat", p.Channel)
-	}
-	if err == nil {
-		cc := h.clientFor(ctx, cl, a) // attachments.go
-		err = h.onChat(ctx, def, func(c *chat.Chat) error { return c.Dispatch(cc, p.ClientSeq, a) })
-	}
-	if err != nil {
-		h.bus.Refuse(cl, p.Channel, a, origin, err.Error())
-	}
-}
-
-func rawOrNull(r json.RawMessage) json.RawMessage {
-	if len(r) == 0 {
-		return json.RawMessage("null")
-	}
-	return r
 }
 
 // reconnect replays what a returning client missed, or answers with fresh
@@ -661,7 +394,7 @@ func (h *Host) replay(ctx context.Context, cl *client, p ahp.ReconnectParams) (a
 		// A replay restores subscriptions without subscribe's checks, so
 		// each passes the same grant here; one the client may not read is
 		// answered missing, never replayed.
-		if !ahp.IsRootURI(ch) && !h.mayRead(cl, ch) {
+		if !ahp.IsRootURI(ch) && !h.own.mayRead(cl, ch) {
 			missing = append(missing, ch)
 			continue
 		}
@@ -701,21 +434,21 @@ type replayResult struct {
 }
 
 func (h *Host) channelExists(ctx context.Context, ch string) bool {
-	if exists, ok := h.ownChannelExists(ch); ok { // a terminal or a resource watch
+	if exists, ok := h.own.exists(ch); ok { // a terminal or a resource watch
 		return exists
 	}
 	switch {
 	case ahp.IsRootURI(ch):
 		return true
 	case canvas.Is(ch):
-		return h.canvasExists(ctx, ch) // canvases.go
+		return h.canv.exists(ctx, ch)
 	case changeset.IsChannel(ch):
-		return h.changesetExists(ctx, ch)
+		return h.changesets.exists(ctx, ch)
 	case ahp.IsChatURI(ch):
-		_, _, err := h.resolveChat(ctx, ch)
+		_, _, err := h.sessions.resolveChat(ctx, ch)
 		return err == nil
 	default:
-		_, ok := h.session(ch)
+		_, ok := h.cat.session(ch)
 		return ok
 	}
 }

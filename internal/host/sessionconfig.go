@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 
+	"github.com/ahpd/ahpd/internal/agent"
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/sessionconfig"
 )
@@ -20,10 +22,20 @@ type resolveSessionConfigParams struct {
 	Query            string         `json:"query,omitempty"`
 }
 
-// sessionConfig is the schema and values of a session of provider working
-// in dir (a local path, "" for none), with the client's values.
-func (h *Host) sessionConfig(ctx context.Context, provider, dir string, values map[string]any) (json.RawMessage, map[string]any) {
-	a, ok := h.opts.Agents.Get(provider)
+// configDesk answers what a new session's config may hold: the schema
+// and values createSession and a bot's work session start from, and the
+// commands resolveSessionConfig and sessionConfigCompletions.
+type configDesk struct {
+	log             *slog.Logger
+	agents          *agent.Registry
+	defaultProvider string
+	paths           servedPaths
+}
+
+// schema is the schema and values of a session of provider working in dir
+// (a local path, "" for none), with the client's values.
+func (d *configDesk) schema(ctx context.Context, provider, dir string, values map[string]any) (json.RawMessage, map[string]any) {
+	a, ok := d.agents.Get(provider)
 	if !ok {
 		return json.RawMessage(`{"type":"object","properties":{}}`), values
 	}
@@ -35,10 +47,10 @@ func (h *Host) sessionConfig(ctx context.Context, provider, dir string, values m
 	return raw, sessionconfig.Resolve(schema, values)
 }
 
-// configRequest reads the params both commands share: the provider (the
+// read reads the params both commands share: the provider (the
 // default when none is named) and the working directory as a local path
 // inside the served paths ("" when none is named).
-func (h *Host) configRequest(cl *client, params json.RawMessage) (resolveSessionConfigParams, string, error) {
+func (d *configDesk) read(cl *client, params json.RawMessage) (resolveSessionConfigParams, string, error) {
 	var p resolveSessionConfigParams
 	if err := decodeParams(params, &p); err != nil {
 		return p, "", err
@@ -50,9 +62,9 @@ func (h *Host) configRequest(cl *client, params json.RawMessage) (resolveSession
 		return p, "", ahp.Errorf(ahp.ErrPermissionDenied, "describing a new session needs the grant session:create")
 	}
 	if p.Provider == "" {
-		p.Provider = h.opts.DefaultProvider
+		p.Provider = d.defaultProvider
 	}
-	if _, ok := h.opts.Agents.Get(p.Provider); !ok {
+	if _, ok := d.agents.Get(p.Provider); !ok {
 		return p, "", fmt.Errorf("%w: %s", ahp.ErrProviderNotFound, p.Provider)
 	}
 	if p.WorkingDirectory == "" {
@@ -62,7 +74,7 @@ func (h *Host) configRequest(cl *client, params json.RawMessage) (resolveSession
 	if err != nil {
 		return p, "", ahp.Errorf(ahp.ErrInvalidParams, "params.workingDirectory: %v", err)
 	}
-	if !h.served(dir) {
+	if !d.paths.holds(dir) {
 		return p, "", ahp.Errorf(ahp.ErrInvalidParams, "params.workingDirectory: %s is outside the daemon's served paths", p.WorkingDirectory)
 	}
 	return p, dir, nil
@@ -71,19 +83,19 @@ func (h *Host) configRequest(cl *client, params json.RawMessage) (resolveSession
 // resolveSessionConfig answers the schema of what a session of the named
 // provider takes in the named directory, and the values it would start
 // from. It prepares nothing (AHP: no clone, no checkout).
-func (h *Host) resolveSessionConfig(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
-	p, dir, err := h.configRequest(cl, params)
+func (d *configDesk) resolve(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
+	p, dir, err := d.read(cl, params)
 	if err != nil {
 		return nil, err
 	}
-	schema, values := h.sessionConfig(ctx, p.Provider, dir, p.Config)
+	schema, values := d.schema(ctx, p.Provider, dir, p.Config)
 	return map[string]any{"schema": schema, "values": values}, nil
 }
 
 // sessionConfigCompletions answers the allowed values of a dynamic
 // property: a repository's branches for "branch".
-func (h *Host) sessionConfigCompletions(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
-	p, dir, err := h.configRequest(cl, params)
+func (d *configDesk) completions(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
+	p, dir, err := d.read(cl, params)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +108,7 @@ func (h *Host) sessionConfigCompletions(ctx context.Context, cl *client, params 
 	}
 	branches, current, def, err := sessionconfig.Branches(ctx, dir)
 	if err != nil {
-		h.log.Warn("branch completions", "dir", dir, "err", err)
+		d.log.Warn("branch completions", "dir", dir, "err", err)
 		return map[string]any{"items": items}, nil
 	}
 	return map[string]any{"items": sessionconfig.RankBranches(branches, current, def, p.Query)}, nil

@@ -6,14 +6,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
 
+	"github.com/ahpd/ahpd/internal/agent"
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/auth"
+	"github.com/ahpd/ahpd/internal/bus"
+	"github.com/ahpd/ahpd/internal/canvas"
 	"github.com/ahpd/ahpd/internal/chat"
-	"github.com/ahpd/ahpd/internal/confine"
+	"github.com/ahpd/ahpd/internal/env"
 	"github.com/ahpd/ahpd/internal/session"
 	"github.com/ahpd/ahpd/internal/store"
 	"github.com/google/uuid"
@@ -26,9 +30,33 @@ const (
 	listSessionsDefault = listSessionsMax
 )
 
+// sessionDesk keeps the sessions: it opens their actors and lists them in
+// the catalogue, finds the actor of a chat (onChat, which every family
+// that reaches a chat goes through), registers a session a backend's
+// catalogue holds (catalogue.go), tells root watchers what changed, and
+// answers the session commands (createSession, disposeSession,
+// listSessions, createChat, disposeChat, fetchTurns).
+type sessionDesk struct {
+	env             *env.Env
+	log             *slog.Logger
+	bus             *bus.Bus
+	agents          *agent.Registry
+	settings        map[string]json.RawMessage
+	defaultProvider string
+	closedChats     string
+	paths           servedPaths
+
+	cat      *catalogue
+	actors   *actors
+	root     *rootDesk
+	config   *configDesk
+	tools    *toolDesk
+	canvases *canvas.Plugins
+}
+
 // createSession makes a session under the URI the client chose, with its
 // first chat (C-FIRST-01, 02), stores both, then announces it.
-func (h *Host) createSession(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
+func (d *sessionDesk) createSession(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
 	var p ahp.CreateSessionParams
 	if err := decodeParams(params, &p); err != nil {
 		return nil, err
@@ -50,47 +78,44 @@ func (h *Host) createSession(ctx context.Context, cl *client, params json.RawMes
 	provider := p.Provider
 	if provider == "" {
 		provider = ahp.SessionProviderScheme(p.Channel)
-		if _, ok := h.opts.Agents.Get(provider); !ok {
-			provider = h.opts.DefaultProvider
+		if _, ok := d.agents.Get(provider); !ok {
+			provider = d.defaultProvider
 		}
 	}
-	if _, ok := h.opts.Agents.Get(provider); !ok {
+	if _, ok := d.agents.Get(provider); !ok {
 		return nil, fmt.Errorf("%w: %s", ahp.ErrProviderNotFound, provider)
 	}
 	dirs := p.Directories()
-	if len(dirs) == 0 && len(h.opts.Paths) > 0 {
-		dirs = []string{ahp.FileURI(h.opts.Paths[0])}
+	if len(dirs) == 0 && len(d.paths) > 0 {
+		dirs = []string{ahp.FileURI(d.paths[0])}
 	}
-	for i, d := range dirs {
-		path, err := ahp.LocalPath(d)
+	for i, dir := range dirs {
+		path, err := ahp.LocalPath(dir)
 		if err != nil {
 			return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.workingDirectories[%d]: %v", i, err)
 		}
 		if fi, err := os.Stat(path); err != nil || !fi.IsDir() {
-			return nil, fmt.Errorf("%w: working directory %s", ahp.ErrNotFound, d)
+			return nil, fmt.Errorf("%w: working directory %s", ahp.ErrNotFound, dir)
 		}
-		if !h.served(path) {
-			return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.workingDirectories[%d]: %s is outside the daemon's served paths", i, d)
+		if !d.paths.holds(path) {
+			return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.workingDirectories[%d]: %s is outside the daemon's served paths", i, dir)
 		}
 		dirs[i] = ahp.FileURI(path)
 	}
 	if ac := p.ActiveClient; ac != nil && ac.ClientID == "" {
 		return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.activeClient.clientId: required")
 	}
-	h.progress(cl, p.ProgressToken, 1, "checking the "+provider+" agent")
-	h.probeAgents(ctx)
-	h.sessionsMu.Lock()
-	_, exists := h.sessions[p.Channel]
-	h.sessionsMu.Unlock()
-	if exists {
+	progress(cl, p.ProgressToken, 1, "checking the "+provider+" agent")
+	d.root.probeAgents(ctx)
+	if _, exists := d.cat.session(p.Channel); exists {
 		return nil, fmt.Errorf("%w: %s", ahp.ErrSessionAlreadyExists, p.Channel)
 	}
-	if _, found, err := h.opts.Env.Store.Session(ctx, p.Channel); err != nil {
+	if _, found, err := d.env.Store.Session(ctx, p.Channel); err != nil {
 		return nil, err
 	} else if found {
 		return nil, fmt.Errorf("%w: %s", ahp.ErrSessionAlreadyExists, p.Channel)
 	}
-	now := h.opts.Env.Now()
+	now := d.env.Now()
 	id, _ := ahp.SessionID(p.Channel)
 	rec := store.SessionRecord{
 		URI: p.Channel, Provider: provider, Title: chat.DefaultTitle,
@@ -102,17 +127,17 @@ func (h *Host) createSession(ctx context.Context, cl *client, params json.RawMes
 	if len(dirs) > 0 {
 		firstDir, _ = ahp.LocalPath(dirs[0])
 	}
-	schema, values := h.sessionConfig(ctx, provider, firstDir, p.Config)
+	schema, values := d.config.schema(ctx, provider, firstDir, p.Config)
 	raw, err := json.Marshal(ahp.SessionConfig{Schema: schema, Values: values})
 	if err != nil {
 		return nil, fmt.Errorf("create session %s: config: %w", p.Channel, err)
 	}
 	rec.Config = raw
-	if err := h.opts.Env.Store.PutSession(ctx, rec); err != nil {
+	if err := d.env.Store.PutSession(ctx, rec); err != nil {
 		return nil, fmt.Errorf("create session %s: %w", p.Channel, err)
 	}
-	h.progress(cl, p.ProgressToken, 2, "session stored; opening its chat")
-	s, err := h.openSession(ctx, rec)
+	progress(cl, p.ProgressToken, 2, "session stored; opening its chat")
+	s, err := d.open(ctx, rec)
 	if err != nil {
 		return nil, fmt.Errorf("create session %s: %w", p.Channel, err)
 	}
@@ -136,13 +161,8 @@ func (h *Host) createSession(ctx context.Context, cl *client, params json.RawMes
 	if err != nil {
 		return nil, err
 	}
-	h.sessionsMu.Lock()
-	h.summaries.put(p.Channel, sum)
-	h.sessionsMu.Unlock()
-	legacy := &ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum}
-	legacy.Summary.Chats, legacy.Summary.DefaultChat = nil, ""
-	h.notifyRoot("root/sessionAdded", &ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum}, legacy)
-	h.progress(cl, p.ProgressToken, createProgress, "session ready")
+	d.announce(p.Channel, sum)
+	progress(cl, p.ProgressToken, createProgress, "session ready")
 	return struct{}{}, nil
 }
 
@@ -176,21 +196,15 @@ func firstChatURI(sessionURI string) string {
 // URI names the session's chat only while the session records no other
 // default (C-FIRST-05..09); an opaque URI never names a session
 // (C-FIRST-16).
-func (h *Host) resolveChat(ctx context.Context, uri string) (*session.Session, *chat.Chat, error) {
+func (d *sessionDesk) resolveChat(ctx context.Context, uri string) (*session.Session, *chat.Chat, error) {
 	notFound := fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, uri)
-	h.sessionsMu.Lock()
-	sessURI, ok := h.chatIndex[uri]
-	var s *session.Session
-	if ok {
-		s = h.sessions[sessURI]
-	}
-	h.sessionsMu.Unlock()
+	_, s, _ := d.cat.chatSession(uri)
 	if s == nil {
 		parsed, err := ahp.ParseChatURI(uri)
 		if err != nil || parsed.Kind != ahp.ChatURIDefault {
 			return nil, nil, notFound
 		}
-		sess, live := h.sessionOrCatalogue(ctx, parsed.Session)
+		sess, live := d.orCatalogue(ctx, parsed.Session)
 		if !live {
 			return nil, nil, notFound
 		}
@@ -205,7 +219,7 @@ func (h *Host) resolveChat(ctx context.Context, uri string) (*session.Session, *
 			// The session records no default chat: the derived URI is its
 			// chat, minted now.
 			id, _ := ahp.SessionID(parsed.Session)
-			now := h.opts.Env.Now()
+			now := d.env.Now()
 			rec := store.ChatRecord{URI: uri, Title: chat.DefaultTitle, ConversationID: conversationIDFor(id), CreatedAt: now, ModifiedAt: now}
 			if err := sess.AddChat(ctx, rec); err != nil {
 				return nil, nil, err
@@ -221,7 +235,7 @@ func (h *Host) resolveChat(ctx context.Context, uri string) (*session.Session, *
 }
 
 // disposeSession ends a session and every chat of it.
-func (h *Host) disposeSession(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
+func (d *sessionDesk) disposeSession(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
 	var p ahp.DisposeSessionParams
 	if err := decodeParams(params, &p); err != nil {
 		return nil, err
@@ -232,43 +246,30 @@ func (h *Host) disposeSession(ctx context.Context, cl *client, params json.RawMe
 	if !cl.principal.Can("session:dispose") {
 		return nil, ahp.Errorf(ahp.ErrPermissionDenied, "disposing a session needs the grant session:dispose")
 	}
-	h.sessionsMu.Lock()
-	s, ok := h.sessions[p.Channel]
-	if ok {
-		delete(h.sessions, p.Channel)
-		h.summaries.drop(p.Channel)
-	}
-	var chats []string
-	for c, su := range h.chatIndex {
-		if su == p.Channel {
-			chats = append(chats, c)
-			delete(h.chatIndex, c)
-		}
-	}
-	h.sessionsMu.Unlock()
+	s, chats, ok := d.cat.remove(p.Channel)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, p.Channel)
 	}
 	if err := s.Close(ctx); err != nil {
-		h.log.Warn("close disposed session", "session", p.Channel, "err", err)
+		d.log.Warn("close disposed session", "session", p.Channel, "err", err)
 	}
-	if err := h.opts.Env.Store.Flush(ctx); err != nil {
+	if err := d.env.Store.Flush(ctx); err != nil {
 		return nil, err
 	}
-	if err := h.opts.Env.Store.DeleteSession(ctx, p.Channel); err != nil {
+	if err := d.env.Store.DeleteSession(ctx, p.Channel); err != nil {
 		return nil, fmt.Errorf("dispose session %s: %w", p.Channel, err)
 	}
-	h.bus.DropChannel(p.Channel)
+	d.bus.DropChannel(p.Channel)
 	for _, c := range chats {
-		h.bus.DropChannel(c)
+		d.bus.DropChannel(c)
 	}
 	removed := &ahp.SessionRemovedParams{Channel: ahp.RootURI, Session: p.Channel}
-	h.notifyRoot("root/sessionRemoved", removed, removed)
+	d.root.notifySessions("root/sessionRemoved", removed, removed)
 	return struct{}{}, nil
 }
 
 // listSessions pages the catalogue, most recently modified first.
-func (h *Host) listSessions(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
+func (d *sessionDesk) listSessions(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
 	var p ahp.ListSessionsParams
 	if len(params) > 0 && string(params) != "null" {
 		if err := decodeParams(params, &p); err != nil {
@@ -296,9 +297,7 @@ func (h *Host) listSessions(ctx context.Context, cl *client, params json.RawMess
 		}
 		offset = n
 	}
-	h.sessionsMu.Lock()
-	items, more := h.summaries.page(offset, limit)
-	h.sessionsMu.Unlock()
+	items, more := d.cat.page(offset, limit)
 	if !ahp.SummaryChatsKnownTo(cl.negotiated()) {
 		for i := range items {
 			items[i].Chats, items[i].DefaultChat = nil, ""
@@ -331,7 +330,7 @@ func parseListCursor(c string) (int, bool) {
 }
 
 // createChat adds a chat to a session.
-func (h *Host) createChat(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
+func (d *sessionDesk) createChat(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
 	var p ahp.CreateChatParams
 	if err := decodeParams(params, &p); err != nil {
 		return nil, err
@@ -348,13 +347,11 @@ func (h *Host) createChat(ctx context.Context, cl *client, params json.RawMessag
 	if _, err := ahp.ParseChatURI(p.Chat); err != nil {
 		return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.chat: %v", err)
 	}
-	s, ok := h.session(p.Channel)
+	s, ok := d.cat.session(p.Channel)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, p.Channel)
 	}
-	h.sessionsMu.Lock()
-	owner, taken := h.chatIndex[p.Chat]
-	h.sessionsMu.Unlock()
+	owner, _, taken := d.cat.chatSession(p.Chat)
 	if taken && owner != p.Channel {
 		return nil, fmt.Errorf("%w: chat %s belongs to another session", ahp.ErrAlreadyExists, p.Chat)
 	}
@@ -366,7 +363,7 @@ func (h *Host) createChat(ctx context.Context, cl *client, params json.RawMessag
 
 // disposeChat closes a chat; the default chat and a chat this host does
 // not hold answer null and nothing is removed (C-CMD-08, 09).
-func (h *Host) disposeChat(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
+func (d *sessionDesk) disposeChat(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
 	var p ahp.DisposeChatParams
 	if err := decodeParams(params, &p); err != nil {
 		return nil, err
@@ -377,10 +374,7 @@ func (h *Host) disposeChat(ctx context.Context, cl *client, params json.RawMessa
 	if !cl.principal.Can(auth.ChatDispose) {
 		return nil, ahp.Errorf(ahp.ErrPermissionDenied, "closing a chat needs the grant %s", auth.ChatDispose)
 	}
-	h.sessionsMu.Lock()
-	sessURI, ok := h.chatIndex[p.Channel]
-	s := h.sessions[sessURI]
-	h.sessionsMu.Unlock()
+	_, s, ok := d.cat.chatSession(p.Channel)
 	if !ok || s == nil {
 		return nil, nil
 	}
@@ -392,7 +386,7 @@ func (h *Host) disposeChat(ctx context.Context, cl *client, params json.RawMessa
 
 // fetchTurns publishes the next older page as chat/turnsLoaded before it
 // answers {} (C-CMD-13, 14).
-func (h *Host) fetchTurns(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
+func (d *sessionDesk) fetchTurns(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
 	var p ahp.FetchTurnsParams
 	if err := decodeParams(params, &p); err != nil {
 		return nil, err
@@ -403,7 +397,7 @@ func (h *Host) fetchTurns(ctx context.Context, cl *client, params json.RawMessag
 	if !cl.principal.Can(auth.ChatTurns) {
 		return nil, ahp.Errorf(ahp.ErrPermissionDenied, "reading turns needs the grant %s", auth.ChatTurns)
 	}
-	if err := h.onChat(ctx, p.Channel, func(c *chat.Chat) error { return c.FetchTurns(ctx, p.Cursor) }); err != nil {
+	if err := d.onChat(ctx, p.Channel, func(c *chat.Chat) error { return c.FetchTurns(ctx, p.Cursor) }); err != nil {
 		return nil, err
 	}
 	return struct{}{}, nil
@@ -411,13 +405,13 @@ func (h *Host) fetchTurns(ctx context.Context, cl *client, params json.RawMessag
 
 // onChat runs fn on the actor of chat uri; when the actor it reached was
 // unloading (idle) or closing, it runs fn again on the one that replaces it.
-func (h *Host) onChat(ctx context.Context, uri string, fn func(*chat.Chat) error) error {
+func (d *sessionDesk) onChat(ctx context.Context, uri string, fn func(*chat.Chat) error) error {
 	for attempt := 0; ; attempt++ {
-		_, c, err := h.resolveChat(ctx, uri)
+		_, c, err := d.resolveChat(ctx, uri)
 		if err != nil {
 			return err
 		}
-		h.actors.remember(uri, c)
+		d.actors.remember(uri, c)
 		err = fn(c)
 		if errors.Is(err, chat.ErrClosed) && attempt < 3 {
 			continue
@@ -426,10 +420,129 @@ func (h *Host) onChat(ctx context.Context, uri string, fn func(*chat.Chat) error
 	}
 }
 
-// served reports whether dir, with its symlinks resolved, is one of the
-// daemon's served paths or inside one: a client may not point an agent at
-// / or at another user's home by naming it.
-func (h *Host) served(dir string) bool {
-	_, err := confine.Resolve(dir, h.opts.Paths)
-	return err == nil
+// open starts the actor of a stored session and indexes its chats.
+func (d *sessionDesk) open(ctx context.Context, r store.SessionRecord) (*session.Session, error) {
+	a, _ := d.agents.Get(r.Provider)
+	uri := r.URI
+	s, err := session.Open(ctx, session.Config{
+		Served:      d.paths.holds,
+		Record:      r,
+		Agent:       a,
+		Settings:    d.settings[r.Provider],
+		Env:         d.env,
+		ClosedChats: d.closedChats,
+		HostTools:   func(chat string) (*agent.HostTools, func(), error) { return d.tools.grant(uri, chat) },
+		Canvases:    d.canvases,
+		OnSummary:   func(sum ahp.SessionSummary) { d.summaryChanged(uri, sum) },
+		OnChatIndex: func(chat string, added bool) { d.cat.indexChat(chat, uri, added) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	sum, err := s.Summary(ctx)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := s.ChatRecords(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d.cat.add(uri, s, sum, recs)
+	return s, nil
+}
+
+// recoverRunningTurns opens every chat that has a turn left running, whose
+// actor then ends it with chat/error.
+func (d *sessionDesk) recoverRunningTurns(ctx context.Context) error {
+	running, err := d.env.Store.RunningTurns(ctx)
+	if err != nil {
+		return fmt.Errorf("find interrupted turns: %w", err)
+	}
+	for _, t := range running {
+		if _, _, err := d.resolveChat(ctx, t.Chat); err != nil {
+			d.log.Warn("interrupted turn of an unknown chat", "chat", t.Chat, "turn", t.ID, "err", err)
+		}
+	}
+	return nil
+}
+
+// summaryChanged keeps the catalogue entry and tells root watchers
+// what changed (root/sessionSummaryChanged).
+func (d *sessionDesk) summaryChanged(uri string, sum ahp.SessionSummary) {
+	old, ok := d.cat.updateSummary(uri, sum)
+	if !ok {
+		return
+	}
+	changes, changed := ahp.DiffSessionSummary(old, sum)
+	if !changed {
+		return
+	}
+	full := &ahp.SessionSummaryChangedParams{Channel: ahp.RootURI, Session: uri, Changes: changes}
+	legacy := *full
+	legacy.Changes.Chats, legacy.Changes.DefaultChat = nil, nil
+	if jsonString(legacy.Changes) == "{}" {
+		d.root.notifySessions("root/sessionSummaryChanged", full, nil)
+		return
+	}
+	d.root.notifySessions("root/sessionSummaryChanged", full, &legacy)
+}
+
+// chatState reads the state of a chat this host runs: one its chat
+// index holds. A chat the index does not hold is not running here.
+func (d *sessionDesk) chatState(ctx context.Context, uri string) (ahp.ChatState, bool) {
+	_, s, ok := d.cat.chatSession(uri)
+	if !ok || s == nil {
+		return ahp.ChatState{}, false
+	}
+	ctx, cancel := context.WithTimeout(ctx, resolveTimeout)
+	defer cancel()
+	var st ahp.ChatState
+	for attempt := 0; attempt < 3; attempt++ {
+		c, err := s.Chat(ctx, uri)
+		if err != nil {
+			d.log.Debug("chat attachment: chat not readable", "chat", uri, "err", err)
+			return ahp.ChatState{}, false
+		}
+		st, err = c.State(ctx)
+		if err == nil {
+			return st, true
+		}
+		d.log.Debug("chat attachment: chat state", "chat", uri, "err", err)
+	}
+	return ahp.ChatState{}, false
+}
+
+// progressParams is root/progress (AHP 0.5.0): how far a createSession
+// that carried a progressToken has come.
+type progressParams struct {
+	Channel       string `json:"channel"`
+	ProgressToken string `json:"progressToken"`
+	Progress      int    `json:"progress"`
+	Total         int    `json:"total,omitempty"`
+	Message       string `json:"message,omitempty"`
+}
+
+// createProgress is the number of steps createSession reports.
+const createProgress = 3
+
+// progress tells cl alone, when it gave a progress token, that step of
+// createProgress is reached.
+func progress(cl *client, token string, step int, message string) {
+	if token == "" || cl == nil {
+		return
+	}
+	raw, err := json.Marshal(progressParams{Channel: ahp.RootURI, ProgressToken: token, Progress: step, Total: createProgress, Message: message})
+	if err != nil {
+		return
+	}
+	cl.Deliver("root/progress", raw)
+}
+
+// announce keeps a new session's summary (the one it reported once its
+// first chat was added) and tells root watchers the session was added.
+func (d *sessionDesk) announce(uri string, sum ahp.SessionSummary) {
+	d.cat.putSummary(uri, sum)
+	legacy := &ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum}
+	legacy.Summary.Chats, legacy.Summary.DefaultChat = nil, ""
+	d.root.notifySessions("root/sessionAdded", &ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum}, legacy)
 }

@@ -15,12 +15,7 @@ const ShutdownNotice = "The host is stopping: this turn was cancelled."
 // and ShutdownNotice, stored and published while the connections are still
 // open, so every client sees the ending and a restart reads it back.
 func (h *Host) CancelTurnsForShutdown(ctx context.Context) error {
-	h.sessionsMu.Lock()
-	all := make([]*session.Session, 0, len(h.sessions))
-	for _, s := range h.sessions {
-		all = append(all, s)
-	}
-	h.sessionsMu.Unlock()
+	all := h.cat.all()
 	var errs []error
 	for _, s := range all {
 		if err := s.CancelTurnsForShutdown(ctx, ShutdownNotice); err != nil && !errors.Is(err, session.ErrClosed) {
@@ -32,7 +27,5 @@ func (h *Host) CancelTurnsForShutdown(ctx context.Context) error {
 
 // SessionCount is how many sessions the host holds (status, metrics).
 func (h *Host) SessionCount() int {
-	h.sessionsMu.Lock()
-	defer h.sessionsMu.Unlock()
-	return len(h.sessions)
+	return h.cat.count()
 }

@@ -10,7 +10,7 @@ import (
 // URIs in listSessions' order (most recently modified first, then by URI),
 // kept sorted as summaries change so a page costs its own size, not the
 // catalogue's (issue 18: each page copied and sorted every summary).
-// Guarded by Host.sessionsMu.
+// Guarded by the catalogue's mutex (catalogue.go).
 type summaryIndex struct {
 	byURI map[string]ahp.SessionSummary
 	order []string

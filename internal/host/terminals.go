@@ -10,7 +10,9 @@ import (
 
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/auth"
-	"github.com/ahpd/ahpd/internal/confine"
+	"github.com/ahpd/ahpd/internal/bus"
+	"github.com/ahpd/ahpd/internal/env"
+	"github.com/ahpd/ahpd/internal/resources"
 	"github.com/ahpd/ahpd/internal/terminal"
 )
 
@@ -25,6 +27,18 @@ const (
 	methodDisposeTerminal = "disposeTerminal"
 )
 
+// terminalDesk answers the terminal commands and the terminal channels;
+// the terminals are the environment's (internal/terminal).
+type terminalDesk struct {
+	env   *env.Env
+	terms *terminal.Registry
+	bus   *bus.Bus
+	cat   *catalogue
+	files *resources.FS // where a cwd is found
+	paths servedPaths
+	root  *rootDesk
+}
+
 type createTerminalParams struct {
 	Channel string             `json:"channel"`
 	Claim   *ahp.TerminalClaim `json:"claim"`
@@ -34,12 +48,12 @@ type createTerminalParams struct {
 	Rows    int                `json:"rows"`
 }
 
-// terminalRequest answers createTerminal and disposeTerminal; handled is
+// request answers createTerminal and disposeTerminal; handled is
 // false for any other method.
-func (h *Host) terminalRequest(ctx context.Context, cl *client, method string, params json.RawMessage) (any, bool, error) {
+func (d *terminalDesk) request(ctx context.Context, cl *client, method string, params json.RawMessage) (any, bool, error) {
 	switch method {
 	case methodCreateTerminal:
-		res, err := h.createTerminal(ctx, cl, params)
+		res, err := d.create(ctx, cl, params)
 		return res, true, err
 	case methodDisposeTerminal:
 		var p struct {
@@ -51,19 +65,19 @@ func (h *Host) terminalRequest(ctx context.Context, cl *client, method string, p
 		if err := requireChannel(p.Channel, false); err != nil {
 			return nil, true, err
 		}
-		t, ok := h.opts.Env.Terminals.Get(p.Channel)
+		t, ok := d.terms.Get(p.Channel)
 		if !ok {
 			return nil, true, fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, p.Channel)
 		}
-		if !h.mayWriteTerminal(cl, t) {
+		if !d.mayWrite(cl, t) {
 			return nil, true, ahp.Errorf(ahp.ErrPermissionDenied, "only root or the terminal's opener may dispose %s", p.Channel)
 		}
-		return struct{}{}, true, h.opts.Env.Terminals.Dispose(p.Channel)
+		return struct{}{}, true, d.terms.Dispose(p.Channel)
 	}
 	return nil, false, nil
 }
 
-func (h *Host) createTerminal(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
+func (d *terminalDesk) create(ctx context.Context, cl *client, params json.RawMessage) (any, error) {
 	var p createTerminalParams
 	if err := decodeParams(params, &p); err != nil {
 		return nil, err
@@ -71,7 +85,7 @@ func (h *Host) createTerminal(ctx context.Context, cl *client, params json.RawMe
 	if err := requireChannel(p.Channel, false); err != nil {
 		return nil, err
 	}
-	if err := h.freeTerminalURI(p.Channel); err != nil {
+	if err := d.freeURI(p.Channel); err != nil {
 		return nil, err
 	}
 	if !cl.principal.Can(auth.TerminalWrite) {
@@ -81,25 +95,25 @@ func (h *Host) createTerminal(ctx context.Context, cl *client, params json.RawMe
 		return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.claim: required, of kind client or session")
 	}
 	if p.Claim.Kind == "session" {
-		if _, ok := h.session(p.Claim.Session); !ok {
+		if _, ok := d.cat.session(p.Claim.Session); !ok {
 			return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.claim.session: no session %s", p.Claim.Session)
 		}
 	}
 	if p.Cols < 0 || p.Rows < 0 || p.Cols > 0xffff || p.Rows > 0xffff {
 		return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.cols, rows: %dx%d is not a size", p.Cols, p.Rows)
 	}
-	dir, err := h.terminalDir(ctx, p)
+	dir, err := d.startDir(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	if !h.mayOpenTerminal(ctx, cl, p.Claim, dir) {
+	if !d.mayOpen(ctx, cl, p.Claim, dir) {
 		return nil, ahp.Errorf(ahp.ErrPermissionDenied, "a terminal runs a shell on the host, which only root or the owner of a session working in %s may open", dir)
 	}
 	title := p.Name
 	if title == "" {
 		title = "Terminal"
 	}
-	_, err = h.opts.Env.Terminals.Open(terminal.Spec{URI: p.Channel, Title: title, Claim: *p.Claim, Dir: dir,
+	_, err = d.terms.Open(terminal.Spec{URI: p.Channel, Title: title, Claim: *p.Claim, Dir: dir,
 		Cols: p.Cols, Rows: p.Rows, Opener: cl.principal.Sender})
 	switch {
 	case errors.Is(err, terminal.ErrExists):
@@ -112,8 +126,8 @@ func (h *Host) createTerminal(ctx context.Context, cl *client, params json.RawMe
 	return struct{}{}, nil
 }
 
-// freeTerminalURI checks a client-chosen terminal URI names nothing else.
-func (h *Host) freeTerminalURI(uri string) error {
+// freeURI checks a client-chosen terminal URI names nothing else.
+func (d *terminalDesk) freeURI(uri string) error {
 	u, err := url.Parse(uri)
 	switch {
 	case err != nil || u.Scheme == "":
@@ -121,25 +135,25 @@ func (h *Host) freeTerminalURI(uri string) error {
 	case ahp.IsRootURI(uri), ahp.IsChatURI(uri), isAnnotations(uri), isResourceWatch(uri), u.Scheme == "file":
 		return ahp.Errorf(ahp.ErrInvalidParams, "params.channel: %s is not a terminal URI", uri)
 	}
-	if _, ok := h.opts.Env.Terminals.Get(uri); ok {
+	if _, ok := d.terms.Get(uri); ok {
 		return ahp.Errorf(ahp.ErrAlreadyExists, "terminal %s exists", uri)
 	}
-	if _, ok := h.session(uri); ok {
+	if _, ok := d.cat.session(uri); ok {
 		return ahp.Errorf(ahp.ErrInvalidParams, "params.channel: %s is a session", uri)
 	}
 	return nil
 }
 
-// terminalDir is where a terminal starts: the cwd asked for (an existing
+// startDir is where a terminal starts: the cwd asked for (an existing
 // directory inside the served paths), else the claiming session's first
 // directory, else the first served path.
-func (h *Host) terminalDir(ctx context.Context, p createTerminalParams) (string, error) {
+func (d *terminalDesk) startDir(ctx context.Context, p createTerminalParams) (string, error) {
 	if p.Cwd != "" {
 		path, err := localPath("cwd", p.Cwd)
 		if err != nil {
 			return "", err
 		}
-		real, st, err := h.res.files.Locate(path)
+		real, st, err := d.files.Locate(path)
 		if err != nil {
 			return "", err
 		}
@@ -149,7 +163,7 @@ func (h *Host) terminalDir(ctx context.Context, p createTerminalParams) (string,
 		return real, nil
 	}
 	if p.Claim.Kind == "session" {
-		if s, ok := h.session(p.Claim.Session); ok {
+		if s, ok := d.cat.session(p.Claim.Session); ok {
 			if dirs, err := s.Directories(ctx); err == nil && len(dirs) > 0 {
 				if path, err := ahp.LocalPath(dirs[0]); err == nil {
 					return path, nil
@@ -157,35 +171,21 @@ func (h *Host) terminalDir(ctx context.Context, p createTerminalParams) (string,
 			}
 		}
 	}
-	if len(h.opts.Paths) == 0 {
+	if len(d.paths) == 0 {
 		return "", ahp.Errorf(ahp.ErrInvalidParams, "params.cwd: required (the daemon serves no path)")
 	}
-	return h.opts.Paths[0], nil
+	return d.paths[0], nil
 }
 
-// mayOpenTerminal: root, or the owner of a session whose folders hold dir
+// mayOpen: root, or the owner of a session whose folders hold dir
 // (and, for a session claim, that session).
-func (h *Host) mayOpenTerminal(ctx context.Context, cl *client, claim *ahp.TerminalClaim, dir string) bool {
+func (d *terminalDesk) mayOpen(ctx context.Context, cl *client, claim *ahp.TerminalClaim, dir string) bool {
 	if strings.HasPrefix(cl.principal.Sender, "root:") {
 		return true
 	}
-	h.sessionsMu.Lock()
-	var candidates []string
-	for uri, sum := range h.summaries.byURI {
-		if claim.Kind == "session" && uri != claim.Session {
-			continue
-		}
-		paths, err := ahp.LocalPaths(sum.WorkingDirectories)
-		if err != nil {
-			continue
-		}
-		if _, err := confine.Resolve(dir, paths); err == nil {
-			candidates = append(candidates, uri)
-		}
-	}
-	h.sessionsMu.Unlock()
+	candidates := d.cat.workingIn(dir, func(uri string) bool { return claim.Kind != "session" || uri == claim.Session })
 	for _, uri := range candidates {
-		rec, ok, err := h.opts.Env.Store.Session(ctx, uri)
+		rec, ok, err := d.env.Store.Session(ctx, uri)
 		if err == nil && ok && rec.Owner != "" && rec.Owner == cl.principal.Sender {
 			return true
 		}
@@ -193,36 +193,36 @@ func (h *Host) mayOpenTerminal(ctx context.Context, cl *client, claim *ahp.Termi
 	return false
 }
 
-// mayWriteTerminal: root or the terminal's opener types into it.
-func (h *Host) mayWriteTerminal(cl *client, t *terminal.Terminal) bool {
+// mayWrite: root or the terminal's opener types into it.
+func (d *terminalDesk) mayWrite(cl *client, t *terminal.Terminal) bool {
 	return strings.HasPrefix(cl.principal.Sender, "root:") || (t.Opener() != "" && t.Opener() == cl.principal.Sender)
 }
 
-// mayReadTerminal: terminal:read, and root, the opener, or — for a
+// mayRead: terminal:read, and root, the opener, or — for a
 // terminal a session holds (a ! command's) — whoever may read that session.
-func (h *Host) mayReadTerminal(cl *client, t *terminal.Terminal) bool {
+func (d *terminalDesk) mayRead(cl *client, t *terminal.Terminal) bool {
 	if !cl.principal.Can(auth.TerminalRead) {
 		return false
 	}
-	if h.mayWriteTerminal(cl, t) {
+	if d.mayWrite(cl, t) {
 		return true
 	}
 	claim := t.Claim()
 	return claim.Kind == "session" && cl.principal.Can(auth.SessionState)
 }
 
-// subscribeTerminal subscribes cl to terminal t.
-func (h *Host) subscribeTerminal(cl *client, t *terminal.Terminal) (ahp.Snapshot, error) {
-	if !h.mayReadTerminal(cl, t) {
+// subscribe subscribes cl to terminal t.
+func (d *terminalDesk) subscribe(cl *client, t *terminal.Terminal) (ahp.Snapshot, error) {
+	if !d.mayRead(cl, t) {
 		return ahp.Snapshot{}, ahp.WithData(ahp.Errorf(ahp.ErrPermissionDenied, "reading %s needs the grant %s and to be root or its opener", t.URI(), auth.TerminalRead),
 			map[string]any{"grant": auth.TerminalRead})
 	}
 	return t.Snapshot(cl)
 }
 
-// dispatchTerminal carries out a client's action on terminal t.
-func (h *Host) dispatchTerminal(cl *client, t *terminal.Terminal, a ahp.Action, origin *ahp.ActionOrigin) {
-	refuse := func(reason string) { h.bus.Refuse(cl, t.URI(), a, origin, reason) }
+// dispatch carries out a client's action on terminal t.
+func (d *terminalDesk) dispatch(cl *client, t *terminal.Terminal, a ahp.Action, origin *ahp.ActionOrigin) {
+	refuse := func(reason string) { d.bus.Refuse(cl, t.URI(), a, origin, reason) }
 	if !strings.HasPrefix(a.ActionType(), "terminal/") {
 		refuse(fmt.Sprintf("%s is not an action of channel %s.", a.ActionType(), t.URI()))
 		return
@@ -235,7 +235,7 @@ func (h *Host) dispatchTerminal(cl *client, t *terminal.Terminal, a ahp.Action, 
 		refuse(fmt.Sprintf("Permission denied: %s needs the grant %s.", a.ActionType(), g))
 		return
 	}
-	if !h.mayWriteTerminal(cl, t) {
+	if !d.mayWrite(cl, t) {
 		refuse("Permission denied: only root or the terminal's opener may act on it.")
 		return
 	}
@@ -244,56 +244,63 @@ func (h *Host) dispatchTerminal(cl *client, t *terminal.Terminal, a ahp.Action, 
 	}
 }
 
-// terminalsChanged tells root watchers the terminals now open.
-func (h *Host) terminalsChanged() {
-	h.applyRoot(ahp.RootTerminalsChanged{Terminals: h.opts.Env.Terminals.Infos()}, nil)
+// changed tells root watchers the terminals now open.
+func (d *terminalDesk) changed() {
+	d.root.apply(ahp.RootTerminalsChanged{Terminals: d.terms.Infos()}, nil)
 }
 
-// ownChannel routes the channels of this file and resources.go: a
-// terminal or a resource watch. handled is false for any other channel.
-func (h *Host) subscribeOwnChannel(cl *client, channel string) (snap ahp.Snapshot, handled bool, err error) {
-	if t, ok := h.opts.Env.Terminals.Get(channel); ok {
-		snap, err = h.subscribeTerminal(cl, t)
+// ownChannels route the channels the host itself serves: a terminal
+// (terminals.go) or a resource watch (resources.go).
+type ownChannels struct {
+	terms *terminalDesk
+	res   *resourceDesk
+}
+
+// subscribe subscribes cl to a terminal or a watch; handled is false for
+// any other channel.
+func (o ownChannels) subscribe(cl *client, channel string) (snap ahp.Snapshot, handled bool, err error) {
+	if t, ok := o.terms.terms.Get(channel); ok {
+		snap, err = o.terms.subscribe(cl, t)
 		return snap, true, err
 	}
 	if isResourceWatch(channel) {
-		snap, err = h.subscribeWatch(cl, channel)
+		snap, err = o.res.subscribeWatch(cl, channel)
 		return snap, true, err
 	}
 	return ahp.Snapshot{}, false, nil
 }
 
-// dispatchOwnChannel routes a client action on a terminal or a watch;
+// dispatch routes a client action on a terminal or a watch;
 // false for any other channel.
-func (h *Host) dispatchOwnChannel(cl *client, channel string, a ahp.Action, origin *ahp.ActionOrigin) bool {
-	if t, ok := h.opts.Env.Terminals.Get(channel); ok {
-		h.dispatchTerminal(cl, t, a, origin)
+func (o ownChannels) dispatch(cl *client, channel string, a ahp.Action, origin *ahp.ActionOrigin) bool {
+	if t, ok := o.terms.terms.Get(channel); ok {
+		o.terms.dispatch(cl, t, a, origin)
 		return true
 	}
 	if isResourceWatch(channel) {
-		h.bus.Refuse(cl, channel, a, origin, fmt.Sprintf("%s is not an action a client sends a resource watch.", a.ActionType()))
+		o.terms.bus.Refuse(cl, channel, a, origin, fmt.Sprintf("%s is not an action a client sends a resource watch.", a.ActionType()))
 		return true
 	}
 	return false
 }
 
-// ownChannelExists reports whether channel is a live terminal or watch
+// exists reports whether channel is a live terminal or watch
 // (handled false: neither kind).
-func (h *Host) ownChannelExists(channel string) (exists, handled bool) {
-	if _, ok := h.opts.Env.Terminals.Get(channel); ok {
+func (o ownChannels) exists(channel string) (exists, handled bool) {
+	if _, ok := o.terms.terms.Get(channel); ok {
 		return true, true
 	}
 	if isResourceWatch(channel) {
-		return h.watchExists(channel), true
+		return o.res.watchExists(channel), true
 	}
 	return false, false
 }
 
 // mayRead says whether cl may read channel, for reconnect: a terminal or
 // watch by its own rule, any other by readGrant.
-func (h *Host) mayRead(cl *client, channel string) bool {
-	if t, ok := h.opts.Env.Terminals.Get(channel); ok {
-		return h.mayReadTerminal(cl, t)
+func (o ownChannels) mayRead(cl *client, channel string) bool {
+	if t, ok := o.terms.terms.Get(channel); ok {
+		return o.terms.mayRead(cl, t)
 	}
 	if isResourceWatch(channel) {
 		return cl.principal.Can(auth.ResourceRead)

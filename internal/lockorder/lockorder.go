@@ -23,30 +23,43 @@ type Rank int
 // another is taken must come first here.
 const (
 	_ Rank = iota
-	// HostCatalogue serialises registering a session found in a backend's
-	// catalogue (host/catalogue.go); it is held across the store read and
-	// the session's start, and takes the sessions catalogue inside.
-	HostCatalogue
-	// HostBots serialises making a bot's work session (host/bots.go);
-	// it is held while the session is made, which takes the catalogue.
+	// HostBots serialises making a bot's work session (host/bots.go,
+	// botDesk.mu); it is held while the session is made, which takes the
+	// sessions catalogue and the bus inside.
 	HostBots
-	// HostRoot guards the root state; a root action is reduced and
-	// published under it, so the bus's lock is taken inside.
+	// HostRoot guards the root state (host/root.go, rootDesk.mu); a root
+	// action is reduced and published under it, and a root snapshot taken
+	// as the bus subscribes, so the bus's lock is taken inside.
 	HostRoot
-	// HostSessions guards the sessions catalogue: the session actors by
-	// URI, their last summaries and the chat index.
+	// HostSessions guards the sessions catalogue (host/catalogue.go,
+	// catalogue.mu): the session actors by URI, their last summaries, the
+	// chat index and the registrations from a backend's catalogue under
+	// way. It is held for the maps only; nothing is taken inside it.
 	HostSessions
-	// HostConns guards the host's connections by rpc.Conn.
+	// HostConns guards the host's connections by rpc.Conn (host/conns.go);
+	// nothing is taken inside it.
 	HostConns
-	// HostLanes guards the dispatch and request lanes.
+	// HostLanes guards the dispatch and request lanes (host/lanes.go); a
+	// lane's work runs outside it, and nothing is taken inside it.
 	HostLanes
-	// HostActors guards the index of live chat actors.
+	// HostActors guards the index of live chat actors (host/lanes.go);
+	// nothing is taken inside it.
 	HostActors
+	// HostFileIndex guards the completions' recent listings of working
+	// directories (host/completions.go); held for the map only, a
+	// directory is walked outside it, and nothing is taken inside it.
+	HostFileIndex
+	// HostWatches guards the host's resource watches (host/resources.go);
+	// a client is subscribed to a watch, and a watch's subscribers are
+	// counted, under it, so the bus's lock is taken inside.
+	HostWatches
 	// Bus guards serverSeq, the replay log and the subscriptions; the
 	// subscribers' Deliver and Subscribed run under it.
 	Bus
 	// HostClient guards one connection's identity and the snapshots its
-	// replies await; taken under Bus by Subscribed and ClientID.
+	// replies await (host/client.go); taken under Bus by Subscribed, Knows
+	// and ClientID, and by a root notification's choice of form; Subscribed
+	// holds the connection's notifications (the outbox's lock) under it.
 	HostClient
 	// Outbox guards one connection's queue of frames; every notification
 	// and reply is queued under it, the innermost lock.
@@ -55,13 +68,14 @@ const (
 )
 
 var rankNames = [...]string{
-	HostCatalogue: "HostCatalogue",
 	HostBots:      "HostBots",
 	HostRoot:      "HostRoot",
 	HostSessions:  "HostSessions",
 	HostConns:     "HostConns",
 	HostLanes:     "HostLanes",
 	HostActors:    "HostActors",
+	HostFileIndex: "HostFileIndex",
+	HostWatches:   "HostWatches",
 	Bus:           "Bus",
 	HostClient:    "HostClient",
 	Outbox:        "Outbox",
