@@ -227,8 +227,17 @@ type CreateSessionParams struct {
 	WorkingDirectory   URI             `json:"workingDirectory,omitempty"`
 	Config             map[string]any  `json:"config,omitempty"`
 	ActiveClient       *ActiveClient   `json:"activeClient,omitempty"`
-	ProgressToken      string          `json:"progressToken,omitempty"`
+	// Fork is the pre-0.9 session fork ({session, turnId}), which VS Code's
+	// suite still sends; a chat is forked with createChat since 0.9.
+	Fork          *SessionFork `json:"fork,omitempty"`
+	ProgressToken string       `json:"progressToken,omitempty"`
 	Meta               map[string]any  `json:"_meta,omitempty"`
+}
+
+// SessionFork names the session and turn a pre-0.9 createSession forks.
+type SessionFork struct {
+	Session URI    `json:"session"`
+	TurnID  string `json:"turnId,omitempty"`
 }
 
 // Directories returns WorkingDirectories, or the legacy WorkingDirectory as

@@ -1,10 +1,19 @@
 package chat
 
-import "strings"
+import (
+	"context"
+	"strings"
+)
 
 // SetTitle renames the chat (a client's rename, or the host's title).
 func (c *Chat) SetTitle(title string, provisional bool) error {
 	return c.do(func() { c.setTitle(title, provisional) })
+}
+
+// Rename sets the chat's title and waits until it is stored and the
+// session told, so the session can say it in the same step.
+func (c *Chat) Rename(ctx context.Context, title string) error {
+	return c.call(ctx, func() { c.setTitle(title, false) })
 }
 
 func (c *Chat) setTitle(title string, provisional bool) {

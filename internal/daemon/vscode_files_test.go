@@ -36,16 +36,7 @@ const clientFilesystemCases = 76
 // stays in TestVSCodeClientFilesystem, whole, and skips with its diagnosis;
 // the internal/resources half of each fix is in (resources.Info.CTime,
 // resources.FormatTime, resources.ContentType).
-var pendingFilesIssue31 = map[string]string{
-	"resourceRead preserves UTF-8 text and reports its content type": "ahpd answers contentType from mime.TypeByExtension in " +
-		"internal/host/resources.go readResult, \"text/plain; charset=utf-8\" for a .txt; the suite wants the bare " +
-		"media type \"text/plain\" (resources.ContentType gives it)",
-	"resourceResolve reports directory metadata": "ahpd's resolve answer (internal/host/resources.go resolveResult) has no " +
-		"ctime; the suite wants mtime and ctime as strings for a directory (resources.Info.CTime holds it)",
-	"resourceResolve returns versioned file metadata": "ahpd's resolve answer has no ctime, and writes mtime with " +
-		"time.RFC3339Nano (\"...:56.78912345Z\"); the suite wants both as Date.toISOString writes them " +
-		"(\"...:56.789Z\", resources.FormatTime)",
-}
+var pendingFilesIssue31 = map[string]string{}
 
 // filesEnv is a daemon for the resource commands, with a workspace per
 // case under its served path (the suite's createWorkspace).

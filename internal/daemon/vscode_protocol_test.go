@@ -37,14 +37,8 @@ import (
 // runs them all the same, to see them fail.
 var pendingIssue31 = map[string]string{
 	// protocolContractsSuite
-	"management diagnostics report providers and network endpoints":      "getNetworkDiagnosticsInfo and getManagedSettingsDiagnostics are VS Code extension methods, not AHP 1.0; ahpd answers -32601 Method not found (candidate for not applicable)",
-	"diagnostics fetch reports a refused local connection":               "diagnosticsFetch is a VS Code extension method, not AHP 1.0; ahpd answers -32601 Method not found (candidate for not applicable)",
-	"initialize cannot be repeated after the handshake":                  "ahpd refuses a second initialize with -32600 \"Invalid request: initialize: this connection is already initialized\"; the suite wants -32601 Method not found",
-	"resource requests before initialize are rejected":                   "ahpd refuses resourceResolve before initialize with -32600 \"Invalid request: resourceResolve before initialize\"; the suite wants -32601 Method not found",
-	"reconnect rejects an unknown client":                                "ahpd answers reconnect of a clientId it never saw with an empty replay {type:replay, actions:[], missing:[]}; the suite wants -32008 NotFound",
-	"reconnect replays missed session and chat actions together":         "ahpd's replay holds a third action: session/titleChanged on a one-chat session also renames its default chat, and that session/chatUpdated is replayed on the session channel; the suite wants exactly [session/titleChanged, chat/draftChanged]",
-	"forking from a missing session is rejected":                         "ahpd ignores createSession.fork (AHP 0.9.0 dropped session-level fork) and creates the session; the suite wants -32001 SessionNotFound for a fork of a session nobody has",
-	"createSession rejects an active client owned by another connection": "ahpd seeds an activeClient whose clientId is not the caller's into activeClients; the suite wants -32602 Invalid params",
+	"management diagnostics report providers and network endpoints": "getNetworkDiagnosticsInfo and getManagedSettingsDiagnostics are VS Code extension methods, not AHP 1.0; ahpd answers -32601 Method not found (candidate for not applicable)",
+	"diagnostics fetch reports a refused local connection":          "diagnosticsFetch is a VS Code extension method, not AHP 1.0; ahpd answers -32601 Method not found (candidate for not applicable)",
 }
 
 // conformance runs one ported case as a subtest named as upstream, or skips

@@ -17,11 +17,20 @@ type conns struct {
 	// inside it.
 	mu lockorder.Mutex
 	m  map[*rpc.Conn]*client
+	// known are the client ids that said who they are here (initialize)
+	// since the host started, the oldest forgotten past knownClients:
+	// only those can resume with reconnect. Guarded by mu.
+	known      map[string]string // client id → the version it initialized with
+	knownOrder []string
 }
+
+// knownClients bounds how many client ids the host remembers for
+// reconnect; one forgotten initializes again, as after a restart.
+const knownClients = 1 << 16
 
 func newConns(hostName, rootToken string, principals map[string]auth.Principal) *conns {
 	return &conns{hostName: hostName, rootToken: rootToken, principals: principals,
-		mu: lockorder.Mutex{Rank: lockorder.HostConns}, m: make(map[*rpc.Conn]*client)}
+		mu: lockorder.Mutex{Rank: lockorder.HostConns}, m: make(map[*rpc.Conn]*client), known: make(map[string]string)}
 }
 
 // connected registers a new connection. Its principal comes from the token
@@ -61,4 +70,30 @@ func (cs *conns) client(c *rpc.Conn) *client {
 		cs.m[c] = cl
 	}
 	return cl
+}
+
+// remember notes that client id initialized here at version.
+func (cs *conns) remember(id, version string) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if _, ok := cs.known[id]; ok {
+		cs.known[id] = version
+		return
+	}
+	if len(cs.knownOrder) >= knownClients {
+		delete(cs.known, cs.knownOrder[0])
+		cs.knownOrder[0] = ""
+		cs.knownOrder = cs.knownOrder[1:]
+	}
+	cs.known[id] = version
+	cs.knownOrder = append(cs.knownOrder, id)
+}
+
+// knows reports whether client id initialized here (and is not
+// forgotten), and the version it initialized with.
+func (cs *conns) knows(id string) (version string, ok bool) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	version, ok = cs.known[id]
+	return version, ok
 }

@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"mime"
 	"path/filepath"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/ahpd/ahpd/internal/ahp"
@@ -239,10 +237,13 @@ func (d *resourceDesk) command(cl *client, method string, params json.RawMessage
 		}
 		res := resolveResult{URI: uri, Type: info.Type, Size: info.Size, ETag: info.ETag}
 		if !info.MTime.IsZero() {
-			res.MTime = info.MTime.UTC().Format(time.RFC3339Nano)
+			res.MTime = resources.FormatTime(info.MTime)
+		}
+		if !info.CTime.IsZero() {
+			res.CTime = resources.FormatTime(info.CTime)
 		}
 		if info.Type == resources.TypeFile {
-			res.ContentType = mime.TypeByExtension(filepath.Ext(path))
+			res.ContentType = resources.ContentType(path, nil)
 		}
 		return res, nil
 	case methodResourceRequest:
@@ -258,6 +259,7 @@ type resolveResult struct {
 	Type        string `json:"type"`
 	Size        *int64 `json:"size,omitempty"`
 	MTime       string `json:"mtime,omitempty"`
+	CTime       string `json:"ctime,omitempty"`
 	ContentType string `json:"contentType,omitempty"`
 	ETag        string `json:"etag,omitempty"`
 }
@@ -286,7 +288,7 @@ func readResult(path string, data []byte, want string) map[string]any {
 	} else {
 		res["data"], res["encoding"] = base64.StdEncoding.EncodeToString(data), encodingBase64
 	}
-	if ct := mime.TypeByExtension(filepath.Ext(path)); ct != "" {
+	if ct := resources.ContentType(path, nil); ct != "" {
 		res["contentType"] = ct
 	}
 	return res

@@ -73,7 +73,7 @@ func requireChannel(ch string, root bool) error {
 func (h *Host) Request(ctx context.Context, c *rpc.Conn, method string, params json.RawMessage, reply rpc.Reply) {
 	cl := h.conns.client(c)
 	if method != ahp.MethodInitialize && method != ahp.MethodPing && method != ahp.MethodReconnect && !cl.ready() {
-		reply(nil, ahp.Errorf(ahp.ErrInvalidRequest, "%s before initialize", method))
+		reply(nil, ahp.Errorf(ahp.ErrMethodNotFound, "%s before initialize: a connection says who it is first", method))
 		return
 	}
 	switch method {
@@ -253,7 +253,7 @@ func (h *Host) initialize(ctx context.Context, cl *client, params json.RawMessag
 	if cl.ready() {
 		// A connection says who it is once: a second handshake would
 		// change the client id its pending actions are echoed under.
-		reply(nil, ahp.Errorf(ahp.ErrInvalidRequest, "initialize: this connection is already initialized"))
+		reply(nil, ahp.Errorf(ahp.ErrMethodNotFound, "initialize: this connection is already initialized"))
 		return
 	}
 	// An empty list offers no version this host speaks: the same answer
@@ -269,6 +269,7 @@ func (h *Host) initialize(ctx context.Context, cl *client, params json.RawMessag
 		id = cl.conn.ID()
 	}
 	cl.setIdentity(id, version)
+	h.conns.remember(id, version)
 	seq := h.bus.Seq()
 	// What follows the handshake's snapshots waits behind its reply.
 	release := cl.conn.Hold()
@@ -372,9 +373,15 @@ func (h *Host) reconnect(ctx context.Context, cl *client, params json.RawMessage
 		reply(nil, ahp.Errorf(ahp.ErrInvalidParams, "params.clientId: required"))
 		return
 	}
-	version := cl.negotiated()
-	if version == "" {
-		version = ahp.SupportedVersions[0]
+	version, known := h.conns.knows(p.ClientID)
+	if !known {
+		// Nothing to resume: the client never said who it is here (or
+		// the host restarted since). It initializes afresh.
+		reply(nil, ahp.Errorf(ahp.ErrNotFound, "reconnect: client %s is unknown to this host; initialize instead", p.ClientID))
+		return
+	}
+	if v := cl.negotiated(); v != "" {
+		version = v
 	}
 	cl.setIdentity(p.ClientID, version)
 	release := cl.conn.Hold()

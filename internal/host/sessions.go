@@ -104,6 +104,21 @@ func (d *sessionDesk) createSession(ctx context.Context, cl *client, params json
 	}
 	if ac := p.ActiveClient; ac != nil && ac.ClientID == "" {
 		return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.activeClient.clientId: required")
+	} else if ac != nil && ac.ClientID != cl.ClientID() {
+		// A connection seeds itself, never another client it cannot speak for.
+		return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.activeClient.clientId: %s is not this connection's client (%s)", ac.ClientID, cl.ClientID())
+	}
+	if f := p.Fork; f != nil {
+		// AHP 0.9 moved forking to chats (createChat with a fork source);
+		// a fork of a session that does not exist is refused as missing,
+		// and one of a session that does is answered with the way to do it.
+		if f.Session == p.Channel {
+			return nil, fmt.Errorf("%w: %s cannot fork onto itself", ahp.ErrSessionAlreadyExists, p.Channel)
+		}
+		if _, ok := d.cat.session(f.Session); !ok {
+			return nil, fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, f.Session)
+		}
+		return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.fork: sessions are not forked since AHP 0.9; fork a chat with createChat and a fork source")
 	}
 	progress(cl, p.ProgressToken, 1, "checking the "+provider+" agent")
 	d.root.probeAgents(ctx)

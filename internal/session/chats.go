@@ -25,6 +25,7 @@ func (s *Session) AddChat(ctx context.Context, rec store.ChatRecord) error {
 }
 
 func (s *Session) addChat(ctx context.Context, rec store.ChatRecord) error {
+	s.snapshotTitleOntoDefault()
 	rec.Session = s.uri
 	rec.Position = len(s.state.Chats)
 	if rec.CreatedAt.IsZero() {
@@ -302,4 +303,31 @@ func (s *Session) OpenChats(ctx context.Context) (int, error) {
 		}
 	})
 	return n, err
+}
+
+// snapshotTitleOntoDefault gives a one-chat session's default chat the
+// session's title as the first peer chat arrives: until then the session's
+// title is the chat's, and from then on each chat keeps its own (VS Code's
+// multiChatSuite, "first peer chat snapshots the session title onto the
+// default chat").
+func (s *Session) snapshotTitleOntoDefault() {
+	if len(s.state.Chats) != 1 || s.state.Chats[0].Resource != s.state.DefaultChat {
+		return
+	}
+	e := s.chats[s.state.DefaultChat]
+	if e == nil || s.state.Title == "" || s.state.Chats[0].Title == s.state.Title {
+		return
+	}
+	e.record.Title = s.state.Title
+	if e.actor != nil {
+		// Stored by the chat before its summary reaches this session's
+		// mailbox, ahead of the new chat's request's reply.
+		ctx, cancel := context.WithTimeout(context.Background(), store.CommitWait)
+		defer cancel()
+		if err := e.actor.Rename(ctx, s.state.Title); err != nil {
+			s.log.Error("snapshot the session title onto the default chat", "chat", e.record.URI, "err", err)
+		}
+	} else {
+		s.renameStoredChat(e, s.state.Title)
+	}
 }

@@ -522,17 +522,11 @@ func (s *Session) onClientAction(cl chat.Client, origin *ahp.ActionOrigin, a ahp
 	}
 	switch a := a.(type) {
 	case ahp.SessionTitleChanged:
+		// The session alone: a one-chat session's default chat takes the
+		// session's title when the first peer chat arrives (addChat), so a
+		// rename is one action, as VS Code's host says it (its suite's
+		// replay after a rename holds the rename and nothing else).
 		s.apply(a, origin)
-		// A rename of a one-chat session names its chat too; once it has
-		// more chats, each keeps the title it has (VS Code's multiChatSuite).
-		if e := s.chats[s.state.DefaultChat]; e != nil && len(s.state.Chats) == 1 {
-			e.record.Title = a.Title
-			if e.actor != nil {
-				_ = e.actor.SetTitle(a.Title, false)
-			} else {
-				s.renameStoredChat(e, a.Title)
-			}
-		}
 	case ahp.SessionIsReadChanged, ahp.SessionIsArchivedChanged:
 		s.apply(a, origin)
 	case ahp.SessionWorkingDirectorySet:
