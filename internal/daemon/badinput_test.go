@@ -49,7 +49,7 @@ func TestBadInput(t *testing.T) {
 		{"unknown provider", `{"jsonrpc":"2.0","id":15,"method":"createSession","params":{"channel":"ahp-session:/x-1","provider":"nope"}}`, ahp.CodeProviderNotFound, "nope"},
 		// An unsupported version on a fresh connection is -32005
 		// (TestVSCodeProtocolContracts); this connection has said who it is.
-		{"second initialize", `{"jsonrpc":"2.0","id":16,"method":"initialize","params":{"channel":"ahp-root://","protocolVersions":["1.0.0"],"clientId":"z"}}`, ahp.CodeInvalidRequest, "already initialized"},
+		{"second initialize", `{"jsonrpc":"2.0","id":16,"method":"initialize","params":{"channel":"ahp-root://","protocolVersions":["1.0.0"],"clientId":"z"}}`, ahp.CodeMethodNotFound, "already initialized"},
 		{"binary-looking garbage", "\x00\x01garbage", ahp.CodeParseError, ""},
 	}
 	for _, c := range cases {

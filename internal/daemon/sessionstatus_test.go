@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/ahpd/ahpd/internal/ahp"
@@ -9,13 +10,13 @@ import (
 )
 
 // awaitSessionStatus waits for a root/sessionSummaryChanged of sess that
-// carries status want.
-func awaitSessionStatus(t *testing.T, c *ahptest.Client, sess string, want ahp.SessionStatus) {
+// carries status want, among the frames after the first from.
+func awaitSessionStatus(t *testing.T, c *ahptest.Client, from int, sess string, want ahp.SessionStatus) {
 	t.Helper()
-	c.AwaitNotificationWhere("root/sessionSummaryChanged", func(raw json.RawMessage) bool {
+	c.AwaitFrame(fmt.Sprintf("%s's status %d", sess, want), from, func(f ahptest.Frame) bool {
 		var p ahp.SessionSummaryChangedParams
-		return json.Unmarshal(raw, &p) == nil && p.Session == sess && p.Changes.Status != nil &&
-			*p.Changes.Status&ahp.StatusActivityMask == want
+		return f.Method == "root/sessionSummaryChanged" && json.Unmarshal(f.Params, &p) == nil && p.Session == sess &&
+			p.Changes.Status != nil && *p.Changes.Status&ahp.StatusActivityMask == want
 	})
 }
 
@@ -31,10 +32,11 @@ func TestSessionStatusFollowsItsChats(t *testing.T) {
 	sess, def := e.createSession(a, "ahp-session:/57a7e500-0000-4000-8000-000000000001")
 	a.Subscribe(def)
 
+	from := len(a.Frames())
 	a.Dispatch(def, turnStarted("s1", "[confirm] may I?"))
-	awaitSessionStatus(t, a, sess, ahp.StatusInProgress)
+	awaitSessionStatus(t, a, from, sess, ahp.StatusInProgress)
 	ready := a.AwaitAction(def, "chat/toolCallReady")
-	awaitSessionStatus(t, a, sess, ahp.StatusInputNeeded)
+	awaitSessionStatus(t, a, from, sess, ahp.StatusInputNeeded)
 	if st := sessionState(t, a, sess); st.Status&ahp.StatusActivityMask != ahp.StatusInputNeeded {
 		t.Fatalf("the session's state while its chat asks: status %d", st.Status)
 	}
@@ -42,19 +44,21 @@ func TestSessionStatusFollowsItsChats(t *testing.T) {
 	if err := ready.Field("toolCallId", &call); err != nil {
 		t.Fatal(err)
 	}
+	from = len(a.Frames())
 	a.Dispatch(def, map[string]any{"type": "chat/toolCallConfirmed", "turnId": "s1", "toolCallId": call,
 		"approved": true, "confirmed": "user-action"})
 	awaitEnd(t, a, def, "s1")
-	awaitSessionStatus(t, a, sess, ahp.StatusIdle)
+	awaitSessionStatus(t, a, from, sess, ahp.StatusIdle)
 
 	// A peer chat's turn raises the idle session.
 	const peer = "ahp-chat:/57a7e500-0000-4000-8000-0000000000c2"
 	a.MustCall("createChat", map[string]any{"channel": sess, "chat": peer})
 	a.Subscribe(peer)
+	from = len(a.Frames())
 	a.Dispatch(peer, turnStarted("p1", "[slow] take your time"))
-	awaitSessionStatus(t, a, sess, ahp.StatusInProgress)
+	awaitSessionStatus(t, a, from, sess, ahp.StatusInProgress)
 	awaitEnd(t, a, peer, "p1")
-	awaitSessionStatus(t, a, sess, ahp.StatusIdle)
+	awaitSessionStatus(t, a, from, sess, ahp.StatusIdle)
 	var list ahp.ListSessionsResult
 	if err := json.Unmarshal(a.MustCall("listSessions", map[string]any{"channel": ahp.RootURI}), &list); err != nil {
 		t.Fatal(err)
