@@ -381,7 +381,7 @@ func (d *botDesk) makeWorkSession(ctx context.Context, b store.BotRecord) (strin
 	if err := d.env.Store.PutSession(ctx, rec); err != nil {
 		return "", fmt.Errorf("bot %s: work session: %w", b.Slug, err)
 	}
-	s, err := d.sessions.open(ctx, rec)
+	s, err := d.sessions.open(ctx, rec, false)
 	if err != nil {
 		return "", fmt.Errorf("bot %s: work session: %w", b.Slug, err)
 	}

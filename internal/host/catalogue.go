@@ -35,6 +35,11 @@ type catalogue struct {
 	// start): the claim is taken and given back under mu, and what runs
 	// between holds no lock, so the catalogue stays readable meanwhile.
 	registering map[string]chan struct{}
+	// unannounced are the sessions being made, not yet told to root
+	// watchers in root/sessionAdded: their summary changes are kept and
+	// not told, so no client hears of a change to a session before the
+	// session itself (announce).
+	unannounced map[string]bool
 }
 
 func newCatalogue() *catalogue {
@@ -44,6 +49,7 @@ func newCatalogue() *catalogue {
 		summaries:   newSummaryIndex(),
 		chats:       make(map[string]string),
 		registering: make(map[string]chan struct{}),
+		unannounced: make(map[string]bool),
 	}
 }
 
@@ -75,9 +81,12 @@ func (c *catalogue) count() int {
 
 // add lists a session that has just started: its actor, its summary and
 // its chats.
-func (c *catalogue) add(uri string, s *session.Session, sum ahp.SessionSummary, chats []store.ChatRecord) {
+func (c *catalogue) add(uri string, s *session.Session, sum ahp.SessionSummary, chats []store.ChatRecord, announced bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !announced {
+		c.unannounced[uri] = true
+	}
 	c.sessions[uri] = s
 	c.summaries.put(uri, sum)
 	for _, ch := range chats {
@@ -111,18 +120,27 @@ func (c *catalogue) putSummary(uri string, sum ahp.SessionSummary) {
 	c.summaries.put(uri, sum)
 }
 
+// announced marks uri's session as told to root watchers, and returns the
+// summary it holds for it now.
+func (c *catalogue) announced(uri string) (ahp.SessionSummary, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.unannounced, uri)
+	return c.summaries.get(uri)
+}
+
 // updateSummary replaces the summary of a session the catalogue holds and
 // returns the one before; ok is false (and nothing is kept) for any other.
 // A summary a session's actor sent while it was being disposed must not
 // list it again.
-func (c *catalogue) updateSummary(uri string, sum ahp.SessionSummary) (old ahp.SessionSummary, ok bool) {
+func (c *catalogue) updateSummary(uri string, sum ahp.SessionSummary) (old ahp.SessionSummary, ok, told bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old, ok = c.summaries.get(uri)
 	if ok {
 		c.summaries.put(uri, sum)
 	}
-	return old, ok
+	return old, ok, !c.unannounced[uri]
 }
 
 // summary is a session's last summary.
@@ -306,7 +324,7 @@ func (d *sessionDesk) registerFromCatalogue(ctx context.Context, uri, provider s
 	if err := d.env.Store.PutSession(ctx, rec); err != nil {
 		return nil, err
 	}
-	s, err := d.open(ctx, rec)
+	s, err := d.open(ctx, rec, false)
 	if err != nil {
 		return nil, err
 	}

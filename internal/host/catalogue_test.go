@@ -63,7 +63,7 @@ func TestCatalogueRegisterOnce(t *testing.T) {
 
 	// This registration succeeds: a later claim finds the session live.
 	s := &session.Session{}
-	c.add(uri, s, ahp.SessionSummary{}, nil)
+	c.add(uri, s, ahp.SessionSummary{}, nil, true)
 	again()
 	if live, d, err := c.register(ctx, uri); live != s || d != nil || err != nil {
 		t.Fatalf("claim of a live session: live %v, done %v, err %v", live, d != nil, err)

@@ -120,7 +120,7 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	h.config = &configDesk{log: log, agents: opts.Agents, defaultProvider: opts.DefaultProvider, paths: paths}
 	h.sessions = &sessionDesk{env: e, log: log, bus: h.bus, agents: opts.Agents, settings: opts.AgentSettings,
 		defaultProvider: opts.DefaultProvider, closedChats: opts.ClosedChats, paths: paths,
-		cat: h.cat, actors: actors, root: h.root, config: h.config}
+		tell: lockorder.Mutex{Rank: lockorder.HostTell}, cat: h.cat, actors: actors, root: h.root, config: h.config}
 	h.tools = &toolDesk{env: e, cat: h.cat, sessions: h.sessions}
 	h.tools.server = hosttools.New(h, log)
 	h.canv = newCanvasKit(h.sessions, h.tools.origin)
@@ -143,7 +143,7 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		return nil, fmt.Errorf("restore sessions: %w", err)
 	}
 	for _, r := range recs {
-		if _, err := h.sessions.open(ctx, r); err != nil {
+		if _, err := h.sessions.open(ctx, r, true); err != nil {
 			h.log.Error("restore session", "session", r.URI, "err", err)
 		}
 	}

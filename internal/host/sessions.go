@@ -18,6 +18,7 @@ import (
 	"github.com/ahpd/ahpd/internal/canvas"
 	"github.com/ahpd/ahpd/internal/chat"
 	"github.com/ahpd/ahpd/internal/env"
+	"github.com/ahpd/ahpd/internal/lockorder"
 	"github.com/ahpd/ahpd/internal/session"
 	"github.com/ahpd/ahpd/internal/store"
 	"github.com/google/uuid"
@@ -45,6 +46,11 @@ type sessionDesk struct {
 	defaultProvider string
 	closedChats     string
 	paths           servedPaths
+
+	// tell (rank lockorder.HostTell) is held across a catalogue update and
+	// the root notification that says it, so a session's changes are
+	// never heard before the session (announce).
+	tell lockorder.Mutex
 
 	cat      *catalogue
 	actors   *actors
@@ -152,7 +158,7 @@ func (d *sessionDesk) createSession(ctx context.Context, cl *client, params json
 		return nil, fmt.Errorf("create session %s: %w", p.Channel, err)
 	}
 	progress(cl, p.ProgressToken, 2, "session stored; opening its chat")
-	s, err := d.open(ctx, rec)
+	s, err := d.open(ctx, rec, false)
 	if err != nil {
 		return nil, fmt.Errorf("create session %s: %w", p.Channel, err)
 	}
@@ -436,7 +442,7 @@ func (d *sessionDesk) onChat(ctx context.Context, uri string, fn func(*chat.Chat
 }
 
 // open starts the actor of a stored session and indexes its chats.
-func (d *sessionDesk) open(ctx context.Context, r store.SessionRecord) (*session.Session, error) {
+func (d *sessionDesk) open(ctx context.Context, r store.SessionRecord, announced bool) (*session.Session, error) {
 	a, _ := d.agents.Get(r.Provider)
 	uri := r.URI
 	s, err := session.Open(ctx, session.Config{
@@ -462,7 +468,7 @@ func (d *sessionDesk) open(ctx context.Context, r store.SessionRecord) (*session
 	if err != nil {
 		return nil, err
 	}
-	d.cat.add(uri, s, sum, recs)
+	d.cat.add(uri, s, sum, recs, announced)
 	return s, nil
 }
 
@@ -484,8 +490,10 @@ func (d *sessionDesk) recoverRunningTurns(ctx context.Context) error {
 // summaryChanged keeps the catalogue entry and tells root watchers
 // what changed (root/sessionSummaryChanged).
 func (d *sessionDesk) summaryChanged(uri string, sum ahp.SessionSummary) {
-	old, ok := d.cat.updateSummary(uri, sum)
-	if !ok {
+	d.tell.Lock()
+	defer d.tell.Unlock()
+	old, ok, told := d.cat.updateSummary(uri, sum)
+	if !ok || !told {
 		return
 	}
 	changes, changed := ahp.DiffSessionSummary(old, sum)
@@ -556,7 +564,16 @@ func progress(cl *client, token string, step int, message string) {
 // announce keeps a new session's summary (the one it reported once its
 // first chat was added) and tells root watchers the session was added.
 func (d *sessionDesk) announce(uri string, sum ahp.SessionSummary) {
-	d.cat.putSummary(uri, sum)
+	d.tell.Lock()
+	defer d.tell.Unlock()
+	if last, ok := d.cat.announced(uri); ok {
+		// The newest the session reported while it was made (every
+		// report is kept, none told), so nothing falls between this and
+		// the changes told after it.
+		sum = last
+	} else {
+		d.cat.putSummary(uri, sum)
+	}
 	legacy := &ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum}
 	legacy.Summary.Chats, legacy.Summary.DefaultChat = nil, ""
 	d.root.notifySessions("root/sessionAdded", &ahp.SessionAddedParams{Channel: ahp.RootURI, Summary: sum}, legacy)

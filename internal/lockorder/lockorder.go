@@ -27,6 +27,11 @@ const (
 	// botDesk.mu); it is held while the session is made, which takes the
 	// sessions catalogue and the bus inside.
 	HostBots
+	// HostTell orders what root watchers hear of sessions
+	// (host/sessions.go, sessionDesk.tell): a session's root/sessionAdded
+	// and the summary changes around it, each with the catalogue update
+	// it says; the catalogue and the bus are taken inside.
+	HostTell
 	// HostRoot guards the root state (host/root.go, rootDesk.mu); a root
 	// action is reduced and published under it, and a root snapshot taken
 	// as the bus subscribes, so the bus's lock is taken inside.
@@ -69,6 +74,7 @@ const (
 
 var rankNames = [...]string{
 	HostBots:      "HostBots",
+	HostTell:      "HostTell",
 	HostRoot:      "HostRoot",
 	HostSessions:  "HostSessions",
 	HostConns:     "HostConns",
