@@ -110,3 +110,58 @@ func TestWorkerClientRunTool(t *testing.T) {
 		t.Fatalf("the worker's backend was not handed the run: %q", got)
 	}
 }
+
+// refusedWith dispatches action on chat and fails unless it is refused
+// with a reason holding want.
+func refusedWith(t *testing.T, c *ahptest.Client, chat string, action map[string]any, want string) {
+	t.Helper()
+	env := c.AwaitEcho(c.Dispatch(chat, action))
+	if !strings.Contains(env.RejectionReason, want) {
+		t.Fatalf("%s: echo %s, want a refusal with %q", action["type"], env.Raw, want)
+	}
+}
+
+// TestClientToolCallsTrustOnlyTheirClient (issue 31; AHP: the server
+// rejects chat/toolCallComplete from a client that is not the call's
+// contributor, and a confirmation of a call that does not wait for one):
+// another client's result for a client-run call is refused and the agent
+// takes the owner's; a confirmation of the running call, a second result
+// while the first waits for confirmation, a result confirmation of a call
+// that has none waiting, and an answer to an input request nobody made are
+// each refused.
+func TestClientToolCallsTrustOnlyTheirClient(t *testing.T) {
+	e := newTurnsEnv(t)
+	owner := e.dial(t, "runner")
+	other := e.dial(t, "intruder")
+	_, chat := e.newSession(t, owner, provScript)
+	owner.Subscribe(chat)
+	other.Subscribe(chat)
+	startTurn(owner, chat, "t1", "use my tool [clienttool:runner]")
+	const call = "t1-client-1"
+	owner.AwaitEnvelope("the client's call ready", func(env ahptest.Envelope) bool {
+		return env.Channel == chat && env.Type() == "chat/toolCallReady" && field(env, "toolCallId") == call
+	})
+	result := func(text string) map[string]any {
+		return map[string]any{"type": "chat/toolCallComplete", "turnId": "t1", "toolCallId": call,
+			"result": map[string]any{"success": true, "content": []any{map[string]any{"type": "text", "text": text}}}, "requiresResultConfirmation": true}
+	}
+	refusedWith(t, other, chat, result("forged"), "Only the client that runs this tool call")
+	refusedWith(t, other, chat, map[string]any{"type": "chat/toolCallConfirmed", "turnId": "t1", "toolCallId": call,
+		"approved": true, "confirmed": "user-action"}, "waits for that confirmation")
+	refusedWith(t, owner, chat, map[string]any{"type": "chat/toolCallResultConfirmed", "turnId": "t1", "toolCallId": call,
+		"approved": true}, "does not wait for confirmation")
+	refusedWith(t, owner, chat, map[string]any{"type": "chat/toolCallComplete", "turnId": "t1", "toolCallId": "no-such-call",
+		"result": map[string]any{"success": true}}, "No tool call of the running turn has that id")
+	refusedWith(t, owner, chat, map[string]any{"type": "chat/inputCompleted", "requestId": "nobody-asked", "response": "accept"},
+		"No input request")
+
+	awaitAccepted(t, owner, owner.Dispatch(chat, result("genuine")))
+	refusedWith(t, owner, chat, result("again"), "not running")
+	awaitAccepted(t, owner, owner.Dispatch(chat, map[string]any{"type": "chat/toolCallResultConfirmed", "turnId": "t1", "toolCallId": call, "approved": true}))
+	if end := awaitEnd(t, owner, chat, "t1"); end.Type() != "chat/turnComplete" {
+		t.Fatalf("t1 ended %s", end.Raw)
+	}
+	if got := clMarkdown(chatOf(t, owner, chat).Turns[0]); !strings.Contains(got, "client said: genuine (approved)") {
+		t.Fatalf("the backend took %q, want the owner's result", got)
+	}
+}

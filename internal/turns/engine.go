@@ -46,6 +46,16 @@ const (
 	ReasonNotResumable   = "Only the latest turn, ended by a resumable error while nothing runs, can be resumed."
 	ReasonNoTurnID       = "chat/turnStarted needs a turnId."
 	ReasonNoConfirmation = "No tool call of the running turn waits for that confirmation."
+	// A client's run of a tool, and what answers a tool call or an input
+	// request, name one that is there and in the state they answer
+	// (AHP: the server rejects a completion from a client that does not
+	// run the call).
+	ReasonNoSuchToolCall    = "No tool call of the running turn has that id."
+	ReasonNotToolOwner      = "Only the client that runs this tool call completes it."
+	ReasonAgentRunsTool     = "The agent runs this tool call; a client completes only a tool it runs."
+	ReasonToolNotRunning    = "This tool call is not running, so it has no result to take."
+	ReasonNoResultToConfirm = "This tool call's result does not wait for confirmation."
+	ReasonNoInputRequest    = "No input request of the running turn has that id, or it was answered."
 )
 
 // MaxWaiting bounds what may wait in one chat: the queued messages, and
@@ -382,9 +392,15 @@ func (e *Engine) Client(from From, origin *ahp.ActionOrigin, a ahp.Action) {
 	case ahp.ChatToolCallConfirmed:
 		e.clientConfirm(from, origin, a)
 	case ahp.ChatToolCallComplete:
-		e.clientToolComplete(origin, a)
+		e.clientToolComplete(from, origin, a)
 	case ahp.ChatToolCallResultConfirmed:
-		e.clientToolResultConfirmed(origin, a)
+		e.clientToolResultConfirmed(from, origin, a)
+	case ahp.ChatInputCompleted:
+		if !e.inputWaits(a.RequestID) {
+			e.refuse(from, origin, a, ReasonNoInputRequest)
+			return
+		}
+		e.Apply(a, origin)
 	default:
 		e.Apply(a, origin)
 	}
@@ -865,9 +881,43 @@ func (e *Engine) pendingGone(kind, id string) bool {
 	return !slices.ContainsFunc(e.st.QueuedMessages, func(m ahp.PendingMessage) bool { return m.ID == id })
 }
 
+// toolCall is the running turn's tool call id as the chat's state holds
+// it; nil when turnID is not the running turn or it has no such call.
+func (e *Engine) toolCall(turnID, id string) *ahp.ToolCallState {
+	at := e.st.ActiveTurn
+	if at == nil || at.ID != turnID {
+		return nil
+	}
+	for _, p := range at.ResponseParts {
+		if p.Kind == ahp.PartToolCall && p.ToolCall != nil && p.ToolCall.ToolCallID == id {
+			return p.ToolCall
+		}
+	}
+	return nil
+}
+
+// inputWaits reports whether the running turn holds input request id
+// unanswered.
+func (e *Engine) inputWaits(id string) bool {
+	at := e.st.ActiveTurn
+	if at == nil {
+		return false
+	}
+	return slices.ContainsFunc(at.ResponseParts, func(p ahp.ResponsePart) bool {
+		return p.Kind == ahp.PartInputRequest && p.Request != nil && p.Request.ID == id && p.Response == ""
+	})
+}
+
 func (e *Engine) clientConfirm(from From, origin *ahp.ActionOrigin, a ahp.ChatToolCallConfirmed) {
 	t := e.active
 	if t == nil || a.TurnID != t.ID || !t.tools[a.ToolCallID] {
+		e.refuse(from, origin, a, ReasonNoConfirmation)
+		return
+	}
+	if tc := e.toolCall(a.TurnID, a.ToolCallID); tc == nil || tc.Status != ahp.ToolPendingConfirmation {
+		// A call that asks nothing (a client's run of a tool under way,
+		// one already answered) has no confirmation to take (AHP: MUST
+		// reject).
 		e.refuse(from, origin, a, ReasonNoConfirmation)
 		return
 	}
@@ -885,7 +935,28 @@ func (e *Engine) clientConfirm(from From, origin *ahp.ActionOrigin, a ahp.ChatTo
 // action is, and, for a call the turn's backend left to a client, handed to
 // that backend (for a worker chat, the proxy to the backend running the
 // worker) (C-SUB-14).
-func (e *Engine) clientToolComplete(origin *ahp.ActionOrigin, a ahp.ChatToolCallComplete) {
+func (e *Engine) clientToolComplete(from From, origin *ahp.ActionOrigin, a ahp.ChatToolCallComplete) {
+	tc := e.toolCall(a.TurnID, a.ToolCallID)
+	var reason string
+	switch {
+	case tc == nil:
+		reason = ReasonNoSuchToolCall
+	case tc.Status == ahp.ToolAuthRequired && !a.Result.Success:
+		// A failed result cancels a call waiting on authentication,
+		// whoever runs it (AHP).
+	case tc.Contributor == nil || tc.Contributor.Kind != ahp.ContributorClient:
+		reason = ReasonAgentRunsTool
+	case origin == nil || tc.Contributor.ClientID != origin.ClientID:
+		reason = ReasonNotToolOwner
+	case tc.Status != ahp.ToolRunning && tc.Status != ahp.ToolPendingConfirmation:
+		// Already completed, or its result waits for confirmation: a
+		// second result is not taken.
+		reason = ReasonToolNotRunning
+	}
+	if reason != "" {
+		e.refuse(from, origin, a, reason)
+		return
+	}
 	e.Apply(a, origin)
 	t := e.active
 	if t == nil || a.TurnID != t.ID || !t.clientRun[a.ToolCallID] {
@@ -903,7 +974,11 @@ func (e *Engine) clientToolComplete(origin *ahp.ActionOrigin, a ahp.ChatToolCall
 
 // clientToolResultConfirmed is the confirmation of a client-run call's
 // result, handed to the backend as the result was.
-func (e *Engine) clientToolResultConfirmed(origin *ahp.ActionOrigin, a ahp.ChatToolCallResultConfirmed) {
+func (e *Engine) clientToolResultConfirmed(from From, origin *ahp.ActionOrigin, a ahp.ChatToolCallResultConfirmed) {
+	if tc := e.toolCall(a.TurnID, a.ToolCallID); tc == nil || tc.Status != ahp.ToolPendingResultConfirmation {
+		e.refuse(from, origin, a, ReasonNoResultToConfirm)
+		return
+	}
 	e.Apply(a, origin)
 	t := e.active
 	if t == nil || a.TurnID != t.ID || !t.clientRun[a.ToolCallID] {
