@@ -14,14 +14,17 @@ import (
 
 // TerminalState is one terminal channel's state.
 type TerminalState struct {
-	Title                    string                `json:"title"`
-	Cwd                      URI                   `json:"cwd,omitempty"`
-	Cols                     *int                  `json:"cols,omitempty"`
-	Rows                     *int                  `json:"rows,omitempty"`
-	Content                  []TerminalContentPart `json:"content"`
-	ExitCode                 *int                  `json:"exitCode,omitempty"`
-	Claim                    TerminalClaim         `json:"claim"`
-	SupportsCommandDetection *bool                 `json:"supportsCommandDetection,omitempty"`
+	Title    string                `json:"title"`
+	Cwd      URI                   `json:"cwd,omitempty"`
+	Cols     *int                  `json:"cols,omitempty"`
+	Rows     *int                  `json:"rows,omitempty"`
+	Content  []TerminalContentPart `json:"content"`
+	ExitCode *int                  `json:"exitCode,omitempty"`
+	// Lifecycle is the later protocol's running or exited (with the exit
+	// code), which VS Code's host sends; ExitCode stays for 1.0 clients.
+	Lifecycle                *TerminalLifecycle `json:"lifecycle,omitempty"`
+	Claim                    TerminalClaim      `json:"claim"`
+	SupportsCommandDetection *bool              `json:"supportsCommandDetection,omitempty"`
 }
 
 // MarshalJSON writes the required content array as [] when empty.

@@ -110,23 +110,44 @@ type RootConfig = ConfigState
 // SessionConfig is SessionState.config.
 type SessionConfig = ConfigState
 
-// TerminalInfo is one entry of RootState.terminals.
+// TerminalInfo is one entry of RootState.terminals. ExitCode is 1.0's
+// word for an exited process; Lifecycle is the later protocol's (VS Code's
+// host sends it), said beside it so either kind of client reads the exit
+// off the root.
 type TerminalInfo struct {
-	Resource URI            `json:"resource"`
-	Title    string         `json:"title,omitempty"`
-	Claim    *TerminalClaim `json:"claim,omitempty"`
-	Meta     map[string]any `json:"_meta,omitempty"`
+	Resource  URI                `json:"resource"`
+	Title     string             `json:"title,omitempty"`
+	Claim     *TerminalClaim     `json:"claim,omitempty"`
+	ExitCode  *int               `json:"exitCode,omitempty"`
+	Lifecycle *TerminalLifecycle `json:"lifecycle,omitempty"`
+	Meta      map[string]any     `json:"_meta,omitempty"`
 }
 
 // TerminalClaim says who owns a terminal: {kind:"client", clientId} or
-// {kind:"session", session}.
+// {kind:"session", session, chat}.
 type TerminalClaim struct {
 	Kind     string `json:"kind"`
 	ClientID string `json:"clientId,omitempty"`
 	Session  URI    `json:"session,omitempty"`
+	// Chat is the chat of the session that holds the terminal (the later
+	// protocol's TerminalSessionClaim.chat).
+	Chat URI `json:"chat,omitempty"`
 	// TurnID and ToolCallID narrow a session's claim to one turn or call.
 	TurnID     string `json:"turnId,omitempty"`
 	ToolCallID string `json:"toolCallId,omitempty"`
+}
+
+// Terminal lifecycle statuses.
+const (
+	TerminalStatusRunning = "running"
+	TerminalStatusExited  = "exited"
+)
+
+// TerminalLifecycle is a terminal process's lifecycle: running, or exited
+// with the exit code the runtime reported.
+type TerminalLifecycle struct {
+	Status   string `json:"status"`
+	ExitCode *int   `json:"exitCode,omitempty"`
 }
 
 // AgentInfo describes one agent backend (provider).

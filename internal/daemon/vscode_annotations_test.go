@@ -30,7 +30,8 @@ func entryTexts(a ahp.Annotation) []string {
 	return out
 }
 
-// TestVSCodeAnnotations ports annotationsSuite: every annotations action is
+// TestVSCodeAnnotations ports annotationsSuite's 4 cases (microsoft/vscode
+// 101b2425, the one version the index serves): every annotations action is
 // client-dispatchable; the host applies the same reduction the client does
 // and keeps it.
 func TestVSCodeAnnotations(t *testing.T) {
@@ -49,7 +50,7 @@ func TestVSCodeAnnotations(t *testing.T) {
 			"resource": resource, "resolved": false, "entries": []any{map[string]any{"id": id + ":0", "text": text}},
 		}})
 	}
-	t.Run("an annotation dispatched by a client is applied to the channel", func(t *testing.T) {
+	conformanceCase(t, "an annotation dispatched by a client is applied to the channel", func(t *testing.T) {
 		sess, uri, resource, id := annotated(t)
 		set(sess, uri, resource, id, "turn-annotate", "needs a second look")
 		got := annotationsOf(t, v.c, uri)
@@ -58,7 +59,7 @@ func TestVSCodeAnnotations(t *testing.T) {
 			t.Fatalf("annotations %+v", got)
 		}
 	})
-	t.Run("an annotation can be resolved without resending its entries", func(t *testing.T) {
+	conformanceCase(t, "an annotation can be resolved without resending its entries", func(t *testing.T) {
 		sess, uri, resource, id := annotated(t)
 		set(sess, uri, resource, id, "turn-resolve", "why this branch?")
 		v.dispatchOK(uri, map[string]any{"type": "annotations/updated", "annotationId": id, "resolved": true,
@@ -68,7 +69,7 @@ func TestVSCodeAnnotations(t *testing.T) {
 			t.Fatalf("annotations %+v", got)
 		}
 	})
-	t.Run("entries can be added to and removed from an annotation", func(t *testing.T) {
+	conformanceCase(t, "entries can be added to and removed from an annotation", func(t *testing.T) {
 		sess, uri, resource, id := annotated(t)
 		set(sess, uri, resource, id, "turn-entries", "original")
 		v.dispatchOK(uri, map[string]any{"type": "annotations/entrySet", "annotationId": id, "entry": map[string]any{"id": id + ":1", "text": "reply"}})
@@ -79,7 +80,7 @@ func TestVSCodeAnnotations(t *testing.T) {
 			t.Fatalf("with %v, without %v", entryTexts(with[0]), entryTexts(without[0]))
 		}
 	})
-	t.Run("removing an annotation clears it from the channel", func(t *testing.T) {
+	conformanceCase(t, "removing an annotation clears it from the channel", func(t *testing.T) {
 		sess, uri, resource, id := annotated(t)
 		set(sess, uri, resource, id, "turn-remove", "transient")
 		v.dispatchOK(uri, map[string]any{"type": "annotations/removed", "annotationId": id})

@@ -84,7 +84,7 @@ func readyConfirmation(t *testing.T, c *ahptest.Client, chat, id string) string 
 // C-COMP-27 TestTitles.)
 func TestVSCodeBangCommands(t *testing.T) {
 	v := newVSCodeEnv(t)
-	t.Run("a bang command runs locally and exposes terminal output", func(t *testing.T) {
+	conformanceCase(t, "a bang command runs locally and exposes terminal output", func(t *testing.T) {
 		sess, def, _ := v.workspaceSession("bang-success")
 		v.c.Dispatch(sess, turnStarted("turn-bang-success", "!echo BANG_OUTPUT_42"))
 		done := toolComplete(t, v.c, def, "turn-bang-success")
@@ -101,7 +101,7 @@ func TestVSCodeBangCommands(t *testing.T) {
 			t.Fatalf("result %+v, terminal %q", done.Result, terminalText(st))
 		}
 	})
-	t.Run("a failing bang command reports its exit code", func(t *testing.T) {
+	conformanceCase(t, "a failing bang command reports its exit code", func(t *testing.T) {
 		sess, def, _ := v.workspaceSession("bang-failure")
 		v.c.Dispatch(sess, turnStarted("turn-bang-failure", `!node -e "process.exit(7)"`))
 		done := toolComplete(t, v.c, def, "turn-bang-failure")
@@ -113,7 +113,7 @@ func TestVSCodeBangCommands(t *testing.T) {
 			t.Fatalf("result %+v", done.Result)
 		}
 	})
-	t.Run("failing peer bang command records a failed terminal tool call", func(t *testing.T) {
+	conformanceCase(t, "failing peer bang command records a failed terminal tool call", func(t *testing.T) {
 		sess, _, _ := v.workspaceSession("local-bang-failure")
 		peer := v.peer(sess, "peer", nil)
 		v.driveTurn(peer, "peer-bang-failure", `!node -e "process.exit(7)"`)

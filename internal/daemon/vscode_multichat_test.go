@@ -120,24 +120,28 @@ func chatTitle(st ahp.SessionState, uri string) string {
 	return "<absent>"
 }
 
-// TestVSCodeMultiChat ports multiChatSuite's conformanceTests.
+// TestVSCodeMultiChat ports multiChatSuite's conformanceTests (microsoft/vscode
+// 0d73f41e, the newest stored version: 26 cases, the 26th, failing peer
+// bang command records a failed terminal tool call, in
+// TestVSCodeBangCommands; 661c6aa4 is an older hostOnlyTest version without
+// the #chat: completion cases, index id 54898523562 a shorter one still).
 func TestVSCodeMultiChat(t *testing.T) {
 	v := newVSCodeEnv(t)
-	t.Run("creating a peer chat adds it to the session catalog", func(t *testing.T) {
+	conformanceCase(t, "creating a peer chat adds it to the session catalog", func(t *testing.T) {
 		sess, _, _ := v.workspaceSession("catalog-add")
 		p := v.peer(sess, "peer", nil)
 		if !slices.Contains(chatResources(sessionState(t, v.c, sess)), p) {
 			t.Fatalf("peer %s not in the catalogue", p)
 		}
 	})
-	t.Run("peer chat subscription starts empty and idle", func(t *testing.T) {
+	conformanceCase(t, "peer chat subscription starts empty and idle", func(t *testing.T) {
 		sess, _, _ := v.workspaceSession("empty-peer")
 		st := chatOf(t, v.c, v.peer(sess, "peer", nil))
 		if len(st.Turns) != 0 || st.ActiveTurn != nil || st.Status != ahp.StatusIdle {
 			t.Fatalf("peer state: %d turns, active %v, status %d", len(st.Turns), st.ActiveTurn, st.Status)
 		}
 	})
-	t.Run("creating the same peer chat twice is idempotent", func(t *testing.T) {
+	conformanceCase(t, "creating the same peer chat twice is idempotent", func(t *testing.T) {
 		sess, _, _ := v.workspaceSession("idempotent")
 		p := v.peer(sess, "peer", nil)
 		v.peer(sess, "peer", nil)
@@ -151,7 +155,7 @@ func TestVSCodeMultiChat(t *testing.T) {
 			t.Fatalf("peer listed %d times", n)
 		}
 	})
-	t.Run("creating two peer chats preserves both catalog entries", func(t *testing.T) {
+	conformanceCase(t, "creating two peer chats preserves both catalog entries", func(t *testing.T) {
 		sess, _, _ := v.workspaceSession("two-peers")
 		first, second := v.peer(sess, "first", nil), v.peer(sess, "second", nil)
 		got := chatResources(sessionState(t, v.c, sess))
@@ -159,7 +163,7 @@ func TestVSCodeMultiChat(t *testing.T) {
 			t.Fatalf("catalogue %v", got)
 		}
 	})
-	t.Run("disposing a peer chat removes its catalog entry", func(t *testing.T) {
+	conformanceCase(t, "disposing a peer chat removes its catalog entry", func(t *testing.T) {
 		sess, _, _ := v.workspaceSession("dispose")
 		p := v.peer(sess, "peer", nil)
 		v.c.MustCall("disposeChat", map[string]any{"channel": p})
@@ -167,7 +171,7 @@ func TestVSCodeMultiChat(t *testing.T) {
 			t.Fatal("disposed peer still listed")
 		}
 	})
-	t.Run("disposing one peer chat preserves its sibling", func(t *testing.T) {
+	conformanceCase(t, "disposing one peer chat preserves its sibling", func(t *testing.T) {
 		sess, _, _ := v.workspaceSession("dispose-one")
 		first, second := v.peer(sess, "first", nil), v.peer(sess, "second", nil)
 		v.c.MustCall("disposeChat", map[string]any{"channel": first})
@@ -176,7 +180,7 @@ func TestVSCodeMultiChat(t *testing.T) {
 			t.Fatalf("catalogue %v", got)
 		}
 	})
-	t.Run("recreating a disposed peer chat starts empty", func(t *testing.T) {
+	conformanceCase(t, "recreating a disposed peer chat starts empty", func(t *testing.T) {
 		sess, _, _ := v.workspaceSession("recreate")
 		p := v.peer(sess, "peer", nil)
 		v.driveTurn(p, "before-dispose", "remember me")
@@ -186,7 +190,7 @@ func TestVSCodeMultiChat(t *testing.T) {
 			t.Fatalf("recreated peer has %d turns", len(st.Turns))
 		}
 	})
-	t.Run("renaming a peer chat updates its catalog title", func(t *testing.T) {
+	conformanceCase(t, "renaming a peer chat updates its catalog title", func(t *testing.T) {
 		sess, _, _ := v.workspaceSession("rename-peer")
 		p := v.peer(sess, "peer", nil)
 		v.rename(p, "Peer Title")
@@ -194,7 +198,7 @@ func TestVSCodeMultiChat(t *testing.T) {
 			t.Fatalf("peer title %q", got)
 		}
 	})
-	t.Run("renaming a peer chat leaves the session title unchanged", func(t *testing.T) {
+	conformanceCase(t, "renaming a peer chat leaves the session title unchanged", func(t *testing.T) {
 		sess, _, _ := v.workspaceSession("rename-isolated")
 		v.rename(sess, "Session Title")
 		p := v.peer(sess, "peer", nil)
@@ -203,7 +207,7 @@ func TestVSCodeMultiChat(t *testing.T) {
 			t.Fatalf("session title %q", got)
 		}
 	})
-	t.Run("peer chat survives unsubscribe and resubscribe", func(t *testing.T) {
+	conformanceCase(t, "peer chat survives unsubscribe and resubscribe", func(t *testing.T) {
 		sess, _, _ := v.workspaceSession("resubscribe")
 		p := v.peer(sess, "peer", nil)
 		v.c.Subscribe(p)
@@ -212,7 +216,7 @@ func TestVSCodeMultiChat(t *testing.T) {
 			t.Fatalf("resubscribed resource %s", st.Resource)
 		}
 	})
-	t.Run("peer creation does not leak a provider backing as a top-level session", func(t *testing.T) {
+	conformanceCase(t, "peer creation does not leak a provider backing as a top-level session", func(t *testing.T) {
 		sess, _, _ := v.workspaceSession("session-list")
 		before := map[string]bool{}
 		for _, s := range sessionList(t, v.c) {
@@ -225,7 +229,7 @@ func TestVSCodeMultiChat(t *testing.T) {
 			}
 		}
 	})
-	t.Run("peer file completion uses the parent workspace", func(t *testing.T) {
+	conformanceCase(t, "peer file completion uses the parent workspace", func(t *testing.T) {
 		sess, _, dir := v.workspaceSession("completion")
 		writeFile(t, filepath.Join(dir, "peer-target.txt"), "target")
 		p := v.peer(sess, "peer", nil)
@@ -233,7 +237,7 @@ func TestVSCodeMultiChat(t *testing.T) {
 			t.Fatalf("completions %v", got)
 		}
 	})
-	t.Run("chat completion references a peer at its last completed turn", func(t *testing.T) {
+	conformanceCase(t, "chat completion references a peer at its last completed turn", func(t *testing.T) {
 		sess, def, _ := v.workspaceSession("chat-completion-basic")
 		p := v.completedPeer(sess, "peer", "Referenced Peer", "peer-reference-turn")
 		got := v.chatCompletions(def, "#chat:")
@@ -241,7 +245,7 @@ func TestVSCodeMultiChat(t *testing.T) {
 			Attachment: ahp.MessageAttachment{Type: ahp.AttachmentChat, Resource: p, EndTurn: "peer-reference-turn", Label: "Referenced Peer"}}}
 		sameJSON(t, "items", got.Items, want)
 	})
-	t.Run("chat completion filters peer titles case-insensitively", func(t *testing.T) {
+	conformanceCase(t, "chat completion filters peer titles case-insensitively", func(t *testing.T) {
 		sess, def, _ := v.workspaceSession("chat-completion-filter")
 		target := v.completedPeer(sess, "target", "Alpha Target", "turn-target")
 		v.completedPeer(sess, "other", "Beta Reference", "turn-other")
@@ -249,7 +253,7 @@ func TestVSCodeMultiChat(t *testing.T) {
 		want := []ahp.MessageAttachment{{Type: ahp.AttachmentChat, Resource: target, EndTurn: "turn-target", Label: "Alpha Target"}}
 		sameJSON(t, "attachments", attachmentsOf(got), want)
 	})
-	t.Run("partial chat prefix offers completed peer chats", func(t *testing.T) {
+	conformanceCase(t, "partial chat prefix offers completed peer chats", func(t *testing.T) {
 		sess, def, _ := v.workspaceSession("chat-completion-partial")
 		v.completedPeer(sess, "peer", "Partial Peer", "turn-partial")
 		got := v.chatCompletions(def, "#ch")
@@ -257,7 +261,7 @@ func TestVSCodeMultiChat(t *testing.T) {
 			t.Fatalf("items %+v", got.Items)
 		}
 	})
-	t.Run("chat completion replaces only the whitespace-delimited token", func(t *testing.T) {
+	conformanceCase(t, "chat completion replaces only the whitespace-delimited token", func(t *testing.T) {
 		sess, def, _ := v.workspaceSession("chat-completion-range")
 		v.completedPeer(sess, "peer", "Range Peer", "turn-range")
 		text := "Compare with #chat:Range"
@@ -266,26 +270,26 @@ func TestVSCodeMultiChat(t *testing.T) {
 			t.Fatalf("items %+v", got.Items)
 		}
 	})
-	t.Run("chat completion excludes peers without a completed turn", func(t *testing.T) {
+	conformanceCase(t, "chat completion excludes peers without a completed turn", func(t *testing.T) {
 		sess, def, _ := v.workspaceSession("chat-completion-empty")
 		v.peer(sess, "empty", nil)
 		completed := v.completedPeer(sess, "completed", "Completed Peer", "turn-completed")
 		sameJSON(t, "resources", resourcesOf(v.chatCompletions(def, "#chat:")), []string{completed})
 	})
-	t.Run("chat completion excludes the chat being edited", func(t *testing.T) {
+	conformanceCase(t, "chat completion excludes the chat being edited", func(t *testing.T) {
 		sess, _, _ := v.workspaceSession("chat-completion-current")
 		current := v.completedPeer(sess, "current", "Current Peer", "turn-current")
 		sibling := v.completedPeer(sess, "sibling", "Sibling Peer", "turn-sibling")
 		sameJSON(t, "resources", resourcesOf(v.chatCompletions(current, "#chat:")), []string{sibling})
 	})
-	t.Run("peer chat completion can reference the completed default chat", func(t *testing.T) {
+	conformanceCase(t, "peer chat completion can reference the completed default chat", func(t *testing.T) {
 		sess, def, _ := v.workspaceSession("chat-completion-default")
 		v.driveTurn(def, "default-reference-turn", "/rename Default Reference")
 		p := v.peer(sess, "peer", nil)
 		want := []ahp.MessageAttachment{{Type: ahp.AttachmentChat, Resource: def, EndTurn: "default-reference-turn", Label: "Default Reference"}}
 		sameJSON(t, "attachments", attachmentsOf(v.chatCompletions(p, "#chat:Default")), want)
 	})
-	t.Run("chat completion sanitizes multiline titles", func(t *testing.T) {
+	conformanceCase(t, "chat completion sanitizes multiline titles", func(t *testing.T) {
 		sess, def, _ := v.workspaceSession("chat-completion-title")
 		p := v.completedPeer(sess, "peer", "Initial Title", "turn-title")
 		v.rename(p, "Line One\n  Line Two")
@@ -294,7 +298,7 @@ func TestVSCodeMultiChat(t *testing.T) {
 			t.Fatalf("items %+v", got.Items)
 		}
 	})
-	t.Run("first peer chat snapshots the session title onto the default chat", func(t *testing.T) {
+	conformanceCase(t, "first peer chat snapshots the session title onto the default chat", func(t *testing.T) {
 		sess, def, _ := v.workspaceSession("default-title")
 		v.rename(sess, "Original Session")
 		v.peer(sess, "peer", nil)
@@ -302,7 +306,7 @@ func TestVSCodeMultiChat(t *testing.T) {
 			t.Fatalf("default chat title %q", got)
 		}
 	})
-	t.Run("session rename after peer creation preserves the default chat title", func(t *testing.T) {
+	conformanceCase(t, "session rename after peer creation preserves the default chat title", func(t *testing.T) {
 		sess, def, _ := v.workspaceSession("independent-title")
 		v.rename(sess, "Original Session")
 		v.peer(sess, "peer", nil)
@@ -312,14 +316,14 @@ func TestVSCodeMultiChat(t *testing.T) {
 			t.Fatalf("default chat title %q, session title %q", got, st.Title)
 		}
 	})
-	t.Run("forking an unknown turn creates a fresh empty peer chat", func(t *testing.T) {
+	conformanceCase(t, "forking an unknown turn creates a fresh empty peer chat", func(t *testing.T) {
 		sess, def, _ := v.workspaceSession("unknown-fork")
 		p := v.peer(sess, "fork", map[string]any{"source": map[string]any{"kind": "fork", "chat": def, "turnId": "missing-turn"}})
 		if st := chatOf(t, v.c, p); len(st.Turns) != 0 {
 			t.Fatalf("fork of an unknown turn holds %d turns", len(st.Turns))
 		}
 	})
-	t.Run("peer rename command updates the peer title and records a local turn", func(t *testing.T) {
+	conformanceCase(t, "peer rename command updates the peer title and records a local turn", func(t *testing.T) {
 		sess, _, _ := v.workspaceSession("local-rename")
 		p := v.peer(sess, "peer", nil)
 		v.driveTurn(p, "peer-rename", "/rename Renamed Peer")
@@ -328,7 +332,7 @@ func TestVSCodeMultiChat(t *testing.T) {
 			t.Fatalf("title %q, turns %+v", st.Title, st.Turns)
 		}
 	})
-	t.Run("empty peer rename command leaves the peer title unchanged", func(t *testing.T) {
+	conformanceCase(t, "empty peer rename command leaves the peer title unchanged", func(t *testing.T) {
 		sess, _, _ := v.workspaceSession("local-empty-rename")
 		p := v.peer(sess, "peer", nil)
 		v.rename(p, "Original Peer")

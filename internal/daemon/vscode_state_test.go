@@ -3,16 +3,39 @@ package daemon_test
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/testutil/ahptest"
 )
 
+// pendingStateIssue31 holds the ported cases whose fix lies in a package
+// being refactored now (internal/host, chat, session, store, rpc, bus):
+// each stays in its suite and skips, saying what ahpd does against what
+// the suite wants, until issue 31's fix lands there.
+var pendingStateIssue31 = map[string]string{}
+
+// conformanceCase runs one ported case under the name upstream gives it,
+// skipping it while pendingStateIssue31 holds it.
+func conformanceCase(t *testing.T, name string, fn func(t *testing.T)) bool {
+	t.Helper()
+	return t.Run(name, func(t *testing.T) {
+		if why, ok := pendingStateIssue31[name]; ok {
+			t.Skip("issue 31 pending: " + why)
+		}
+		fn(t)
+	})
+}
+
 // TestVSCodeStateOperations ports stateOperationsSuite's cases that need no
-// terminal (the terminal cases belong with the terminals, issue 11). Each
-// dispatch waits for its echo, as the suite's dispatchAndWait does, and
-// then reads the state back through a fresh subscribe.
+// terminal (25 of its 45; the other 20 are TestVSCodeStateOperationsTerminals),
+// read from the newest stored version (index id 57711248623: conformanceTest,
+// terminal lifecycle and chat-scoped claims; the index names no commit for
+// it, and the one version it names, 0df9cb21, is the older hostOnlyTest one
+// of 30 cases). Each dispatch waits for its echo, as the suite's
+// dispatchAndWait does, and then reads the state back through a fresh
+// subscribe.
 func TestVSCodeStateOperations(t *testing.T) {
 	v := newVSCodeEnv(t)
 	dispatch := func(t *testing.T, channel string, action map[string]any) {
@@ -75,19 +98,19 @@ func TestVSCodeStateOperations(t *testing.T) {
 		return map[string]any{"type": "session/activeClientSet", "activeClient": map[string]any{"clientId": id, "displayName": name, "tools": tools}}
 	}
 
-	t.Run("client title change updates session state", func(t *testing.T) {
+	conformanceCase(t, "client title change updates session state", func(t *testing.T) {
 		sess, _ := v.session()
 		dispatch(t, sess, map[string]any{"type": "session/titleChanged", "title": "Direct AHP Title"})
 		same(t, "title", sessionState(t, sess)["title"], "Direct AHP Title")
 	})
-	t.Run("marking a session read sets the read status flag", func(t *testing.T) {
+	conformanceCase(t, "marking a session read sets the read status flag", func(t *testing.T) {
 		sess, _ := v.session()
 		dispatch(t, sess, map[string]any{"type": "session/isReadChanged", "isRead": true})
 		if status(t, sess)&int(ahp.StatusIsRead) == 0 {
 			t.Fatal("read flag not set")
 		}
 	})
-	t.Run("marking a session unread clears the read status flag", func(t *testing.T) {
+	conformanceCase(t, "marking a session unread clears the read status flag", func(t *testing.T) {
 		sess, _ := v.session()
 		dispatch(t, sess, map[string]any{"type": "session/isReadChanged", "isRead": true})
 		dispatch(t, sess, map[string]any{"type": "session/isReadChanged", "isRead": false})
@@ -95,14 +118,14 @@ func TestVSCodeStateOperations(t *testing.T) {
 			t.Fatal("read flag still set")
 		}
 	})
-	t.Run("archiving a session sets the archived status flag", func(t *testing.T) {
+	conformanceCase(t, "archiving a session sets the archived status flag", func(t *testing.T) {
 		sess, _ := v.session()
 		dispatch(t, sess, map[string]any{"type": "session/isArchivedChanged", "isArchived": true})
 		if status(t, sess)&int(ahp.StatusIsArchived) == 0 {
 			t.Fatal("archived flag not set")
 		}
 	})
-	t.Run("unarchiving a session clears the archived status flag", func(t *testing.T) {
+	conformanceCase(t, "unarchiving a session clears the archived status flag", func(t *testing.T) {
 		sess, _ := v.session()
 		dispatch(t, sess, map[string]any{"type": "session/isArchivedChanged", "isArchived": true})
 		dispatch(t, sess, map[string]any{"type": "session/isArchivedChanged", "isArchived": false})
@@ -110,7 +133,7 @@ func TestVSCodeStateOperations(t *testing.T) {
 			t.Fatal("archived flag still set")
 		}
 	})
-	t.Run("session read and archived flags compose independently", func(t *testing.T) {
+	conformanceCase(t, "session read and archived flags compose independently", func(t *testing.T) {
 		sess, _ := v.session()
 		dispatch(t, sess, map[string]any{"type": "session/isReadChanged", "isRead": true})
 		dispatch(t, sess, map[string]any{"type": "session/isArchivedChanged", "isArchived": true})
@@ -119,7 +142,7 @@ func TestVSCodeStateOperations(t *testing.T) {
 			t.Fatalf("status %b", st)
 		}
 	})
-	t.Run("session config changes merge with existing values", func(t *testing.T) {
+	conformanceCase(t, "session config changes merge with existing values", func(t *testing.T) {
 		sess, _ := v.session()
 		before := configValues(t, sess)
 		dispatch(t, sess, map[string]any{"type": "session/configChanged", "config": map[string]any{"autoApprove": "assisted"}})
@@ -130,23 +153,23 @@ func TestVSCodeStateOperations(t *testing.T) {
 		want["autoApprove"] = "assisted"
 		same(t, "config.values", configValues(t, sess), want)
 	})
-	t.Run("session config replacement drops previous values", func(t *testing.T) {
+	conformanceCase(t, "session config replacement drops previous values", func(t *testing.T) {
 		sess, _ := v.session()
 		dispatch(t, sess, map[string]any{"type": "session/configChanged", "config": map[string]any{"autoApprove": "default"}, "replace": true})
 		same(t, "config.values", configValues(t, sess), map[string]any{"autoApprove": "default"})
 	})
-	t.Run("empty session config replacement clears previous values", func(t *testing.T) {
+	conformanceCase(t, "empty session config replacement clears previous values", func(t *testing.T) {
 		sess, _ := v.session()
 		dispatch(t, sess, map[string]any{"type": "session/configChanged", "config": map[string]any{"autoApprove": "assisted"}})
 		dispatch(t, sess, map[string]any{"type": "session/configChanged", "config": map[string]any{}, "replace": true})
 		same(t, "config.values", configValues(t, sess), map[string]any{})
 	})
-	t.Run("active client set adds a session participant", func(t *testing.T) {
+	conformanceCase(t, "active client set adds a session participant", func(t *testing.T) {
 		sess, _ := v.session()
 		dispatch(t, sess, activeClient("vscode-suite", "Coverage Client"))
 		same(t, "activeClients", activeClients(t, sess), []any{map[string]any{"clientId": "vscode-suite", "displayName": "Coverage Client", "tools": []any{}}})
 	})
-	t.Run("active client tools retain their protocol schemas", func(t *testing.T) {
+	conformanceCase(t, "active client tools retain their protocol schemas", func(t *testing.T) {
 		sess, _ := v.session()
 		tool := map[string]any{
 			"name":        "coverage_echo",
@@ -156,7 +179,7 @@ func TestVSCodeStateOperations(t *testing.T) {
 		dispatch(t, sess, activeClient("vscode-suite", "Tool Client", tool))
 		same(t, "activeClients", activeClients(t, sess), []any{map[string]any{"clientId": "vscode-suite", "displayName": "Tool Client", "tools": []any{tool}}})
 	})
-	t.Run("active client set replaces an existing participant", func(t *testing.T) {
+	conformanceCase(t, "active client set replaces an existing participant", func(t *testing.T) {
 		sess, _ := v.session()
 		dispatch(t, sess, activeClient("vscode-suite", "Before"))
 		dispatch(t, sess, activeClient("vscode-suite", "After"))
@@ -166,17 +189,18 @@ func TestVSCodeStateOperations(t *testing.T) {
 		}
 		same(t, "displayNames", names, []any{"After"})
 	})
-	t.Run("two active clients remain independently addressable", func(t *testing.T) {
+	conformanceCase(t, "two active clients remain independently addressable", func(t *testing.T) {
 		sess, _ := v.session()
 		dispatch(t, sess, activeClient("vscode-suite", "First"))
 		dispatch(t, sess, activeClient("second-client", "Second"))
-		var ids []any
+		var ids []string
 		for _, c := range activeClients(t, sess) {
-			ids = append(ids, c.(map[string]any)["clientId"])
+			ids = append(ids, c.(map[string]any)["clientId"].(string))
 		}
-		same(t, "clientIds", ids, []any{"vscode-suite", "second-client"})
+		slices.Sort(ids)
+		same(t, "clientIds", ids, []string{"second-client", "vscode-suite"})
 	})
-	t.Run("removing one active client preserves its sibling", func(t *testing.T) {
+	conformanceCase(t, "removing one active client preserves its sibling", func(t *testing.T) {
 		sess, _ := v.session()
 		dispatch(t, sess, activeClient("vscode-suite", "First"))
 		dispatch(t, sess, activeClient("second-client", "Second"))
@@ -187,7 +211,7 @@ func TestVSCodeStateOperations(t *testing.T) {
 		}
 		same(t, "clientIds", ids, []any{"second-client"})
 	})
-	t.Run("active client removal removes the session participant", func(t *testing.T) {
+	conformanceCase(t, "active client removal removes the session participant", func(t *testing.T) {
 		sess, _ := v.session()
 		dispatch(t, sess, activeClient("vscode-suite", "Coverage Client"))
 		dispatch(t, sess, map[string]any{"type": "session/activeClientRemoved", "clientId": "vscode-suite"})
@@ -203,19 +227,19 @@ func TestVSCodeStateOperations(t *testing.T) {
 		{"draft change preserves the selected model", map[string]any{"text": "model draft", "origin": map[string]any{"kind": "user"}, "model": map[string]any{"id": "coverage-model"}}},
 	}
 	for _, tc := range drafts {
-		t.Run(tc.name, func(t *testing.T) {
+		conformanceCase(t, tc.name, func(t *testing.T) {
 			_, c := v.session()
 			dispatch(t, c, map[string]any{"type": "chat/draftChanged", "draft": tc.draft})
 			same(t, "draft", chat(t, c)["draft"], tc.draft)
 		})
 	}
-	t.Run("draft change replaces the previous message", func(t *testing.T) {
+	conformanceCase(t, "draft change replaces the previous message", func(t *testing.T) {
 		_, c := v.session()
 		dispatch(t, c, map[string]any{"type": "chat/draftChanged", "draft": userMessage("before")})
 		dispatch(t, c, map[string]any{"type": "chat/draftChanged", "draft": userMessage("after")})
 		same(t, "draft", chat(t, c)["draft"], userMessage("after"))
 	})
-	t.Run("clearing a draft removes it from chat state", func(t *testing.T) {
+	conformanceCase(t, "clearing a draft removes it from chat state", func(t *testing.T) {
 		_, c := v.session()
 		dispatch(t, c, map[string]any{"type": "chat/draftChanged", "draft": userMessage("draft")})
 		dispatch(t, c, map[string]any{"type": "chat/draftChanged"})
@@ -223,41 +247,43 @@ func TestVSCodeStateOperations(t *testing.T) {
 			t.Fatalf("draft %v left", d)
 		}
 	})
-	t.Run("a message queued on an idle chat is promoted straight into a turn", func(t *testing.T) {
-		// The suite queues "/rename Queue Promoted", a VS Code host command;
-		// here the script agent answers the promoted turn (C-TURN-34).
+	conformanceCase(t, "a message queued on an idle chat is promoted straight into a turn", func(t *testing.T) {
+		// /rename keeps the promoted turn in the host's own commands, as in
+		// the suite: no model answers it (C-TURN-34).
 		_, c := v.session()
-		dispatch(t, c, map[string]any{"type": "chat/pendingMessageSet", "kind": "queued", "id": "queued-1", "message": userMessage("Queue Promoted")})
+		dispatch(t, c, map[string]any{"type": "chat/pendingMessageSet", "kind": "queued", "id": "queued-1", "message": userMessage("/rename Queue Promoted")})
 		started := v.c.AwaitEnvelope("turn of queued-1", func(e ahptest.Envelope) bool {
 			return e.Channel == c && e.Type() == "chat/turnStarted" && field(e, "queuedMessageId") == "queued-1"
 		})
-		awaitEnd(t, v.c, c, turnID(started))
+		if end := awaitEnd(t, v.c, c, turnID(started)); end.Type() != "chat/turnComplete" {
+			t.Fatalf("the promoted turn ended %s", end.Raw)
+		}
 		if q, ok := chat(t, c)["queuedMessages"].([]any); ok && len(q) > 0 {
 			t.Fatalf("queued messages left: %v", q)
 		}
 	})
-	t.Run("removing a missing queued message leaves chat state unchanged", func(t *testing.T) {
+	conformanceCase(t, "removing a missing queued message leaves chat state unchanged", func(t *testing.T) {
 		_, c := v.session()
 		dispatch(t, c, map[string]any{"type": "chat/pendingMessageRemoved", "kind": "queued", "id": "missing"})
 		if q, ok := chat(t, c)["queuedMessages"]; ok {
 			t.Fatalf("queuedMessages = %v", q)
 		}
 	})
-	t.Run("reordering a missing queue leaves chat state unchanged", func(t *testing.T) {
+	conformanceCase(t, "reordering a missing queue leaves chat state unchanged", func(t *testing.T) {
 		_, c := v.session()
 		dispatch(t, c, map[string]any{"type": "chat/queuedMessagesReordered", "order": []string{"missing"}})
 		if q, ok := chat(t, c)["queuedMessages"]; ok {
 			t.Fatalf("queuedMessages = %v", q)
 		}
 	})
-	t.Run("truncating at a missing turn leaves history unchanged", func(t *testing.T) {
+	conformanceCase(t, "truncating at a missing turn leaves history unchanged", func(t *testing.T) {
 		sess, c := v.session()
 		v.completedTurn(sess, c, "turn-kept", "kept")
 		before := chat(t, c)["turns"]
 		dispatch(t, c, map[string]any{"type": "chat/truncated", "turnId": "missing-turn"})
 		same(t, "turns", chat(t, c)["turns"], before)
 	})
-	t.Run("cancelling a missing turn leaves the chat idle", func(t *testing.T) {
+	conformanceCase(t, "cancelling a missing turn leaves the chat idle", func(t *testing.T) {
 		_, c := v.session()
 		dispatch(t, c, map[string]any{"type": "chat/turnCancelled", "turnId": "missing-turn", "duration": 0})
 		st := chat(t, c)

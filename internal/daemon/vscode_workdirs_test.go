@@ -11,8 +11,10 @@ import (
 	"github.com/ahpd/ahpd/internal/ahp"
 )
 
-// TestVSCodeWorkingDirectories ports workingDirectoriesSuite's
-// conformanceTests: a session of two folders, a peer chat narrowed to one.
+// TestVSCodeWorkingDirectories ports workingDirectoriesSuite's 2
+// conformanceTests (microsoft/vscode 502a56d8, the newest stored version:
+// createTestDirectory; the rest of the suite is parityTest): a session of
+// two folders, a peer chat narrowed to one.
 func TestVSCodeWorkingDirectories(t *testing.T) {
 	v := newVSCodeEnv(t)
 	n := 0
@@ -49,7 +51,7 @@ func TestVSCodeWorkingDirectories(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
-	t.Run("workspace lifecycle: peer file completions use only its selected folder", func(t *testing.T) {
+	conformanceCase(t, "workspace lifecycle: peer file completions use only its selected folder", func(t *testing.T) {
 		sess, def, primary, secondary, _ := withSession(t)
 		p := v.peer(sess, "secondary", map[string]any{"workingDirectories": []string{ahp.FileURI(secondary)}})
 		var peerDirs []string
@@ -62,7 +64,7 @@ func TestVSCodeWorkingDirectories(t *testing.T) {
 		sameJSON(t, "peer files", fileCompletions(p), markers(secondary))
 		sameJSON(t, "peer directories", peerDirs, []string{ahp.FileURI(secondary)})
 	})
-	t.Run("workspace lifecycle: rejecting an outside peer folder leaves the chat catalog unchanged", func(t *testing.T) {
+	conformanceCase(t, "workspace lifecycle: rejecting an outside peer folder leaves the chat catalog unchanged", func(t *testing.T) {
 		sess, _, _, secondary, replacement := withSession(t)
 		before := chatResources(sessionState(t, v.c, sess))
 		_, err := v.c.Call("createChat", map[string]any{"channel": sess, "chat": ahp.DerivedChatURI(sess, "outside"), "workingDirectories": []string{ahp.FileURI(replacement)}})

@@ -34,6 +34,9 @@ const mockClock = "the 0.8 fixtures stamp modifiedAt from a mocked clock (9999 m
 	"action data: startedAt on chat/turnStarted, startedAt+duration when a turn ends, unchanged otherwise " +
 	"(AHP.md §3, 0.9.0; TestModifiedAtComesFromActionData)"
 
+const terminalLifecycle = "terminal/exited sets 0.8's exitCode and, beside it, the later protocol's lifecycle " +
+	"{status: exited, exitCode} that VS Code's host sends and its conformance suite reads (TestTerminalReducer)"
+
 var reducerDeviations = map[string]deviation{
 	// The 0.8 fixture's chat/error carries a top-level error and the turn
 	// gets an error field; 1.0 appends an error part and Turn has no error
@@ -42,6 +45,8 @@ var reducerDeviations = map[string]deviation{
 		"0.8 chat/error sets Turn.error; 1.0 appends an error part instead (AHP-1.0.md §2; TestChatErrorAppendsErrorPartAndEndsTurn)"},
 	"004-session-creationfailed.json": {[]string{"lifecycle"},
 		"0.8 lifecycle \"creationFailed\" is \"failed\" since 0.9 (AHP.md §3; TestCreationFailedSetsLifecycleFailed)"},
+	"081-terminal-exited.json":                                                     {[]string{"lifecycle"}, terminalLifecycle},
+	"083-terminal-full-lifecycle.json":                                             {[]string{"lifecycle"}, terminalLifecycle},
 	"005-session-turnstarted.json":                                                 {[]string{"modifiedAt"}, mockClock},
 	"006-turnstarted-with-queuedmessageid-removes-from-queuedmessages.json":        {[]string{"modifiedAt"}, mockClock},
 	"007-turnstarted-with-queuedmessageid-removes-last-queued-message.json":        {[]string{"modifiedAt"}, mockClock},

@@ -31,7 +31,10 @@ func Terminal(s *ahp.TerminalState, a ahp.Action) {
 	case ahp.TerminalCwdChanged:
 		s.Cwd = a.Cwd
 	case ahp.TerminalExited:
-		s.ExitCode = a.ExitCode
+		// 1.0's exitCode, and the later protocol's lifecycle beside it,
+		// each with a copy of its own of the code.
+		s.ExitCode = copyInt(a.ExitCode)
+		s.Lifecycle = &ahp.TerminalLifecycle{Status: ahp.TerminalStatusExited, ExitCode: copyInt(a.ExitCode)}
 	case ahp.TerminalCleared:
 		s.Content = []ahp.TerminalContentPart{}
 	case ahp.TerminalCommandDetectionAvailable:
@@ -53,4 +56,12 @@ func Terminal(s *ahp.TerminalState, a ahp.Action) {
 		}
 		s.Content = content
 	}
+}
+
+func copyInt(p *int) *int {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }

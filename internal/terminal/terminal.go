@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -82,6 +83,11 @@ type Registry struct {
 	exited   []string // exited command terminals, oldest first
 	onChange func()
 	closed   bool
+
+	// changeMu runs one onChange at a time, so the root's list is read
+	// and applied in one step: a list read before a terminal changed is
+	// never applied after the list read since.
+	changeMu sync.Mutex
 }
 
 // NewRegistry returns an empty registry publishing on b.
@@ -92,8 +98,11 @@ func NewRegistry(b *bus.Bus, log *slog.Logger) *Registry {
 	return &Registry{bus: b, log: log, terms: make(map[string]*Terminal)}
 }
 
-// OnChange sets what runs when the set of terminals changes (the host
-// tells root watchers: root/terminalsChanged).
+// OnChange sets what runs when the set of terminals, or what the root
+// says of one (title, claim, exit), changes: the host tells root watchers
+// (root/terminalsChanged). fn may run with a terminal's lock held, so that
+// the root agrees with the terminal by the time the terminal says what
+// changed; it may call Infos, which takes no terminal's lock.
 func (r *Registry) OnChange(fn func()) {
 	r.mu.Lock()
 	r.onChange = fn
@@ -105,6 +114,8 @@ func (r *Registry) changed() {
 	fn := r.onChange
 	r.mu.Unlock()
 	if fn != nil {
+		r.changeMu.Lock()
+		defer r.changeMu.Unlock()
 		fn()
 	}
 }
@@ -130,10 +141,9 @@ func (r *Registry) Infos() []ahp.TerminalInfo {
 	r.mu.Unlock()
 	out := make([]ahp.TerminalInfo, 0, len(all))
 	for _, t := range all {
-		t.mu.Lock()
-		claim := t.st.Claim
-		out = append(out, ahp.TerminalInfo{Resource: t.uri, Title: t.st.Title, Claim: &claim})
-		t.mu.Unlock()
+		if info := t.info.Load(); info != nil {
+			out = append(out, info.clone())
+		}
 	}
 	slices.SortFunc(out, func(a, b ahp.TerminalInfo) int {
 		switch {
@@ -170,7 +180,9 @@ func (r *Registry) Open(s Spec) (*Terminal, error) {
 	t := &Terminal{reg: r, uri: s.URI, opener: s.Opener, command: s.Command != nil,
 		input: make(chan []byte, inputQueue), exited: make(chan struct{}), done: make(chan struct{})}
 	cols, rows := s.Cols, s.Rows
-	t.st = ahp.TerminalState{Title: s.Title, Cwd: s.Dir, Cols: &cols, Rows: &rows, Claim: s.Claim}
+	t.st = ahp.TerminalState{Title: s.Title, Cwd: s.Dir, Cols: &cols, Rows: &rows, Claim: s.Claim,
+		Lifecycle: &ahp.TerminalLifecycle{Status: ahp.TerminalStatusRunning}}
+	t.refreshInfo()
 	r.terms[s.URI] = t // reserved under mu, so a second Open of the URI fails
 	r.mu.Unlock()
 	if err := t.start(s); err != nil {
@@ -248,6 +260,10 @@ type Terminal struct {
 	mu   sync.Mutex
 	st   ahp.TerminalState
 	kept int // bytes of output in st.Content
+	// info is what the root says of the terminal, stored under mu each
+	// time st's title, claim or lifecycle changes; Infos reads it without
+	// mu.
+	info atomic.Pointer[rootInfo]
 
 	ptmx  *os.File
 	cmd   *exec.Cmd
@@ -273,6 +289,34 @@ func (t *Terminal) Claim() ahp.TerminalClaim {
 	return t.st.Claim
 }
 
+// rootInfo is a terminal's entry of RootState.terminals, owned by the
+// terminal: never changed once stored.
+type rootInfo ahp.TerminalInfo
+
+// clone is a copy that shares nothing with the stored entry.
+func (i *rootInfo) clone() ahp.TerminalInfo {
+	out := ahp.TerminalInfo(*i)
+	if i.Claim != nil {
+		c := *i.Claim
+		out.Claim = &c
+	}
+	if i.Lifecycle != nil {
+		out.Lifecycle = &ahp.TerminalLifecycle{Status: i.Lifecycle.Status, ExitCode: copyInt(i.Lifecycle.ExitCode)}
+	}
+	out.ExitCode = copyInt(i.ExitCode)
+	return out
+}
+
+// refreshInfo stores what the root says of the terminal now. t.mu is held.
+func (t *Terminal) refreshInfo() {
+	claim := t.st.Claim
+	info := &rootInfo{Resource: t.uri, Title: t.st.Title, Claim: &claim, ExitCode: copyInt(t.st.ExitCode)}
+	if l := t.st.Lifecycle; l != nil {
+		info.Lifecycle = &ahp.TerminalLifecycle{Status: l.Status, ExitCode: copyInt(l.ExitCode)}
+	}
+	t.info.Store(info)
+}
+
 func (t *Terminal) start(s Spec) error {
 	argv := s.Command
 	if argv == nil {
@@ -289,7 +333,11 @@ func (t *Terminal) start(s Spec) error {
 	if err != nil {
 		return fmt.Errorf("open terminal %s: start %s in %s: %w", s.URI, argv[0], s.Dir, err)
 	}
+	// Under mu: Dispatch, kill and Interrupt may run on another goroutine
+	// as soon as Open has reserved the URI.
+	t.mu.Lock()
 	t.ptmx, t.cmd = ptmx, cmd
+	t.mu.Unlock()
 	readDone := make(chan struct{})
 	go t.readLoop(readDone)
 	go t.writeLoop()
@@ -441,6 +489,11 @@ func (t *Terminal) waitLoop(readDone <-chan struct{}) {
 	a := ahp.TerminalExited{ExitCode: &c}
 	reduce.Terminal(&t.st, a)
 	t.code = code
+	// The root lists the terminal exited, with its code, until it is
+	// disposed, and says so before the terminal does: a client that reads
+	// the root on terminal/exited finds the two agreeing.
+	t.refreshInfo()
+	t.reg.changed()
 	t.reg.bus.Publish(t.uri, a, nil)
 	t.mu.Unlock()
 	close(t.exited)
@@ -448,15 +501,24 @@ func (t *Terminal) waitLoop(readDone <-chan struct{}) {
 	t.reg.noteExited(t)
 }
 
+func copyInt(p *int) *int {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
 // kill hangs the terminal up: SIGHUP to its process group, SIGKILL after
 // hangupGrace, and the pty closed.
 func (t *Terminal) kill() {
 	t.killOnce.Do(func() {
 		close(t.done)
-		if t.cmd == nil || t.cmd.Process == nil {
+		ptmx, cmd := t.proc()
+		if cmd == nil || cmd.Process == nil {
 			return
 		}
-		pid := t.cmd.Process.Pid
+		pid := cmd.Process.Pid
 		_ = syscall.Kill(-pid, syscall.SIGHUP)
 		go func() {
 			select {
@@ -465,7 +527,7 @@ func (t *Terminal) kill() {
 				_ = syscall.Kill(-pid, syscall.SIGKILL)
 				<-t.exited
 			}
-			t.ptmx.Close()
+			ptmx.Close()
 		}()
 	})
 }
@@ -490,9 +552,16 @@ func (t *Terminal) Wait(ctx context.Context) (int, error) {
 // Interrupt sends SIGINT to the terminal's foreground process group (a
 // stopped ! command).
 func (t *Terminal) Interrupt() {
-	if t.cmd != nil && t.cmd.Process != nil {
-		_ = syscall.Kill(-t.cmd.Process.Pid, syscall.SIGINT)
+	if _, cmd := t.proc(); cmd != nil && cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
 	}
+}
+
+// proc is the terminal's pty and process, nil until it started.
+func (t *Terminal) proc() (*os.File, *exec.Cmd) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ptmx, t.cmd
 }
 
 // Snapshot subscribes sub to the terminal and returns its state.
@@ -542,9 +611,6 @@ func (t *Terminal) Dispatch(a ahp.Action, origin *ahp.ActionOrigin) error {
 		if a.Cols <= 0 || a.Rows <= 0 || a.Cols > 0xffff || a.Rows > 0xffff {
 			return fmt.Errorf("terminal/resized: %dx%d is not a size", a.Cols, a.Rows)
 		}
-		if err := pty.Setsize(t.ptmx, &pty.Winsize{Cols: uint16(a.Cols), Rows: uint16(a.Rows)}); err != nil {
-			return fmt.Errorf("resize terminal %s: %w", t.uri, err)
-		}
 	case ahp.TerminalClaimed:
 		if a.Claim.Kind != "client" && a.Claim.Kind != "session" {
 			return fmt.Errorf("terminal/claimed: claim kind %q is neither client nor session", a.Claim.Kind)
@@ -554,15 +620,25 @@ func (t *Terminal) Dispatch(a ahp.Action, origin *ahp.ActionOrigin) error {
 		return fmt.Errorf("%s is not an action a client sends a terminal", a.ActionType())
 	}
 	t.mu.Lock()
-	reduce.Terminal(&t.st, a)
-	if _, ok := a.(ahp.TerminalCleared); ok {
-		t.kept = 0
+	defer t.mu.Unlock()
+	if r, ok := a.(ahp.TerminalResized); ok {
+		// The pty and the state take a size in one step: two resizes
+		// (from two connections) cannot reach the pty in one order and
+		// the state in the other, leaving the child a size nobody sees.
+		if err := pty.Setsize(t.ptmx, &pty.Winsize{Cols: uint16(r.Cols), Rows: uint16(r.Rows)}); err != nil {
+			return fmt.Errorf("resize terminal %s: %w", t.uri, err)
+		}
 	}
-	t.reg.bus.Publish(t.uri, a, origin)
-	t.mu.Unlock()
+	reduce.Terminal(&t.st, a)
 	switch a.(type) {
+	case ahp.TerminalCleared:
+		t.kept = 0
 	case ahp.TerminalClaimed, ahp.TerminalTitleChanged:
+		// The root takes the new claim or title before the echo goes
+		// out, so a client that reads the root on the echo finds it.
+		t.refreshInfo()
 		t.reg.changed()
 	}
+	t.reg.bus.Publish(t.uri, a, origin)
 	return nil
 }
