@@ -140,37 +140,51 @@ func (c *Chat) ForkAt(ctx context.Context, newChat, turnID string) (ForkSource, 
 }
 
 // SideChatContext is what a side chat is told about the turn it was opened
-// on: what was said and what the agent answered, for its first prompt.
+// on: what was said and what the agent answered, for its first prompt. The
+// turn may be one the chat keeps or the one running (AHP resolves
+// SideChatSource.turnId against both): a running turn gives what the agent
+// has answered so far.
 func (c *Chat) SideChatContext(ctx context.Context, turnID string, selection *ahp.ChatSelection) (string, error) {
 	var text string
 	var ferr error
 	err := c.call(ctx, func() {
 		for i := range c.st().Turns {
-			t := &c.st().Turns[i]
-			if t.ID != turnID {
-				continue
+			if t := &c.st().Turns[i]; t.ID == turnID {
+				text = sideChatText(t.Message.Text, t.ResponseParts, false, selection)
+				return
 			}
-			var b strings.Builder
-			b.WriteString("This is a side chat about a turn of another conversation.\n")
-			b.WriteString("The user said:\n")
-			b.WriteString(t.Message.Text)
-			b.WriteString("\n\nThe assistant answered:\n")
-			for _, p := range t.ResponseParts {
-				if p.Kind == ahp.PartMarkdown {
-					b.WriteString(p.Content)
-				}
-			}
-			if selection != nil && selection.Text != "" {
-				b.WriteString("\n\nThe user picked out this part of it:\n")
-				b.WriteString(selection.Text)
-			}
-			text = b.String()
+		}
+		if at := c.st().ActiveTurn; at != nil && at.ID == turnID {
+			text = sideChatText(at.Message.Text, at.ResponseParts, true, selection)
 			return
 		}
-		ferr = ahp.Errorf(ahp.ErrInvalidParams, "params.source.turnId: %q is not a completed turn of %s", turnID, c.cfg.URI)
+		ferr = ahp.Errorf(ahp.ErrInvalidParams, "params.source.turnId: %q is neither a turn nor the running turn of %s", turnID, c.cfg.URI)
 	})
 	if err != nil {
 		return "", err
 	}
 	return text, ferr
+}
+
+// sideChatText is a side chat's first words about the turn it was opened on.
+func sideChatText(said string, parts []ahp.ResponsePart, running bool, selection *ahp.ChatSelection) string {
+	var b strings.Builder
+	b.WriteString("This is a side chat about a turn of another conversation.\n")
+	b.WriteString("The user said:\n")
+	b.WriteString(said)
+	if running {
+		b.WriteString("\n\nThe assistant is still answering; so far it said:\n")
+	} else {
+		b.WriteString("\n\nThe assistant answered:\n")
+	}
+	for _, p := range parts {
+		if p.Kind == ahp.PartMarkdown {
+			b.WriteString(p.Content)
+		}
+	}
+	if selection != nil && selection.Text != "" {
+		b.WriteString("\n\nThe user picked out this part of it:\n")
+		b.WriteString(selection.Text)
+	}
+	return b.String()
 }
