@@ -33,7 +33,7 @@ func conformanceCase(t *testing.T, name string, fn func(t *testing.T)) bool {
 // read from the newest stored version (index id 57711248623: conformanceTest,
 // terminal lifecycle and chat-scoped claims; the index names no commit for
 // it, and the one version it names, 0df9cb21, is the older hostOnlyTest one
-// of 30 cases). Each dispatch waits for its echo, as the suite's
+// of 25 cases). Each dispatch waits for its echo, as the suite's
 // dispatchAndWait does, and then reads the state back through a fresh
 // subscribe.
 func TestVSCodeStateOperations(t *testing.T) {
