@@ -229,9 +229,9 @@ type CreateSessionParams struct {
 	ActiveClient       *ActiveClient   `json:"activeClient,omitempty"`
 	// Fork is the pre-0.9 session fork ({session, turnId}), which VS Code's
 	// suite still sends; a chat is forked with createChat since 0.9.
-	Fork          *SessionFork `json:"fork,omitempty"`
-	ProgressToken string       `json:"progressToken,omitempty"`
-	Meta               map[string]any  `json:"_meta,omitempty"`
+	Fork          *SessionFork   `json:"fork,omitempty"`
+	ProgressToken string         `json:"progressToken,omitempty"`
+	Meta          map[string]any `json:"_meta,omitempty"`
 }
 
 // SessionFork names the session and turn a pre-0.9 createSession forks.

@@ -85,11 +85,14 @@ func TestCreateChatSourceKind(t *testing.T) {
 	if cs := chatOf(t, a, "ahp-chat:/k2"); cs.Origin == nil || cs.Origin.Kind != "fork" || len(cs.Turns) != 1 {
 		t.Fatalf("kindless source: origin %+v, %d turns", cs.Origin, len(cs.Turns))
 	}
-	// A fork at a turn the source does not hold copies nothing (VS Code's
-	// "forking an unknown turn creates a fresh empty peer chat").
-	a.MustCall("createChat", map[string]any{"channel": sess, "chat": "ahp-chat:/k3", "source": map[string]any{"kind": "fork", "chat": def, "turnId": "nope"}})
-	if cs := chatOf(t, a, "ahp-chat:/k3"); len(cs.Turns) != 0 {
-		t.Fatalf("fork at an unknown turn copied %d turns", len(cs.Turns))
+	// C-CMD-06: a fork copies an existing turn; one at a turn the source
+	// does not hold is refused and makes no chat (VS Code's suite makes
+	// it empty; CHATS.md wins, docs/CONFORMANCE.md).
+	if _, err := a.Call("createChat", map[string]any{"channel": sess, "chat": "ahp-chat:/k3", "source": map[string]any{"kind": "fork", "chat": def, "turnId": "nope"}}); err == nil || err.Code != ahp.CodeInvalidParams || !strings.Contains(err.Message, "nope") {
+		t.Fatalf("fork at an unknown turn: %v, want -32602 naming it", err)
+	}
+	if st := sessionState(t, a, sess); len(st.Chats) != 2 { // the default chat and k2
+		t.Fatalf("a refused fork left a chat: %d chats", len(st.Chats))
 	}
 }
 

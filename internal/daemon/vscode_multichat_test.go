@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/testutil/ahptest"
 )
@@ -317,10 +319,18 @@ func TestVSCodeMultiChat(t *testing.T) {
 		}
 	})
 	conformanceCase(t, "forking an unknown turn creates a fresh empty peer chat", func(t *testing.T) {
+		// CHATS.md wins (C-CMD-06: a fork copies an existing turn): the
+		// suite wants an empty chat claiming a turn it never had; ahpd
+		// refuses the fork and makes no chat (docs/CONFORMANCE.md).
 		sess, def, _ := v.workspaceSession("unknown-fork")
-		p := v.peer(sess, "fork", map[string]any{"source": map[string]any{"kind": "fork", "chat": def, "turnId": "missing-turn"}})
-		if st := chatOf(t, v.c, p); len(st.Turns) != 0 {
-			t.Fatalf("fork of an unknown turn holds %d turns", len(st.Turns))
+		before := len(sessionState(t, v.c, sess).Chats)
+		_, err := v.c.Call("createChat", map[string]any{"channel": sess, "chat": "ahp-chat:/" + uuid.NewString(),
+			"source": map[string]any{"kind": "fork", "chat": def, "turnId": "missing-turn"}})
+		if err == nil || err.Code != ahp.CodeInvalidParams {
+			t.Fatalf("a fork of an unknown turn: %v, want -32602", err)
+		}
+		if after := len(sessionState(t, v.c, sess).Chats); after != before {
+			t.Fatalf("a refused fork changed the session's chats: %d, then %d", before, after)
 		}
 	})
 	conformanceCase(t, "peer rename command updates the peer title and records a local turn", func(t *testing.T) {

@@ -205,10 +205,12 @@ func (s *Session) createChat(ctx context.Context, p ahp.CreateChatParams) error 
 			rec.Origin = originJSON(&ahp.ChatOrigin{Kind: ahp.SourceFork, Chat: p.Source.Chat, TurnID: p.Source.TurnID})
 			fs, err := src.ForkAt(ctx, p.Chat, p.Source.TurnID)
 			if errors.Is(err, chat.ErrNoSuchTurn) {
-				// A fork at a turn the source does not hold copies
-				// nothing: the chat starts empty, on a conversation of
-				// its own (VS Code's multiChatSuite).
-				break
+				// C-CMD-06: a fork copies an existing turn; one the source
+				// does not hold is refused, as a side chat's is, rather
+				// than made empty claiming a turn it never had (VS Code's
+				// multiChatSuite makes it empty: CHATS.md wins,
+				// docs/CONFORMANCE.md).
+				return ahp.Errorf(ahp.ErrInvalidParams, "params.source.turnId: %q is not a turn of %s", p.Source.TurnID, p.Source.Chat)
 			}
 			if err != nil {
 				return err
