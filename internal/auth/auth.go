@@ -44,6 +44,11 @@ const (
 	ChangesetUndo   = "changeset:undo"
 )
 
+// HostDiagnose lets a connection run the host's network diagnostics (the
+// window's troubleshooting pane): what the host reaches, and a fetch of a
+// URL from the host, which is why it is a grant of its own.
+const HostDiagnose = "host:diagnose"
+
 // groups maps a group grant to the grants it covers. A session's group
 // covers the chat operations the same way (C-GRANT-05): "session:write"
 // holds every chat write, "session:read" chat reading.

@@ -37,8 +37,6 @@ import (
 // runs them all the same, to see them fail.
 var pendingIssue31 = map[string]string{
 	// protocolContractsSuite
-	"management diagnostics report providers and network endpoints": "getNetworkDiagnosticsInfo and getManagedSettingsDiagnostics are VS Code extension methods, not AHP 1.0; ahpd answers -32601 Method not found (candidate for not applicable)",
-	"diagnostics fetch reports a refused local connection":          "diagnosticsFetch is a VS Code extension method, not AHP 1.0; ahpd answers -32601 Method not found (candidate for not applicable)",
 }
 
 // conformance runs one ported case as a subtest named as upstream, or skips

@@ -90,6 +90,7 @@ type Host struct {
 	changesets *changesetDesk // changesets (changesets.go)
 	canv       *canvasKit     // canvases and show_page (canvases.go)
 	bots       *botDesk       // bot commands and the bot backend's host (bots.go)
+	diag       *diagnostics   // the window's network diagnostics (diagnostics.go)
 	tools      *toolDesk      // the host's tools for agents (hosttools.go)
 
 	closing chan struct{}
@@ -127,6 +128,7 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	h.sessions.tools, h.sessions.canvases = h.tools, h.canv.plugins
 	h.changesets = &changesetDesk{env: e, sessions: h.sessions}
 	h.completer = &completer{env: e, agents: opts.Agents, sessions: h.sessions, files: newFileIndex()}
+	h.diag = newDiagnostics(opts.ServerVersion, opts.Agents, h.tools)
 	h.bots = &botDesk{env: e, log: log, bus: h.bus, agents: opts.Agents, defaultProvider: opts.DefaultProvider,
 		principals: opts.Principals, paths: paths, cat: h.cat, sessions: h.sessions, config: h.config, closing: h.closing,
 		mu: lockorder.Mutex{Rank: lockorder.HostBots}}

@@ -205,6 +205,9 @@ func (h *Host) request(ctx context.Context, cl *client, method string, params js
 	if res, ok, err := h.bots.request(ctx, cl, method, params); ok {
 		return res, err
 	}
+	if res, ok, err := h.diag.request(ctx, cl, method, params); ok { // diagnostics.go
+		return res, err
+	}
 	return nil, fmt.Errorf("%w: %s", ahp.ErrMethodNotFound, method)
 }
 
