@@ -396,7 +396,7 @@ func (e *Engine) Client(from From, origin *ahp.ActionOrigin, a ahp.Action) {
 	case ahp.ChatToolCallResultConfirmed:
 		e.clientToolResultConfirmed(from, origin, a)
 	case ahp.ChatInputCompleted:
-		if !inputWaitsIn(e.st, a.RequestID) {
+		if !inputWaitsIn(&e.st, a.RequestID) {
 			e.refuse(from, origin, a, ReasonNoInputRequest)
 			return
 		}
@@ -914,7 +914,7 @@ func (e *Engine) clientConfirm(from From, origin *ahp.ActionOrigin, a ahp.ChatTo
 		e.refuse(from, origin, a, ReasonNoConfirmation)
 		return
 	}
-	if tc := toolCallIn(e.st, a.TurnID, a.ToolCallID); tc == nil || tc.Status != ahp.ToolPendingConfirmation {
+	if tc := toolCallIn(&e.st, a.TurnID, a.ToolCallID); tc == nil || tc.Status != ahp.ToolPendingConfirmation {
 		// A call that asks nothing (a client's run of a tool under way,
 		// one already answered) has no confirmation to take (AHP: MUST
 		// reject).
@@ -936,7 +936,7 @@ func (e *Engine) clientConfirm(from From, origin *ahp.ActionOrigin, a ahp.ChatTo
 // that backend (for a worker chat, the proxy to the backend running the
 // worker) (C-SUB-14).
 func (e *Engine) clientToolComplete(from From, origin *ahp.ActionOrigin, a ahp.ChatToolCallComplete) {
-	tc := toolCallIn(e.st, a.TurnID, a.ToolCallID)
+	tc := toolCallIn(&e.st, a.TurnID, a.ToolCallID)
 	var reason string
 	switch {
 	case tc == nil:
@@ -975,7 +975,7 @@ func (e *Engine) clientToolComplete(from From, origin *ahp.ActionOrigin, a ahp.C
 // clientToolResultConfirmed is the confirmation of a client-run call's
 // result, handed to the backend as the result was.
 func (e *Engine) clientToolResultConfirmed(from From, origin *ahp.ActionOrigin, a ahp.ChatToolCallResultConfirmed) {
-	if tc := toolCallIn(e.st, a.TurnID, a.ToolCallID); tc == nil || tc.Status != ahp.ToolPendingResultConfirmation {
+	if tc := toolCallIn(&e.st, a.TurnID, a.ToolCallID); tc == nil || tc.Status != ahp.ToolPendingResultConfirmation {
 		e.refuse(from, origin, a, ReasonNoResultToConfirm)
 		return
 	}
