@@ -49,7 +49,7 @@ func (be *backends) open(r turns.Route) (agent.Conversation, agent.Capabilities,
 			if len(c.cfg.Directories) > 0 {
 				dir = c.cfg.Directories[0]
 			}
-			be.shell = shell.New(shell.Config{Dir: dir, Terminals: c.cfg.Env.Terminals, Session: c.cfg.Session, Owner: c.cfg.Owner})
+			be.shell = shell.New(shell.Config{Dir: dir, Terminals: c.cfg.Env.Terminals, Session: c.cfg.Session, Chat: c.cfg.URI, Owner: c.cfg.Owner})
 		}
 		return localConv{be.shell}, shell.Caps, nil
 	}

@@ -48,8 +48,8 @@ type Config struct {
 	Dir string
 	// Terminals opens the terminal each command runs in.
 	Terminals *terminal.Registry
-	// Session holds the terminals (their claim); Owner opens them.
-	Session, Owner string
+	// Session and Chat hold the terminals (their claim); Owner opens them.
+	Session, Chat, Owner string
 }
 
 // Conversation runs one chat's ! commands, one at a time.
@@ -99,7 +99,7 @@ func (c *Conversation) Send(ctx context.Context, t agent.Turn) error {
 	call.Input = string(input)
 	uri := "ahp-terminal:/" + uuid.NewString()
 	term, err := c.cfg.Terminals.Open(terminal.Spec{URI: uri, Title: t.Text, Dir: c.cfg.Dir,
-		Claim:   ahp.TerminalClaim{Kind: "session", Session: c.cfg.Session, TurnID: t.ID, ToolCallID: call.ID},
+		Claim:   ahp.TerminalClaim{Kind: "session", Session: c.cfg.Session, Chat: c.cfg.Chat, TurnID: t.ID, ToolCallID: call.ID},
 		Command: []string{c.cfg.Shell, "-c", t.Text}, Opener: c.cfg.Owner})
 	if err != nil {
 		return fmt.Errorf("run %q: %w", t.Text, err)
