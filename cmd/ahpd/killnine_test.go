@@ -15,6 +15,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/testutil"
 	"github.com/ahpd/ahpd/internal/testutil/ahptest"
 )
 
@@ -43,9 +44,7 @@ type killChat struct {
 // database passes PRAGMA integrity_check at the end. (Issue 8 §3; C-TURN-10,
 // C-TURN-12.)
 func TestKillNineLosesNothingShown(t *testing.T) {
-	if testing.Short() {
-		t.Skip("kill -9 loop: skipped with -short")
-	}
+	testutil.RequireCheck(t, "kill -9 loop")
 	const nChats, cycles = 20, 10
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)

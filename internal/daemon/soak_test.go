@@ -13,18 +13,17 @@ import (
 	"github.com/ahpd/ahpd/internal/agent/script"
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/daemon"
+	"github.com/ahpd/ahpd/internal/testutil"
 )
 
 // TestSoak: chats opening, streaming, closing and unloading for a while end
 // with the daemon's heap within 10% (and 2 MiB of slack), and the process's
 // RSS within 10% (and 4 MiB), of where they settled after the first
 // quarter of the run (issue 18). AHPD_SOAK sets the
-// length (a Go duration, "10m" for the issue's soak); 20 s otherwise, and
-// it is skipped under -short.
+// length (a Go duration, "10m" for the issue's soak); 20 s otherwise. It
+// runs in make check.
 func TestSoak(t *testing.T) {
-	if testing.Short() {
-		t.Skip("soak")
-	}
+	testutil.RequireCheck(t, "20 s soak")
 	length := 20 * time.Second
 	if v := os.Getenv("AHPD_SOAK"); v != "" {
 		d, err := time.ParseDuration(v)

@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ahpd/ahpd/internal/testutil"
 )
 
 // startTimeout bounds the wait for the server's LISTENING line.
@@ -274,10 +276,13 @@ func FindAgent(name string) (string, bool) {
 	return "", false
 }
 
-// Agent returns the path of an installed agent CLI, or skips the test with
-// the install hint.
+// Agent returns the path of an installed agent CLI for a test that drives
+// it. Such a test runs only in `make check` (testutil.RequireCheck): outside
+// it, it skips saying so; in it, a CLI that is not installed skips the test
+// with the install hint.
 func Agent(t testing.TB, name string) string {
 	t.Helper()
+	testutil.RequireCheck(t, "drives the "+name+" CLI")
 	p, ok := FindAgent(name)
 	if !ok {
 		t.Skipf("%s CLI not installed; run `make agents`", name)
