@@ -126,6 +126,13 @@ func (c *conversation) runCall(r *run, mode string, call Call) Result {
 		// from here: a call that asks nothing runs before the host reads.
 		tc.Before = c.tools.snapshot(in.Path)
 	}
+	// The call waits for Confirm before ToolReady goes out: a client may
+	// answer the moment it sees it (registered after, a quick answer found
+	// no such call waiting, and the call waited for ever).
+	var ch chan bool
+	if ask && known && !refused {
+		ch = c.ask(r, call.ID)
+	}
 	c.push(agent.Event{Kind: agent.EventToolReady, TurnID: r.turn.ID, ToolCall: tc})
 	switch {
 	case !known:
@@ -134,7 +141,6 @@ func (c *conversation) runCall(r *run, mode string, call Call) Result {
 		return fail(fmt.Sprintf("%s is refused in %s mode, which only reads", call.Name, mode))
 	}
 	if ask {
-		ch := c.ask(r, call.ID)
 		var approved bool
 		select {
 		case approved = <-ch:

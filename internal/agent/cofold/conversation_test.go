@@ -218,3 +218,44 @@ func TestCofoldImages(t *testing.T) {
 		})
 	}
 }
+
+// TestCofoldConfirmAtOnce: a call that asks is waiting for Confirm by the
+// time its ToolReady arrives, so a client that answers at once is heard
+// (it was registered after ToolReady went out: an answer quick enough found
+// "no such call waits", and the call waited for ever).
+func TestCofoldConfirmAtOnce(t *testing.T) {
+	srv := fakemodel.Start(t)
+	for _, api := range apis {
+		t.Run(api, func(t *testing.T) {
+			conv := openConv(t, testAgent(t, srv, api, ModeDefault), "confirm-"+api, agent.OpenNew)
+			turn := agent.Turn{ID: "t1", Text: `[[call write_file {"path":"a.txt","content":"a"}]][[call write_file {"path":"b.txt","content":"b"}]]`}
+			if err := conv.Send(context.Background(), turn); err != nil {
+				t.Fatal(err)
+			}
+			asked := 0
+			timeout := time.After(30 * time.Second)
+			for {
+				select {
+				case ev, ok := <-conv.Events():
+					if !ok {
+						t.Fatal("events closed before the turn ended")
+					}
+					if ev.Kind == agent.EventToolReady && ev.ToolCall.NeedsConfirmation {
+						asked++
+						if err := conv.Confirm(turn.ID, ev.ToolCall.ID, true); err != nil {
+							t.Fatalf("confirm at once: %v", err)
+						}
+					}
+					if ev.Kind == agent.EventTurnEnd {
+						if asked != 2 || ev.End.Outcome != agent.OutcomeComplete {
+							t.Fatalf("turn ended %+v after %d asks, want complete after 2", ev.End, asked)
+						}
+						return
+					}
+				case <-timeout:
+					t.Fatalf("turn did not end (%d asks)", asked)
+				}
+			}
+		})
+	}
+}
