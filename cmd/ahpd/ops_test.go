@@ -783,7 +783,13 @@ func TestSendModesAndWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = watch.Process.Kill(); _ = watch.Wait() })
-	time.Sleep(500 * time.Millisecond) // watch subscribes
+	// watch is subscribed once it shows a turn sent after it started.
+	waitFor(t, "watch to show a turn", func() bool {
+		if !strings.Contains(wout.String(), "> subscribed?") {
+			ahpdRun(t, env, "send", "--chat", chat, "subscribed?")
+		}
+		return strings.Contains(wout.String(), "> subscribed?")
+	})
 
 	held := exec.Command(binary, "send", "--chat", chat, "[hold] held")
 	held.Env = append(cleanEnv(t), env...)
@@ -859,6 +865,6 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // polls cond
 	}
 }
