@@ -263,7 +263,7 @@ func TestBotSteeringNeverTakenUp(t *testing.T) {
 		t.Fatal("steering taken out before the turn ended")
 	}
 	awaitRemoval(t, c, work, "s1")
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // deliberate: the message does not run in this stretch either
 	ws := stateOf(t, c, work)
 	if n := countText(ws, "never"); n != 0 || len(ws.QueuedMessages) != 0 {
 		t.Fatalf("the work session ran it %d times, queue %+v", n, ws.QueuedMessages)
@@ -306,7 +306,7 @@ func TestBotOneTurnAtATime(t *testing.T) {
 	if end := awaitEnd(t, c, chat, "t4"); end.Type() != "chat/turnCancelled" {
 		t.Fatalf("t4 ended %s", end.Raw)
 	}
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // deliberate: the message does not run in this stretch either
 	if n := countText(stateOf(t, c, work), "fourth"); n != 0 {
 		t.Fatal("a turn sent behind the stopped one reached the work session")
 	}
@@ -448,7 +448,7 @@ func TestBotRestartTakesBackHandOff(t *testing.T) {
 			t.Fatalf("the bot chat never settled: steering %+v, active %+v", st.SteeringMessage, st.ActiveTurn)
 		}
 	}
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // deliberate: the message does not run in this stretch either
 	ws := stateOf(t, c2, work)
 	if n := countText(ws, "stale word"); n != 1 || len(ws.QueuedMessages) != 0 {
 		t.Fatalf("the work session ran the message %d times; queue %+v; turns %q", n, ws.QueuedMessages, texts(ws.Turns))

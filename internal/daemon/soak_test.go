@@ -1,6 +1,7 @@
 package daemon_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"runtime/debug"
@@ -14,6 +15,7 @@ import (
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/daemon"
 	"github.com/ahpd/ahpd/internal/testutil"
+	"github.com/ahpd/ahpd/internal/testutil/ahptest"
 )
 
 // TestSoak: chats opening, streaming, closing and unloading for a while end
@@ -73,7 +75,13 @@ func TestSoak(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	time.Sleep(1500 * time.Millisecond) // the last chats unload
+	// The last chats unload.
+	ctx := context.Background()
+	for deadline := time.Now().Add(ahptest.Timeout); e.d.Host().OpenChats(ctx) != 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d chats still loaded after the soak", e.d.Host().OpenChats(ctx))
+		}
+	}
 	end, endRSS := heapInUse(), rssAfterFree()
 	total := 0
 	for _, r := range rounds {
