@@ -1,9 +1,20 @@
-# ahpd — see README.md. `make test` is the one test command (CI runs it too).
+# ahpd — see README.md. Two test commands:
+#   make test   the quick run: gofmt, vet, and the unit and in-process
+#               integration tests (script agent, fake model server) under
+#               the race detector; a few minutes, nothing to install.
+#   make check  everything, what CI runs (.ci/run): installs the agent CLIs
+#               and Chromium, then runs the whole suite with AHPD_CHECK=1 (the
+#               tests that drive real agent CLIs or Chromium, soak, load and
+#               kill -9 loops, the network-namespace re-run: they call
+#               testutil.RequireCheck and skip in make test; the upgrade test
+#               from the newest release tag, TestUpgradeKeepsEverything), the tests the
+#               race detector is too slow for without it, and every benchmark
+#               once.
 
 GO ?= go
 AGENTS_STAMP := testdata/agents/node_modules/.package-lock.json
 
-.PHONY: all build run test vet fmt generate agents chromium console-vendor bench clean
+.PHONY: all build run test check fmt-check vet fmt generate agents chromium console-vendor bench clean
 
 all: build
 
@@ -20,21 +31,35 @@ agents: $(AGENTS_STAMP)
 $(AGENTS_STAMP): testdata/agents/package.json testdata/agents/package-lock.json
 	npm ci --prefix testdata/agents --no-audit --no-fund
 
-# Debian's Chromium, for the web console's browser tests (internal/daemon/console_test.go):
-# installed with apt only when it is missing and apt can run (root, or sudo without a password).
-# Without it those tests skip with the install hint.
+# Debian's Chromium, for the web console's browser tests (internal/daemon/console_test.go,
+# make check): installed with apt only when it is missing and apt can run (root, or sudo
+# without a password). Without it those tests skip with the install hint.
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; \
 	  elif command -v apt-get >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo apt-get update && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; \
 	  else echo "chromium is missing and apt cannot install it here: the browser tests will skip (apt-get install -y chromium)"; fi; }
 
-test: agents chromium
-	@unformatted="$$(gofmt -l cmd internal testdata/fakemodel)"; test -z "$$unformatted" || { echo "gofmt needed: $$unformatted"; exit 1; }
-	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 60m ./...
+# The tests that skip under the race detector (too slow with it); make check
+# runs them without it.
+NORACE_TESTS := TestResourceSizes|TestTerminalPrintingForeverStaysBounded
+
+# The quick run: no npm, no Chromium, no benchmarks; AHPD_CHECK is cleared
+# so the check-only tests skip even if the shell exports it.
+# -tags lockcheck: every ranked mutex checks the order it is taken in
+# (internal/lockorder), and an inversion panics naming both.
+test: fmt-check vet
+	AHPD_CHECK= $(GO) test -race -tags lockcheck -count=1 -timeout 10m ./...
+
+# Everything (CI runs this).
+check: agents chromium fmt-check vet
+	AHPD_CHECK=1 $(GO) test -race -tags lockcheck -count=1 -timeout 60m ./...
+	AHPD_CHECK=1 $(GO) test -count=1 -timeout 15m -run '^($(NORACE_TESTS))$$' ./internal/daemon
 	@# Every benchmark once, briefly, so none rots (the figures: make bench).
-	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 15m ./...
+	AHPD_CHECK=1 $(GO) test -run '^$$' -bench . -benchtime=1x -timeout 15m ./...
+
+fmt-check:
+	@unformatted="$$(gofmt -l cmd internal testdata/fakemodel)"; test -z "$$unformatted" || { echo "gofmt needed: $$unformatted"; exit 1; }
 
 vet:
 	$(GO) vet ./...

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"os"
@@ -102,8 +103,9 @@ func TestKillNineMidTurn(t *testing.T) {
 		return e.Type() == "chat/responsePart" && id == "t2"
 	})
 	// The running turn was stored before its first part was said, and its
-	// answer so far is written at least every second.
-	time.Sleep(1500 * time.Millisecond)
+	// answer so far is written at least every second: kill once the store
+	// holds some of it.
+	awaitStoredAnswer(t, data, "t2")
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -142,5 +144,28 @@ func TestNoChatCommand(t *testing.T) {
 	out, err := exec.Command(binary, "chat").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "unknown command") {
 		t.Fatalf("ahpd chat: %v %s", err, out)
+	}
+}
+
+// awaitStoredAnswer waits until the store in dataDir holds some of turn
+// id's answer, read as another process would, while the daemon runs.
+func awaitStoredAnswer(t *testing.T, dataDir, id string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dataDir, "ahpd.db")+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	deadline := time.Now().Add(ahptest.Timeout)
+	for {
+		var n int
+		err := db.QueryRow(`SELECT count(*) FROM turns WHERE id = ? AND instr(body, 'echo:') > 0`, id).Scan(&n)
+		if err == nil && n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("turn %s's answer was never stored (last error %v)", id, err)
+		}
+		time.Sleep(20 * time.Millisecond) // polls the store
 	}
 }

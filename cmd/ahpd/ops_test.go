@@ -20,6 +20,7 @@ import (
 
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/testutil/ahptest"
+	"github.com/ahpd/ahpd/internal/testutil/fakemodel"
 )
 
 // Tests of issue 17 (operators and scripts): every verb runs as the built
@@ -629,8 +630,8 @@ func TestStartStatusStop(t *testing.T) {
 }
 
 // doctor: the claude CLI configured but absent is a problem with its fix
-// (exit 1); present, it is found with its version (exit 0); the data dir,
-// port, config and store are checked.
+// (exit 1); present, it is found with its version (exit 0; in make check,
+// which installs it); the data dir, port, config and store are checked.
 func TestDoctorClaudeAbsentAndPresent(t *testing.T) {
 	data := t.TempDir()
 	absent := writeConfig(t, `{"agents":{"claude":{"binary":"/nonexistent/claude"}}}`)
@@ -644,36 +645,32 @@ func TestDoctorClaudeAbsentAndPresent(t *testing.T) {
 		}
 	}
 
-	claude, err := filepath.Abs("../../testdata/agents/node_modules/.bin/claude")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(claude); err != nil {
-		t.Skip("claude CLI not installed: run `make agents`")
-	}
-	present := writeConfig(t, `{"agents":{"claude":{"binary":`+strconv.Quote(claude)+`}}}`)
-	out, _, code = ahpdRun(t, nil, "doctor", "--json", "--config", present, "--data-dir", data, "--port", "0")
-	var rep struct {
-		OK     bool `json:"ok"`
-		Checks []struct {
-			Name   string `json:"name"`
-			OK     bool   `json:"ok"`
-			Detail string `json:"detail"`
-		} `json:"checks"`
-	}
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatalf("doctor --json: %v\n%s", err, out)
-	}
-	for _, c := range rep.Checks {
-		if c.Name == "agent claude" {
-			if !c.OK || !strings.Contains(c.Detail, claude) || !regexp.MustCompile(`\(\d+\.\d+\.\d+`).MatchString(c.Detail) {
-				t.Errorf("claude check = %+v, want found with its version", c)
+	t.Run("claude present", func(t *testing.T) {
+		claude := fakemodel.Agent(t, "claude") // make check only; skips with the install hint
+		present := writeConfig(t, `{"agents":{"claude":{"binary":`+strconv.Quote(claude)+`}}}`)
+		out, _, code := ahpdRun(t, nil, "doctor", "--json", "--config", present, "--data-dir", data, "--port", "0")
+		var rep struct {
+			OK     bool `json:"ok"`
+			Checks []struct {
+				Name   string `json:"name"`
+				OK     bool   `json:"ok"`
+				Detail string `json:"detail"`
+			} `json:"checks"`
+		}
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("doctor --json: %v\n%s", err, out)
+		}
+		for _, c := range rep.Checks {
+			if c.Name == "agent claude" {
+				if !c.OK || !strings.Contains(c.Detail, claude) || !regexp.MustCompile(`\(\d+\.\d+\.\d+`).MatchString(c.Detail) {
+					t.Errorf("claude check = %+v, want found with its version", c)
+				}
 			}
 		}
-	}
-	if code != 0 || !rep.OK {
-		t.Errorf("doctor with claude present: exit %d %s", code, out)
-	}
+		if code != 0 || !rep.OK {
+			t.Errorf("doctor with claude present: exit %d %s", code, out)
+		}
+	})
 
 	// A port another process holds is a problem, with its fix.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -786,7 +783,13 @@ func TestSendModesAndWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = watch.Process.Kill(); _ = watch.Wait() })
-	time.Sleep(500 * time.Millisecond) // watch subscribes
+	// watch is subscribed once it shows a turn sent after it started.
+	waitFor(t, "watch to show a turn", func() bool {
+		if !strings.Contains(wout.String(), "> subscribed?") {
+			ahpdRun(t, env, "send", "--chat", chat, "subscribed?")
+		}
+		return strings.Contains(wout.String(), "> subscribed?")
+	})
 
 	held := exec.Command(binary, "send", "--chat", chat, "[hold] held")
 	held.Env = append(cleanEnv(t), env...)
@@ -862,6 +865,6 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // polls cond
 	}
 }

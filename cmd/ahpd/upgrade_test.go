@@ -15,6 +15,7 @@ import (
 
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/changeset"
+	"github.com/ahpd/ahpd/internal/testutil"
 	"github.com/ahpd/ahpd/internal/testutil/ahptest"
 	"github.com/ahpd/ahpd/internal/testutil/fakemodel"
 )
@@ -93,9 +94,7 @@ type upgradeChat struct {
 // every one of them reads back as it was and goes on: a turn runs in the
 // old chat, the changeset is undone, the annotation is resolved.
 func TestUpgradeKeepsEverything(t *testing.T) {
-	if os.Getenv("AHPD_CHECK") == "" {
-		t.Skip("builds an earlier release with go and git: runs in make check (AHPD_CHECK=1)")
-	}
+	testutil.RequireCheck(t, "builds an earlier release with go and git")
 	root, err := fakemodel.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package daemon_test
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -27,14 +26,7 @@ type acpFakeEnv struct {
 
 func newACPFakeEnv(t *testing.T, args ...string) *acpFakeEnv {
 	t.Helper()
-	root, err := fakemodel.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "acpagent")
-	if out, err := exec.Command("go", "build", "-C", root, "-o", bin, "./testdata/acpagent").CombinedOutput(); err != nil {
-		t.Fatalf("build the fake acp agent: %v\n%s", err, out)
-	}
+	bin := fakemodel.Build(t, "acpagent")
 	entry, _ := json.Marshal([]map[string]any{{"name": "fake-acp", "command": bin, "args": args}})
 	cfg := daemon.Defaults()
 	cfg.DataDir = t.TempDir()
@@ -161,7 +153,30 @@ func promptLog(t *testing.T, path string) []string {
 	if len(b) == 0 {
 		return nil
 	}
-	return strings.Split(strings.TrimSpace(string(b)), "\n")
+	var out []string
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if l != "initialize" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// awaitInitialize waits until the fake ACP agent logging to path has begun
+// to initialize n times.
+func awaitInitialize(t *testing.T, path string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(ahptest.Timeout)
+	for {
+		b, _ := os.ReadFile(path)
+		if strings.Count(string(b), "initialize\n") >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the fake ACP agent never began to initialize: %q", b)
+		}
+		time.Sleep(10 * time.Millisecond) // polls the log
+	}
 }
 
 // TestACPOneTurnAtATime drives the fake ACP agent through the daemon's
@@ -184,16 +199,22 @@ func TestACPOneTurnAtATime(t *testing.T) {
 	b.Subscribe(def)
 
 	t.Run("a turn sent while another runs runs after it", func(t *testing.T) {
-		startTurn(a, def, "t1", "first [slow]")
-		awaitTyped(t, b, def, "chat/delta", "t1")
+		// t1 runs until the test opens its gate, once t2 has reached the
+		// chat (the draft barrier).
+		gate := filepath.Join(t.TempDir(), "gate")
+		first := "first [wait:" + gate + "]"
+		startTurn(a, def, "t1", first)
+		awaitTyped(t, b, def, "chat/responsePart", "t1")
 		startTurn(b, def, "t2", "second")
+		draftBarrier(t, b, def, "x")
+		writeFile(t, gate, "")
 		if end := awaitEnd(t, a, def, "t1"); end.Type() != "chat/turnComplete" {
 			t.Fatalf("t1 ended with %s: %s", end.Type(), end.Action)
 		}
 		if end := awaitEnd(t, b, def, "t2"); end.Type() != "chat/turnComplete" {
 			t.Fatalf("t2 ended with %s: %s", end.Type(), end.Action)
 		}
-		want := []string{"start first [slow]", "end first [slow]", "start second", "end second"}
+		want := []string{"start " + first, "end " + first, "start second", "end second"}
 		if got := promptLog(t, log); !slices.Equal(got, want) {
 			t.Fatalf("the agent saw %v, want %v", got, want)
 		}
@@ -237,18 +258,19 @@ func TestACPOneTurnAtATime(t *testing.T) {
 
 // TestACPStopWhilePreparing: C-TURN-107, C-TURN-108 through the daemon's
 // websocket. A turn stopped while the fake ACP agent still initializes
-// (it takes 3 s) ends cancelled within a second, its prompt never reaches
-// the agent, and the next turn runs.
+// (it waits on a gate the test opens after the stop) ends cancelled within
+// a second, its prompt never reaches the agent, and the next turn runs.
 func TestACPStopWhilePreparing(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "prompts.log")
-	e := newACPFakeEnv(t, "-log", log, "-init-delay", "3s")
+	gate := filepath.Join(t.TempDir(), "initialized")
+	e := newACPFakeEnv(t, "-log", log, "-init-gate", gate)
 	a := e.client("a")
 	const sess = "ahp-session:/acc0de00-0000-4000-8000-0000000000fc"
 	a.MustCall("createSession", map[string]any{"channel": sess, "provider": "fake-acp"})
 	def := sessionState(t, a, sess).DefaultChat
 	a.Subscribe(def)
 	awaitAccepted(t, a, startTurn(a, def, "t1", "never sent"))
-	time.Sleep(300 * time.Millisecond)
+	awaitInitialize(t, log, 1)
 	stopped := time.Now()
 	awaitAccepted(t, a, stopTurn(a, def, "t1"))
 	if end := awaitEnd(t, a, def, "t1"); end.Type() != "chat/turnCancelled" {
@@ -257,6 +279,7 @@ func TestACPStopWhilePreparing(t *testing.T) {
 	if d := time.Since(stopped); d > time.Second {
 		t.Errorf("the stop took %v", d)
 	}
+	writeFile(t, gate, "")
 	if end := sendTurn(t, a, def, "t2", "sent"); end.Type() != "chat/turnComplete" {
 		t.Fatalf("t2 ended with %s: %s", end.Type(), end.Action)
 	}

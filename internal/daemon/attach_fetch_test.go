@@ -29,7 +29,7 @@ func answerReads(c *ahptest.Client, delay time.Duration, files map[string]string
 		mu.Lock()
 		asked = append(asked, method+" "+p.URI)
 		mu.Unlock()
-		time.Sleep(delay)
+		time.Sleep(delay) // deliberate: a client slow to answer
 		body, ok := files[p.URI]
 		if method != "resourceRead" || !ok {
 			return nil, &ahptest.RPCError{Code: ahp.CodeNotFound, Message: "no such resource"}

@@ -530,6 +530,8 @@ func TestCanvasesSurviveUnload(t *testing.T) {
 	a.Notify("unsubscribe", map[string]any{"channel": def})
 
 	ctx := context.Background()
+	// Deliberately longer than idle (1 s) plus the actor's ticker: a chat
+	// nobody watched would have unloaded by now.
 	time.Sleep(2500 * time.Millisecond)
 	if n := e.d.Host().OpenChats(ctx); n != 1 {
 		t.Fatalf("a chat whose canvas is watched unloaded (%d open)", n)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/daemon"
+	"github.com/ahpd/ahpd/internal/testutil"
 	"github.com/ahpd/ahpd/internal/testutil/ahptest"
 )
 
@@ -320,16 +321,21 @@ func TestGrantRefusals(t *testing.T) {
 // TestFetchTurnsPagesToTheFirst: a subscribe that names a view gets the
 // newest turns and a cursor; fetchTurns answers {} and each page arrives
 // as chat/turnsLoaded to every watcher, down to the first turn
-// (C-CMD-11..14, C-GRANT-03).
+// (C-CMD-11..14, C-GRANT-03). make check pages 500 turns at the default
+// page size (50); make test 60 turns in pages of 10.
 func TestFetchTurnsPagesToTheFirst(t *testing.T) {
-	if testing.Short() {
-		t.Skip("500 turns")
+	n, page := 500, 0
+	if !testutil.Check() {
+		n, page = 60, 10
 	}
-	e := newEnv(t)
+	e := newEnv(t, func(c *daemon.Config) {
+		if page > 0 {
+			c.TurnsView = page
+		}
+	})
 	a := e.client("a")
 	_, def := e.createSession(a, "ahp-session:/fe7cfe7c-0000-4000-8000-000000000001")
 	a.Subscribe(def)
-	const n = 500
 	for i := range n {
 		sendTurn(t, a, def, fmt.Sprintf("t%03d", i), fmt.Sprintf("m%03d", i))
 	}

@@ -48,10 +48,7 @@ func TestClaudeLoopbackOnly(t *testing.T) {
 		}
 		return
 	}
-	if testing.Short() {
-		t.Skip("re-runs the claude tests in a network namespace")
-	}
-	fakemodel.Agent(t, "claude")
+	fakemodel.Agent(t, "claude") // make check only, and skips with the install hint
 	unshare, err := exec.LookPath("unshare")
 	if err != nil {
 		t.Skip("no unshare here")

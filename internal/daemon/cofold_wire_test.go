@@ -339,11 +339,25 @@ func TestCofoldSteering(t *testing.T) {
 		b := ce.client("b")
 		b.Subscribe(chat)
 
-		a.Dispatch(chat, turnStarted("t1", callJSON("bash", map[string]any{"command": "sleep 1"})))
+		// Each tool call and the slow reply below wait on a gate the test
+		// opens once the chat has handed the run what the step is about
+		// (the draft barrier: every action b sent before it was handled).
+		gate := func(name string) string { return filepath.Join(ce.workDir, name) }
+		openGate := func(name string) {
+			t.Helper()
+			draftBarrier(t, b, chat, name)
+			writeFile(t, gate(name), "")
+		}
+		waitOn := func(name string) string {
+			return callJSON("bash", map[string]any{"command": "while [ ! -e " + name + " ]; do sleep 0.02; done"})
+		}
+
+		a.Dispatch(chat, turnStarted("t1", waitOn("gate1")))
 		clAwaitAction(t, a, chat, "t1", "chat/toolCallReady")
 		if env := b.AwaitEcho(b.Dispatch(chat, clPending("steering", "s1", "steer words"))); env.RejectionReason != "" {
 			t.Fatalf("steering refused: %s", env.RejectionReason)
 		}
+		openGate("gate1")
 		awaitRemoval(t, a, chat, "s1")
 		mustEnd(t, awaitEnd(t, a, chat, "t1"), "chat/turnComplete")
 		tr := chatOf(t, a, chat).Turns[0]
@@ -358,9 +372,10 @@ func TestCofoldSteering(t *testing.T) {
 
 		// C-TURN-91: a message handed while the model writes its last
 		// step is given back when the run settles, and runs next.
-		a.Dispatch(chat, turnStarted("t0", "[slow]"))
-		clAwaitAction(t, a, chat, "t0", "chat/delta")
+		a.Dispatch(chat, turnStarted("t0", "[wait:"+gate("gate0")+"]"))
+		clAwaitAction(t, a, chat, "t0", "chat/responsePart") // its first text, the rest held
 		b.AwaitEcho(b.Dispatch(chat, clPending("steering", "s0", "late words")))
+		openGate("gate0")
 		mustEnd(t, awaitEnd(t, a, chat, "t0"), "chat/turnComplete")
 		next := a.AwaitEnvelope("the returned message's turn", func(env ahptest.Envelope) bool {
 			var queued string
@@ -375,13 +390,14 @@ func TestCofoldSteering(t *testing.T) {
 			t.Errorf("the settled run read the late message: %q", got)
 		}
 
-		a.Dispatch(chat, turnStarted("t2", callJSON("bash", map[string]any{"command": "sleep 1"})))
+		a.Dispatch(chat, turnStarted("t2", waitOn("gate2")))
 		clAwaitAction(t, a, chat, "t2", "chat/toolCallReady")
 		b.AwaitEcho(b.Dispatch(chat, clPending("steering", "s2", "taken back words")))
 		env := b.AwaitEcho(b.Dispatch(chat, map[string]any{"type": "chat/pendingMessageRemoved", "kind": "steering", "id": "s2"}))
 		if env.RejectionReason != "" {
 			t.Fatalf("take-back refused: %s", env.RejectionReason)
 		}
+		openGate("gate2")
 		mustEnd(t, awaitEnd(t, a, chat, "t2"), "chat/turnComplete")
 		cs = chatOf(t, a, chat)
 		if cs.SteeringMessage != nil {

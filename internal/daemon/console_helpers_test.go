@@ -14,15 +14,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ahpd/ahpd/internal/testutil"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
 
-// The web console's browser tests drive Debian's Chromium, headless.
-const chromiumHint = "chromium is not installed: apt-get update && apt-get install -y chromium (make test does this when apt is available), or set AHPD_CHROMIUM"
+// The web console's browser tests drive Debian's Chromium, headless; they
+// run in make check.
+const chromiumHint = "chromium is not installed: apt-get update && apt-get install -y chromium (make check does this when apt is available), or set AHPD_CHROMIUM"
 
 func chromiumPath(t *testing.T) string {
 	t.Helper()
+	testutil.RequireCheck(t, "drives Chromium")
 	for _, p := range []string{os.Getenv("AHPD_CHROMIUM"), "/usr/bin/chromium", "/usr/bin/chromium-browser"} {
 		if p == "" {
 			continue

@@ -59,7 +59,7 @@ func TestIdleChatUnloads(t *testing.T) {
 // (issue 18: the default 600 s never fired, because every tick reset the
 // idle timer).
 func TestIdleLongerThanTheFlushTick(t *testing.T) {
-	e := newEnv(t, func(c *daemon.Config) { c.ChatIdleSeconds = 3 })
+	e := newEnv(t, func(c *daemon.Config) { c.ChatIdleSeconds = 2 })
 	a := e.client("a")
 	_, def := e.createSession(a, "ahp-session:/1d1e1d1e-0000-4000-8000-000000000002")
 	a.Subscribe(def)
@@ -69,7 +69,7 @@ func TestIdleLongerThanTheFlushTick(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	for e.d.Host().OpenChats(ctx) != 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("a chat idle for 3 s was never unloaded (%d open)", e.d.Host().OpenChats(ctx))
+			t.Fatalf("a chat idle for 2 s was never unloaded (%d open)", e.d.Host().OpenChats(ctx))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

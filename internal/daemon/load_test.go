@@ -6,17 +6,16 @@ import (
 	"testing"
 
 	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/testutil"
 	"github.com/ahpd/ahpd/internal/testutil/ahptest"
 )
 
 // TestManyClientsManyChats: many chats driven at once, each watched by
 // several clients; every turn ends once, every watcher sees its chats'
 // envelopes in increasing serverSeq, and every watcher's fresh snapshot
-// agrees. Skipped under -short.
+// agrees. A load test: it runs in make check.
 func TestManyClientsManyChats(t *testing.T) {
-	if testing.Short() {
-		t.Skip("load test")
-	}
+	testutil.RequireCheck(t, "load test")
 	const sessions, chatsPer, watchers, turns = 6, 2, 8, 8
 	e := newEnv(t)
 	owner := e.client("owner")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ahpd/ahpd/internal/store"
+	"github.com/ahpd/ahpd/internal/testutil"
 )
 
 // TestTurnsSeenEndedAreStoredUnderLoad: under many chats ending turns at
@@ -16,9 +17,7 @@ import (
 // write-behind queue held 35,401 turns "running" that clients had seen end;
 // CHATS.md "Durability").
 func TestTurnsSeenEndedAreStoredUnderLoad(t *testing.T) {
-	if testing.Short() {
-		t.Skip("load test")
-	}
+	testutil.RequireCheck(t, "load test")
 	e := newEnv(t)
 	const chats, turns = 60, 5
 	var wg sync.WaitGroup

@@ -239,7 +239,7 @@ func writeFrames(server []*websocket.Conn, frames, size int, pace time.Duration,
 			defer writers.Done()
 			for k := range frames {
 				if pace > 0 {
-					time.Sleep(time.Until(start.Add(time.Duration(k) * pace)))
+					time.Sleep(time.Until(start.Add(time.Duration(k) * pace))) // deliberate: the pace
 				}
 				if err := ws.WriteMessage(websocket.TextMessage, frame); err != nil {
 					return

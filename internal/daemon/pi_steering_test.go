@@ -91,7 +91,10 @@ func TestPiSteering(t *testing.T) {
 			a.Dispatch(def, turnStarted("t3", "long tool [bash:sleep 5; echo slept]"))
 			clAwaitAction(t, a, def, "t3", "chat/toolCallReady")
 			awaitAccepted(t, a, a.Dispatch(def, clPending(ahp.PendingSteering, "s3", "STEER before the crash")))
-			time.Sleep(500 * time.Millisecond) // s3 reaches pi's queue
+			// Deliberately a stretch for s3 to reach pi's queue: nothing
+			// outside pi shows it there (if it has not, s3 still goes back
+			// to the host and the checks below hold).
+			time.Sleep(500 * time.Millisecond)
 			if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/ahpd/ahpd/internal/daemon"
 	"github.com/ahpd/ahpd/internal/resources"
 	"github.com/ahpd/ahpd/internal/terminal"
+	"github.com/ahpd/ahpd/internal/testutil"
 	"github.com/ahpd/ahpd/internal/testutil/ahptest"
 	"github.com/google/uuid"
 	"github.com/gorilla/websocket"
@@ -204,7 +205,7 @@ func TestResourceGrants(t *testing.T) {
 // frame over maxFrameBytes closes the connection (1009) and writes nothing.
 func TestResourceSizes(t *testing.T) {
 	if raceEnabled {
-		t.Skip("sends and reads 8 MiB frames, which the race detector slows past the timeouts; runs without -race")
+		t.Skip("sends and reads 8 MiB frames, which the race detector slows past the timeouts; runs without -race (make check runs it so)")
 	}
 	e := newEnv(t)
 	c := e.client("sizes")
@@ -425,7 +426,10 @@ func TestTerminalOnlyForOwnerOrRoot(t *testing.T) {
 	}
 	_, err = create(eve, "")
 	wantCode(t, err, ahp.CodePermissionDenied, "terminal:write")
-	time.Sleep(200 * time.Millisecond)
+	// Root's own input goes to the same terminal after bob's refused one:
+	// once it has run, bob's would have too.
+	typeInto(root, roots, `echo ROOT_"TYPED"`)
+	awaitOutput(t, root, roots, "ROOT_TYPED")
 	if exists(filepath.Join(rootDir, "bob-was-here")) {
 		t.Fatal("bob's input ran")
 	}
@@ -434,10 +438,11 @@ func TestTerminalOnlyForOwnerOrRoot(t *testing.T) {
 // TestTerminalPrintingForeverStaysBounded: a terminal prints 100 MiB. The
 // daemon's heap stays bounded all along (the scrollback keeps 1 MiB, the
 // replay log its envelopes), and the terminal's state holds the newest
-// output only.
+// output only. It runs in make check, which runs it without -race.
 func TestTerminalPrintingForeverStaysBounded(t *testing.T) {
-	if testing.Short() || raceEnabled {
-		t.Skip("prints 100 MiB; runs without -short and -race")
+	testutil.RequireCheck(t, "prints 100 MiB")
+	if raceEnabled {
+		t.Skip("prints 100 MiB, too slow under the race detector; runs without -race (make check runs it so)")
 	}
 	t.Setenv("SHELL", "/bin/sh")
 	e := newEnv(t, func(c *daemon.Config) { c.ReplayLog = 256 })
@@ -457,7 +462,7 @@ func TestTerminalPrintingForeverStaysBounded(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("100 MiB never finished printing")
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // samples the heap while it prints
 		runtime.ReadMemStats(&ms)
 		peak = max(peak, ms.HeapInuse)
 	}

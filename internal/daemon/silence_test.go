@@ -21,7 +21,7 @@ func TestAgentSilenceEndsTurn(t *testing.T) {
 
 	c.Dispatch(def, turnStarted("t1", "[confirm] may I"))
 	call := clAwaitAsk(t, c, def, "t1")
-	time.Sleep(2500 * time.Millisecond) // over the limit, waiting on the client
+	time.Sleep(2500 * time.Millisecond) // deliberate: over the limit, waiting on the client
 	for _, env := range clTurnEnvs(c, def, "t1") {
 		if typ := env.Type(); typ == "chat/error" || typ == "chat/turnComplete" || typ == "chat/turnCancelled" {
 			t.Fatalf("a turn waiting for a confirmation ended as silent: %s", env.Raw)

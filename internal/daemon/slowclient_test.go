@@ -3,9 +3,11 @@ package daemon_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,18 +20,29 @@ import (
 // outbox fills, and the client that keeps reading sees every envelope, in
 // order, without slowing down.
 func TestSlowClientIsCut(t *testing.T) {
-	e := newEnv(t, func(c *daemon.Config) { c.OutboxBytes = 2 << 20 })
+	e := newEnv(t, func(c *daemon.Config) { c.OutboxBytes = 512 << 10 })
 	fast := e.client("fast")
 	sess, chat := e.createSession(fast, "ahp-session:/51015101-0000-4000-8000-000000000001")
 	fast.Subscribe(chat)
 
-	// The slow client: a tiny socket receive buffer, subscribed, never reads.
+	// The slow client: subscribed, never reads. Its socket's receive buffer
+	// is tiny and its segments small, both set before it connects, so the
+	// kernel buffers little on either side: on loopback, with 64 KiB
+	// segments, the daemon's send buffer grew to megabytes, and the outbox
+	// (2 MiB then) filled only after some 25 turns of 128 KiB, 30 s under
+	// -race. Now it is cut after about 8 turns of 32 KiB; the outbox is 16
+	// such turns' messages, as before, so the fast client keeps its margin.
 	d := websocket.Dialer{NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-		if tc, ok := conn.(*net.TCPConn); ok {
-			_ = tc.SetReadBuffer(4096)
-		}
-		return conn, err
+		nd := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+			var serr error
+			err := rc.Control(func(fd uintptr) {
+				if serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096); serr == nil {
+					serr = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, syscall.TCP_MAXSEG, 536)
+				}
+			})
+			return errors.Join(err, serr)
+		}}
+		return nd.DialContext(ctx, network, addr)
 	}}
 	slow, _, err := d.Dial(e.d.URL(), nil)
 	if err != nil {
@@ -46,7 +59,7 @@ func TestSlowClientIsCut(t *testing.T) {
 	send(2, "subscribe", map[string]any{"channel": chat})
 	send(3, "subscribe", map[string]any{"channel": sess})
 
-	big := strings.Repeat("x", 128<<10)
+	big := strings.Repeat("x", 32<<10)
 	const turns = 200
 	for i := range turns {
 		end := sendTurn(t, fast, chat, fmt.Sprintf("t%d", i), big)

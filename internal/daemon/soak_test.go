@@ -1,6 +1,7 @@
 package daemon_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"runtime/debug"
@@ -13,18 +14,18 @@ import (
 	"github.com/ahpd/ahpd/internal/agent/script"
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/daemon"
+	"github.com/ahpd/ahpd/internal/testutil"
+	"github.com/ahpd/ahpd/internal/testutil/ahptest"
 )
 
 // TestSoak: chats opening, streaming, closing and unloading for a while end
 // with the daemon's heap within 10% (and 2 MiB of slack), and the process's
 // RSS within 10% (and 4 MiB), of where they settled after the first
 // quarter of the run (issue 18). AHPD_SOAK sets the
-// length (a Go duration, "10m" for the issue's soak); 20 s otherwise, and
-// it is skipped under -short.
+// length (a Go duration, "10m" for the issue's soak); 20 s otherwise. It
+// runs in make check.
 func TestSoak(t *testing.T) {
-	if testing.Short() {
-		t.Skip("soak")
-	}
+	testutil.RequireCheck(t, "20 s soak")
 	length := 20 * time.Second
 	if v := os.Getenv("AHPD_SOAK"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -74,7 +75,13 @@ func TestSoak(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	time.Sleep(1500 * time.Millisecond) // the last chats unload
+	// The last chats unload.
+	ctx := context.Background()
+	for deadline := time.Now().Add(ahptest.Timeout); e.d.Host().OpenChats(ctx) != 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d chats still loaded after the soak", e.d.Host().OpenChats(ctx))
+		}
+	}
 	end, endRSS := heapInUse(), rssAfterFree()
 	total := 0
 	for _, r := range rounds {

@@ -2,25 +2,34 @@ package daemon_test
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/ahpd/ahpd/internal/agent/script"
 	"github.com/ahpd/ahpd/internal/daemon"
+	"github.com/ahpd/ahpd/internal/testutil/ahptest"
 )
 
-// TestStalledUnloadBlocksNoOne: a chat whose agent takes 10 s to close while
+// TestStalledUnloadBlocksNoOne: a chat whose agent takes 6 s to close while
 // it unloads holds up only itself. The connection that dispatches a turn to
 // it goes on at once: its pings are answered and its turns in other
 // sessions complete at their usual latency; the stalled chat's turn runs
 // once the chat is loaded again (issue 9, "Routing one way").
 func TestStalledUnloadBlocksNoOne(t *testing.T) {
-	const stall = 10 * time.Second
-	e := newScriptEnv(t, script.Options{CloseDelay: stall}, false, func(c *daemon.Config) { c.ChatIdleSeconds = 1 })
+	const stall = 6 * time.Second
+	const stuckConv = "57a11ed0-0000-4000-8000-000000000001"
+	closing := make(chan struct{})
+	var once sync.Once
+	e := newScriptEnv(t, script.Options{CloseDelay: stall, OnClose: func(id string) {
+		if id == stuckConv {
+			once.Do(func() { close(closing) })
+		}
+	}}, false, func(c *daemon.Config) { c.ChatIdleSeconds = 1 })
 
 	// The chat that will stall: its one watcher leaves, and it unloads.
 	b := e.client("b")
-	_, stuck := e.createSession(b, "ahp-session:/57a11ed0-0000-4000-8000-000000000001")
+	_, stuck := e.createSession(b, "ahp-session:/"+stuckConv)
 	b.Subscribe(stuck)
 	sendTurn(t, b, stuck, "s1", "[stuck-close] remember me")
 	b.Close()
@@ -38,9 +47,13 @@ func TestStalledUnloadBlocksNoOne(t *testing.T) {
 		sendTurn(t, a, def, fmt.Sprintf("warm-%d", i), "hello")
 		usual = max(usual, time.Since(t0))
 	}
-	// Idle (1 s) plus the actor's ticker: the chat is now unloading, its
-	// Close asleep for the stall.
-	time.Sleep(2500 * time.Millisecond)
+	// Idle (1 s) plus the actor's ticker: the chat unloads, its Close
+	// asleep for the stall.
+	select {
+	case <-closing:
+	case <-time.After(ahptest.Timeout):
+		t.Fatal("the idle chat never began to unload")
+	}
 	stalledAt := time.Now()
 
 	a.Dispatch(stuck, turnStarted("s2", "are you there"))
@@ -78,6 +91,6 @@ func TestStalledUnloadBlocksNoOne(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the turn dispatched to the stalled chat never ran: %d turns", len(cs.Turns))
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond) // polls the chat
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/reduce"
+	"github.com/ahpd/ahpd/internal/testutil"
 	"github.com/ahpd/ahpd/internal/testutil/ahptest"
 )
 
@@ -54,7 +55,8 @@ var randomTexts = []string{
 // and all, against script agents of several capability combinations. Then
 // every client's state is its fresh snapshot, every turn ended exactly once
 // per run, and no pending message was lost or run twice. The seed is
-// printed; AHPD_TURNS_SEED replays one. -short runs fewer actions.
+// printed; AHPD_TURNS_SEED replays one. make test runs 150 actions a
+// chat, make check 800.
 func TestTurnsRandomized(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("AHPD_TURNS_SEED"); s != "" {
@@ -65,9 +67,9 @@ func TestTurnsRandomized(t *testing.T) {
 		seed = n
 	}
 	t.Logf("seed %d (replay with AHPD_TURNS_SEED=%d)", seed, seed)
-	perChat := 800
-	if testing.Short() {
-		perChat = 250
+	perChat := 150
+	if testutil.Check() {
+		perChat = 800
 	}
 	e := newTurnsEnvDelays(t, 2*time.Millisecond, 20*time.Millisecond, 30*time.Millisecond, true)
 	for i, prov := range []string{provScript, provConcurrent, provNoWithdraw, provNoSteer} {

@@ -9,15 +9,17 @@
 //	              and output, and releases it
 //	[perm]        asks permission and says which option was picked
 //	[slow]        says 40 words 100 ms apart, ending cancelled on session/cancel
+//	[wait:PATH]   says a word, waits until PATH exists (ending cancelled on session/cancel), says another
 //	[maxtokens]   ends with stop reason max_tokens
 //	[history]     says whether this process loaded the session and how many turns it replayed
 //	[model]       says the session's model and mode
 //	[blocks]      logs the prompt's blocks in order ("blocks host text resource link image") and answers as otherwise
 //	otherwise     says "fake acp: <text>", a thought first
 //
-// With -init-delay D, initialize takes D. With -state DIR it keeps each session's prompts and answers there and
-// replays them on session/load. With -log FILE it appends "start TEXT" and "end TEXT" for each prompt (what the
-// agent was sent, and in which order). A prompt that arrives while another runs in the process is refused with
+// With -init-delay D, initialize takes D; with -init-gate PATH it then waits until PATH exists. With -state DIR
+// it keeps each session's prompts and answers there and replays them on session/load. With -log FILE it appends
+// "initialize" as initialize begins, and "start TEXT" and "end TEXT" for each prompt (what the agent was sent, and
+// in which order). A prompt that arrives while another runs in the process is refused with
 // an error the turn shows, so a client that sends two at once is seen.
 //
 // Every session offers two models (fake-small, fake-large) as a "model" config option and two modes (ask,
@@ -43,6 +45,7 @@ type fake struct {
 	conn      *acp.AgentSideConnection
 	state     string
 	initDelay time.Duration
+	initGate  string
 	log       string
 	// mu guards the fields below.
 	mu      sync.Mutex
@@ -64,21 +67,30 @@ var (
 	// editRE: an edit tool call naming PATH in its locations, asked, then
 	// the file written (through the client) with CONTENT.
 	editRE = regexp.MustCompile(`\[edit:([^|\]]*)\|([^\]]*)\]`)
+	waitRE = regexp.MustCompile(`\[wait:([^\]]*)\]`)
 )
 
 func main() {
 	state := flag.String("state", "", "directory keeping sessions")
 	initDelay := flag.Duration("init-delay", 0, "how long initialize takes")
+	initGate := flag.String("init-gate", "", "a path initialize then waits for")
 	log := flag.String("log", "", "file the prompts are logged to")
 	flag.Parse()
-	f := &fake{state: *state, initDelay: *initDelay, log: *log, cancels: make(map[acp.SessionId]context.CancelFunc),
+	f := &fake{state: *state, initDelay: *initDelay, initGate: *initGate, log: *log, cancels: make(map[acp.SessionId]context.CancelFunc),
 		loaded: make(map[acp.SessionId]int), model: make(map[acp.SessionId]string), mode: make(map[acp.SessionId]string)}
 	f.conn = acp.NewAgentSideConnection(f, os.Stdout, os.Stdin)
 	<-f.conn.Done()
 }
 
 func (f *fake) Initialize(ctx context.Context, p acp.InitializeRequest) (acp.InitializeResponse, error) {
+	f.logLine("initialize")
 	time.Sleep(f.initDelay)
+	for f.initGate != "" {
+		if _, err := os.Stat(f.initGate); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	return acp.InitializeResponse{ProtocolVersion: acp.ProtocolVersionNumber, AuthMethods: []acp.AuthMethod{},
 		AgentCapabilities: acp.AgentCapabilities{LoadSession: f.state != "", PromptCapabilities: acp.PromptCapabilities{EmbeddedContext: true}}}, nil
 }
@@ -282,6 +294,21 @@ func (f *fake) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptRespo
 		}
 		f.say(ctx, sid, "picked "+picked)
 		return end("picked " + picked)
+	case waitRE.MatchString(text):
+		path := waitRE.FindStringSubmatch(text)[1]
+		f.say(ctx, sid, "word ")
+		for {
+			if _, err := os.Stat(path); err == nil {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		f.say(ctx, sid, "word ")
+		return end("waited")
 	case strings.Contains(text, "[slow]"):
 		for i := 0; i < 40; i++ {
 			select {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"time"
 )
 
 // sseWriter writes Anthropic-style server-sent events and flushes each one.
@@ -28,7 +27,7 @@ func (s sseWriter) event(name string, data any) {
 type anthropicBlock struct {
 	kind   string // "text", "thinking" or "tool_use"
 	deltas []string
-	// slow: wait slowDelay before each delta.
+	// slow: pace each delta (plan.pace).
 	slow bool
 	// toolID, toolName and input describe a tool_use block.
 	toolID   string
@@ -157,13 +156,9 @@ func (s *server) anthropicMessages(w http.ResponseWriter, r *http.Request, req m
 		sse.event("content_block_start", map[string]any{
 			"type": "content_block_start", "index": i, "content_block": b.start(),
 		})
-		for _, d := range b.deltas {
-			if b.slow {
-				select {
-				case <-r.Context().Done():
-					return
-				case <-time.After(slowDelay):
-				}
+		for j, d := range b.deltas {
+			if b.slow && !p.pace(r.Context().Done(), j) {
+				return
 			}
 			sse.event("content_block_delta", map[string]any{
 				"type": "content_block_delta", "index": i, "delta": b.delta(d),

@@ -11,7 +11,8 @@
 // refuses (exit 2) any address that is not loopback.
 //
 // What it answers is chosen by markers in the text of the last message
-// whose role is not "system" (see script.go): plain text, [slow], [tool],
+// whose role is not "system" (see script.go): plain text, [slow], [wait:PATH]
+// (the [slow] reply's first delta, then the rest once PATH exists), [tool],
 // [bash:CMD], [[call NAME ARGS]] (a script of tool calls, one per model
 // step, with raw JSON arguments), [task:PROMPT] (a call of the CLI's subagent tool, Task or
 // Agent, whose subagent answers PROMPT), [error], [overloaded], [think],

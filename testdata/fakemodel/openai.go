@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 )
 
 // openaiChat answers POST /v1/chat/completions, streamed as
@@ -108,13 +107,9 @@ func (s *server) openaiChat(w http.ResponseWriter, r *http.Request, req map[stri
 	for _, d := range reasoning {
 		chunk(map[string]any{"reasoning_content": d}, nil)
 	}
-	for _, d := range text {
-		if slow {
-			select {
-			case <-r.Context().Done():
-				return
-			case <-time.After(slowDelay):
-			}
+	for i, d := range text {
+		if slow && !p.pace(r.Context().Done(), i) {
+			return
 		}
 		chunk(map[string]any{"content": d}, nil)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -11,7 +12,7 @@ type replyKind int
 
 const (
 	replyText       replyKind = iota // "fake reply: <text>" in a few deltas
-	replySlow                        // many small deltas, slowDelay apart
+	replySlow                        // many small deltas, slowDelay apart (or, with a wait path, the first, then the rest once it exists)
 	replyTool                        // a bash tool call running command
 	replyThink                       // a thinking block, then the text reply
 	replyError                       // HTTP 500
@@ -23,9 +24,11 @@ const (
 )
 
 // slowDeltas and slowDelay shape a [slow] reply: about six seconds.
+// waitPoll is how often a [wait:PATH] reply looks for PATH.
 const (
 	slowDeltas = 40
 	slowDelay  = 150 * time.Millisecond
+	waitPoll   = 20 * time.Millisecond
 )
 
 // plan is the reply chosen for one request.
@@ -39,6 +42,8 @@ type plan struct {
 	// callArgs is sent as written, so a script can send malformed JSON.
 	callName string
 	callArgs string
+	// wait is the path a [wait:PATH] reply (a replySlow) waits for.
+	wait string
 }
 
 // message is a request message reduced to what the script reads.
@@ -54,6 +59,7 @@ var (
 	reminderRE = regexp.MustCompile(`(?s)<system-reminder>.*?</system-reminder>`)
 	bashRE     = regexp.MustCompile(`\[bash:([^\]]*)\]`)
 	taskRE     = regexp.MustCompile(`\[task:([^\]]*)\]`)
+	waitRE     = regexp.MustCompile(`\[wait:([^\]]*)\]`)
 	// callRE is one step of a multi-step tool script: [[call NAME ARGS]].
 	callRE = regexp.MustCompile(`(?s)\[\[call ([A-Za-z0-9_]+) (.*?)\]\]`)
 )
@@ -113,8 +119,38 @@ func decide(msgs []message) plan {
 		p.kind = replyThink
 	case strings.Contains(text, "[slow]"):
 		p.kind = replySlow
+	case waitRE.MatchString(text):
+		p.kind = replySlow
+		p.wait = waitRE.FindStringSubmatch(text)[1]
 	}
 	return p
+}
+
+// pace waits before delta i of a replySlow: slowDelay before each; with a
+// wait path, nothing before the first and, before the second, until the
+// path exists (a test opens the gate when it is ready: the reply is
+// streaming for as long as it needs, however slow the machine). It reports
+// false once done is closed (the client hung up).
+func (p plan) pace(done <-chan struct{}, i int) bool {
+	if p.wait == "" {
+		select {
+		case <-done:
+			return false
+		case <-time.After(slowDelay):
+			return true
+		}
+	}
+	for i == 1 {
+		if _, err := os.Stat(p.wait); err == nil {
+			return true
+		}
+		select {
+		case <-done:
+			return false
+		case <-time.After(waitPoll):
+		}
+	}
+	return true
 }
 
 // reply is the answer text of a plan that answers in text.

@@ -3,10 +3,8 @@ package acp
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,38 +12,10 @@ import (
 	"github.com/ahpd/ahpd/internal/testutil/fakemodel"
 )
 
-var (
-	fakeOnce sync.Once
-	fakeBin  string
-	fakeErr  error
-)
-
 // fakeAgent builds testdata/acpagent once per test binary.
 func fakeAgent(t *testing.T) string {
 	t.Helper()
-	fakeOnce.Do(func() {
-		root, err := fakemodel.ModuleRoot()
-		if err != nil {
-			fakeErr = err
-			return
-		}
-		dir, err := os.MkdirTemp("", "ahpd-acpagent-")
-		if err != nil {
-			fakeErr = err
-			return
-		}
-		fakeBin = filepath.Join(dir, "acpagent")
-		cmd := exec.Command("go", "build", "-o", fakeBin, "./testdata/acpagent")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fakeErr = err
-			t.Logf("%s", out)
-		}
-	})
-	if fakeErr != nil {
-		t.Fatalf("build the fake acp agent: %v", fakeErr)
-	}
-	return fakeBin
+	return fakemodel.Build(t, "acpagent")
 }
 
 // TestFakeAgent drives the in-repo fake ACP agent: text and thoughts
@@ -148,12 +118,15 @@ func TestFakeAgent(t *testing.T) {
 }
 
 // TestStopWhilePreparingACP: a turn stopped while the agent is still
-// initializing ends cancelled at once, its prompt never sent (C-TURN-107,
-// 108); the next turn runs in a fresh process.
+// initializing (it waits on a gate the test opens after the stop) ends
+// cancelled at once, its prompt never sent (C-TURN-107, 108); the next turn
+// runs in a fresh process.
 func TestStopWhilePreparingACP(t *testing.T) {
 	bin := fakeAgent(t)
 	state := t.TempDir()
-	a, err := New(Options{Name: "fake", Command: bin, Args: []string{"-state", state, "-init-delay", "3s"}})
+	log := filepath.Join(t.TempDir(), "prompts.log")
+	gate := filepath.Join(t.TempDir(), "initialized")
+	a, err := New(Options{Name: "fake", Command: bin, Args: []string{"-state", state, "-log", log, "-init-gate", gate}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +138,15 @@ func TestStopWhilePreparingACP(t *testing.T) {
 	if err := conv.Send(context.Background(), agent.Turn{ID: "t1", Text: "never sent"}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond)
+	// The agent has begun to initialize.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if b, _ := os.ReadFile(log); strings.Contains(string(b), "initialize") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the agent never began to initialize")
+		}
+	}
 	start := time.Now()
 	if err := conv.Stop(context.Background()); err != nil {
 		t.Fatal(err)
@@ -173,6 +154,9 @@ func TestStopWhilePreparingACP(t *testing.T) {
 	evs := collect(t, conv, "t1", nil)
 	if e := evs[len(evs)-1].End; e.Outcome != agent.OutcomeCancelled || time.Since(start) > time.Second {
 		t.Fatalf("t1 ended %+v after %v", e, time.Since(start))
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
 	}
 	if err := conv.Send(context.Background(), agent.Turn{ID: "t2", Text: "sent"}); err != nil {
 		t.Fatal(err)

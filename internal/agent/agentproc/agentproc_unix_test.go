@@ -27,7 +27,7 @@ func alive(pid string) bool {
 		if i := lastParen(stat); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
 			return false
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // polls for the kill to land
 	}
 	return true
 }

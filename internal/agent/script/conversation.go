@@ -243,6 +243,9 @@ func (c *conversation) Events() <-chan agent.Event { return c.events }
 // Close ends the conversation: the loop returns and closes Events. The kept
 // conversation stays.
 func (c *conversation) Close() error {
+	if f := c.s.opts.OnClose; f != nil {
+		f(c.id)
+	}
 	c.mu.Lock()
 	c.closed = true
 	stuck := c.stuckClose

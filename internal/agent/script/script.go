@@ -71,6 +71,9 @@ type Options struct {
 	// CloseDelay is how long Close takes in a conversation that ran a
 	// [stuck-close] turn; default 0.
 	CloseDelay time.Duration
+	// OnClose, when set, is called with the conversation's id as its Close
+	// begins, so a test can wait for a chat to start unloading.
+	OnClose func(conversationID string)
 	// LateDelay is how long a [late] turn's unread steering waits after the
 	// turn's end before it goes back when no next turn is sent; default 1s.
 	LateDelay time.Duration

@@ -2,6 +2,8 @@ package shell
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -93,15 +95,24 @@ func TestCommands(t *testing.T) {
 // group; its call fails with the signal's status, and a second command may
 // not start while one runs.
 func TestStopInterruptsTheGroup(t *testing.T) {
-	c, _ := newConv(t, t.TempDir())
+	dir := t.TempDir()
+	c, _ := newConv(t, dir)
 	defer c.Close()
-	if err := c.Send(context.Background(), agent.Turn{ID: "t1", Text: "echo started; sleep 30"}); err != nil {
+	if err := c.Send(context.Background(), agent.Turn{ID: "t1", Text: "echo started > up; sleep 30"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Send(context.Background(), agent.Turn{ID: "t2", Text: "true"}); err == nil {
 		t.Error("a second command started while one ran")
 	}
-	time.Sleep(200 * time.Millisecond) // the shell is up and sleeping
+	// The shell is up and sleeping once it wrote up.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if b, _ := os.ReadFile(filepath.Join(dir, "up")); len(b) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the command never started")
+		}
+	}
 	started := time.Now()
 	if err := c.Stop(context.Background()); err != nil {
 		t.Fatal(err)

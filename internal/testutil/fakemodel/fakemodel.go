@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ahpd/ahpd/internal/testutil"
 )
 
 // startTimeout bounds the wait for the server's LISTENING line.
@@ -109,56 +111,84 @@ func (r Request) IsMessages() bool {
 	return r.Method == "POST" && strings.HasSuffix(strings.TrimSuffix(r.Path, "/"), "/v1/messages")
 }
 
+// builds are the testdata commands built for this test binary, by name,
+// in buildDir.
 var (
-	buildOnce sync.Once
-	buildDir  string
-	buildBin  string
-	buildErr  error
+	// buildMu guards buildDir and builds.
+	buildMu  sync.Mutex
+	buildDir string
+	builds   = map[string]*build{}
 )
 
-// Main runs the package's tests and then removes the server binary built
-// for them. Use it from TestMain: func TestMain(m *testing.M) { fakemodel.Main(m) }.
+type build struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+// Main runs the package's tests and then removes the commands built for
+// them (the fake model server, Build's). Use it from TestMain:
+// func TestMain(m *testing.M) { fakemodel.Main(m) }.
 func Main(m *testing.M) {
 	code := m.Run()
-	if buildDir != "" {
-		_ = os.RemoveAll(buildDir)
+	buildMu.Lock()
+	dir := buildDir
+	buildMu.Unlock()
+	if dir != "" {
+		_ = os.RemoveAll(dir)
 	}
 	os.Exit(code)
+}
+
+// Build builds the command in testdata/<name> (fakemodel, acpagent) once
+// per test binary and returns its path; Main removes it.
+func Build(t testing.TB, name string) string {
+	t.Helper()
+	buildMu.Lock()
+	b := builds[name]
+	if b == nil {
+		b = &build{}
+		builds[name] = b
+	}
+	buildMu.Unlock()
+	b.once.Do(func() { b.bin, b.err = buildCommand(name) })
+	if b.err != nil {
+		t.Fatalf("fakemodel: %v", b.err)
+	}
+	return b.bin
+}
+
+func buildCommand(name string) (string, error) {
+	root, err := ModuleRoot()
+	if err != nil {
+		return "", err
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		return "", fmt.Errorf("build testdata/%s: no go on PATH: %w", name, err)
+	}
+	buildMu.Lock()
+	if buildDir == "" {
+		buildDir, err = os.MkdirTemp("", "ahpd-testdata-")
+	}
+	dir := buildDir
+	buildMu.Unlock()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, name)
+	cmd := exec.Command(goTool, "build", "-o", bin, "./testdata/"+name)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./testdata/%s: %w\n%s", name, err, out)
+	}
+	return bin, nil
 }
 
 // binary builds testdata/fakemodel once per test binary.
 func binary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		root, err := ModuleRoot()
-		if err != nil {
-			buildErr = err
-			return
-		}
-		goTool, err := exec.LookPath("go")
-		if err != nil {
-			buildErr = fmt.Errorf("build the fake model: no go on PATH: %w", err)
-			return
-		}
-		dir, err := os.MkdirTemp("", "ahpd-fakemodel-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		buildDir = dir
-		bin := filepath.Join(dir, "fakemodel")
-		cmd := exec.Command(goTool, "build", "-o", bin, "./testdata/fakemodel")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./testdata/fakemodel: %w\n%s", err, out)
-			return
-		}
-		buildBin = bin
-	})
-	if buildErr != nil {
-		t.Fatalf("fakemodel: %v", buildErr)
-	}
-	return buildBin
+	return Build(t, "fakemodel")
 }
 
 // Start builds (once) and starts a fake model server on 127.0.0.1:0 with a
@@ -274,10 +304,13 @@ func FindAgent(name string) (string, bool) {
 	return "", false
 }
 
-// Agent returns the path of an installed agent CLI, or skips the test with
-// the install hint.
+// Agent returns the path of an installed agent CLI for a test that drives
+// it. Such a test runs only in `make check` (testutil.RequireCheck): outside
+// it, it skips saying so; in it, a CLI that is not installed skips the test
+// with the install hint.
 func Agent(t testing.TB, name string) string {
 	t.Helper()
+	testutil.RequireCheck(t, "drives the "+name+" CLI")
 	p, ok := FindAgent(name)
 	if !ok {
 		t.Skipf("%s CLI not installed; run `make agents`", name)

@@ -8,7 +8,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -247,6 +249,51 @@ func TestAnthropicSlow(t *testing.T) {
 	}
 	// Hanging up ends the stream; the server must not wedge on it.
 	cancel()
+}
+
+// [wait:PATH] streams its first delta, then holds the rest until PATH
+// exists, in either API.
+func TestWaitGate(t *testing.T) {
+	s := Start(t)
+	for _, path := range []string{"/v1/messages", "/v1/chat/completions"} {
+		t.Run(path, func(t *testing.T) {
+			gate := filepath.Join(t.TempDir(), "gate")
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			resp := post(t, ctx, s, path, map[string]any{"model": "m", "stream": true, "messages": []any{userMsg("talk [wait:" + gate + "]")}})
+			lines := make(chan string)
+			go func() {
+				defer close(lines)
+				sc := bufio.NewScanner(resp.Body)
+				for sc.Scan() {
+					if l := sc.Text(); strings.Contains(l, "slow ") || strings.Contains(l, "[DONE]") || strings.Contains(l, "message_stop") {
+						lines <- l
+					}
+				}
+			}()
+			if l := <-lines; !strings.Contains(l, "slow ") {
+				t.Fatalf("first line %q, want the first delta", l)
+			}
+			// Deliberately a stretch of time with the gate shut: nothing more comes.
+			select {
+			case l := <-lines:
+				t.Fatalf("%q before the gate opened", l)
+			case <-time.After(300 * time.Millisecond):
+			}
+			if err := os.WriteFile(gate, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			n := 1
+			for l := range lines {
+				if strings.Contains(l, "slow ") {
+					n++
+				}
+			}
+			if n != 40 {
+				t.Fatalf("%d deltas, want 40", n)
+			}
+		})
+	}
 }
 
 func TestAnthropicError(t *testing.T) {
