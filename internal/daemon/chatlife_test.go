@@ -65,16 +65,20 @@ func TestTitles(t *testing.T) {
 	if st := sessionState(t, a, sess); st.Chats[0].Title != "Fix the flaky test" {
 		t.Fatalf("a later message renamed the chat: %q", st.Chats[0].Title)
 	}
-	a.AwaitEcho(a.Dispatch(sess, map[string]any{"type": "session/titleChanged", "title": "Renamed"}))
+	// C-COMP-25: a client renames the chat on its channel; a rename on the
+	// session's channel renames the session alone (the chat takes the
+	// session's title only when a peer chat arrives, VS Code's rule).
+	a.AwaitEcho(a.Dispatch(def, map[string]any{"type": "session/titleChanged", "title": "Renamed chat"}))
 	a.AwaitEnvelope("default chat renamed", func(env ahptest.Envelope) bool {
 		var ch ahp.PartialChatSummary
 		_ = env.Field("changes", &ch)
-		return env.Type() == "session/chatUpdated" && ch.Title != nil && *ch.Title == "Renamed"
+		return env.Type() == "session/chatUpdated" && ch.Title != nil && *ch.Title == "Renamed chat"
 	})
+	a.AwaitEcho(a.Dispatch(sess, map[string]any{"type": "session/titleChanged", "title": "Renamed session"}))
 	e.restart()
 	b := e.client("b")
-	if st := sessionState(t, b, sess); st.Title != "Renamed" || st.Chats[0].Title != "Renamed" {
-		t.Fatalf("after restart: %q / %q", st.Title, st.Chats[0].Title)
+	if st := sessionState(t, b, sess); st.Title != "Renamed session" || st.Chats[0].Title != "Renamed chat" {
+		t.Fatalf("after restart: session %q, chat %q", st.Title, st.Chats[0].Title)
 	}
 }
 
