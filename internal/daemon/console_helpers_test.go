@@ -165,7 +165,21 @@ func (p *page) str(expr string) string { return evalAs[string](p, expr) }
 
 func (p *page) click(sel string) {
 	p.t.Helper()
-	p.do("click "+sel, chromedp.Click(chromedp.CSS(sel)))
+	// The page redraws as actions arrive (a session's status is one more
+	// since the session follows its chats): a node found and replaced
+	// before the mouse reaches it is looked up again, as a person's second
+	// try would be. Anything else fails at once.
+	for try := 1; ; try++ {
+		ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+		err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel)))
+		cancel()
+		if err == nil {
+			return
+		}
+		if try == 5 || !strings.Contains(err.Error(), "Could not find node") {
+			p.t.Fatalf("%s: click %s: %v", p.name, sel, err)
+		}
+	}
 }
 
 // typeText focuses the message box and types text as keystrokes.
