@@ -334,6 +334,7 @@ func TestSendHelloThenHealthMetricsAnd426(t *testing.T) {
 		`ahpd_sessions 1`,
 		`ahpd_open_chats 1`,
 		`ahpd_slow_consumer_cuts_total 0`,
+		`ahpd_otlp_log_subscriptions 0`,
 		`ahpd_agent_processes{provider="script"} 0`,
 		`ahpd_connections `,
 	} {

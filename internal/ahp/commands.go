@@ -87,6 +87,18 @@ type InitializeResult struct {
 	DefaultDirectory            URI             `json:"defaultDirectory,omitempty"`
 	CompletionTriggerCharacters []string        `json:"completionTriggerCharacters,omitempty"`
 	TerminalCommandPrefix       string          `json:"terminalCommandPrefix,omitempty"`
+	// Telemetry names the OTLP channels the host serves (internal/otlp):
+	// absent when it serves none.
+	Telemetry *TelemetryCapabilities `json:"telemetry,omitempty"`
+}
+
+// TelemetryCapabilities is InitializeResult.telemetry: each OTLP signal's
+// channel template, with {level} for the client to fill in
+// ("ahp-otlp://logs/{level}"). A signal the host does not serve is absent.
+type TelemetryCapabilities struct {
+	Logs    string `json:"logs,omitempty"`
+	Traces  string `json:"traces,omitempty"`
+	Metrics string `json:"metrics,omitempty"`
 }
 
 // MarshalJSON writes the required snapshots array as [] when empty.

@@ -49,6 +49,13 @@ const (
 // URL from the host, which is why it is a grant of its own.
 const HostDiagnose = "host:diagnose"
 
+// HostLogs lets a connection subscribe to the host's OTLP log channel
+// (ahp-otlp://logs/{level}): the daemon's own log records, down to the
+// debug and trace records it does not write out, secrets named as such
+// redacted. Logs say what every connection and session did, so reading
+// them is a grant of its own, as diagnostics are.
+const HostLogs = "host:logs"
+
 // groups maps a group grant to the grants it covers. A session's group
 // covers the chat operations the same way (C-GRANT-05): "session:write"
 // holds every chat write, "session:read" chat reading.

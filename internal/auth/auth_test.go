@@ -21,6 +21,10 @@ func TestPrincipalCan(t *testing.T) {
 		{"session read does not cover writes", Principal{Grants: []string{"session:read"}}, ChatCancel, false},
 		{"session wildcard covers chat", Principal{Grants: []string{"session:*"}}, ChatMark, true},
 		{"no grants", Principal{}, ChatTurns, false},
+		{"root reads the host's logs", Root("h"), HostLogs, true},
+		{"host wildcard reads the host's logs", Principal{Grants: []string{"host:*"}}, HostLogs, true},
+		{"diagnostics do not read the logs", Principal{Grants: []string{HostDiagnose}}, HostLogs, false},
+		{"no session group reads the logs", Principal{Grants: []string{"session:read", "session:write"}}, HostLogs, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -35,5 +39,19 @@ func TestRootSender(t *testing.T) {
 	// C-TURN-06: a turn the deployment's own token started names root:<host>.
 	if got := Root("box").Sender; got != "root:box" {
 		t.Fatalf("Root sender = %q", got)
+	}
+}
+
+func TestHostLogsKnown(t *testing.T) {
+	// A config may grant host:logs; no group holds it.
+	if !Known(HostLogs) {
+		t.Fatalf("Known(%q) = false", HostLogs)
+	}
+	for g, members := range groups {
+		for _, m := range members {
+			if m == HostLogs {
+				t.Fatalf("group %s holds %s", g, HostLogs)
+			}
+		}
 	}
 }

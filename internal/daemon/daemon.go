@@ -26,6 +26,7 @@ import (
 	"github.com/ahpd/ahpd/internal/bus"
 	"github.com/ahpd/ahpd/internal/env"
 	"github.com/ahpd/ahpd/internal/host"
+	"github.com/ahpd/ahpd/internal/otlp"
 	"github.com/ahpd/ahpd/internal/rpc"
 	"github.com/ahpd/ahpd/internal/store"
 )
@@ -37,6 +38,7 @@ var Version = "0.1.0-dev"
 type Daemon struct {
 	cfg      Config
 	log      *slog.Logger
+	logs     *otlp.Hub // the OTLP log hub log tees into; Close closes it
 	store    *store.Store
 	host     *host.Host
 	rpc      *rpc.Server
@@ -111,6 +113,12 @@ func Start(ctx context.Context, cfg Config, o Options) (*Daemon, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	// The OTLP log channel: every record the daemon logs also goes to the
+	// clients subscribed to ahp-otlp://logs/{level} at its level (the
+	// host serves the channel). A hub with no subscriber holds no
+	// goroutine, so the failures below need not close it.
+	logs := otlp.NewHub(otlp.Options{ServiceVersion: Version})
+	log = slog.New(otlp.NewHandler(log.Handler(), logs))
 	reg := o.Agents
 	if reg == nil {
 		var err error
@@ -185,6 +193,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*Daemon, error) {
 		Principals:      principals,
 		RootToken:       cfg.ConnectionToken,
 		ServerVersion:   Version,
+		Logs:            logs,
 	})
 	if err != nil {
 		st.Close()
@@ -212,7 +221,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*Daemon, error) {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
 	d := &Daemon{
-		cfg: cfg, log: log, store: st, host: h, rpc: srv, listener: ln,
+		cfg: cfg, log: log, logs: logs, store: st, host: h, rpc: srv, listener: ln,
 		served: make(chan error, 1),
 		lock:   lock,
 		env:    e, agents: reg, providers: reg.Providers(), started: started,
@@ -285,6 +294,9 @@ func (d *Daemon) Close(ctx context.Context) error {
 	if err := d.host.Close(ctx); err != nil {
 		errs = append(errs, err)
 	}
+	// The connections are gone, and their log subscriptions with them;
+	// this ends any a lane installed late and refuses new ones.
+	d.logs.Close()
 	if err := d.store.Close(); err != nil {
 		errs = append(errs, err)
 	}
@@ -307,10 +319,15 @@ func newToken() string {
 type Stats struct {
 	RPC   rpc.Stats
 	Store store.Stats
+	// Logs is the OTLP log channel's: its subscriptions open now, the
+	// records exported and those a full subscriber lost.
+	Logs otlp.Stats
 }
 
 // Stats returns the daemon's counters.
-func (d *Daemon) Stats() Stats { return Stats{RPC: d.rpc.Stats(), Store: d.store.Stats()} }
+func (d *Daemon) Stats() Stats {
+	return Stats{RPC: d.rpc.Stats(), Store: d.store.Stats(), Logs: d.logs.Stats()}
+}
 
 func extraTokens(cfg Config) []string {
 	out := make([]string, 0, len(cfg.Tokens))

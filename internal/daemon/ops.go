@@ -211,6 +211,8 @@ func (d *Daemon) newMetrics() http.Handler {
 		}),
 		gauge("ahpd_replay_log_envelopes", "Envelopes the reconnect replay log holds.", func() float64 { n, _ := d.env.Bus.LogSize(); return float64(n) }),
 		gauge("ahpd_replay_log_bytes", "Bytes of the envelopes the replay log holds.", func() float64 { _, b := d.env.Bus.LogSize(); return float64(b) }),
+		gauge("ahpd_otlp_log_subscriptions", "OTLP log channel subscriptions open now (ahp-otlp://logs/{level}).", func() float64 { return float64(d.logs.Stats().Subscribers) }),
+		counter("ahpd_otlp_log_records_dropped_total", "Log records an OTLP log subscriber lost to its full buffer.", func() float64 { return float64(d.logs.Stats().Dropped) }),
 		gauge("ahpd_store_pending_ops", "Store writes queued and not yet done.", func() float64 { return float64(d.store.Stats().Pending) }),
 		&agentProcs{d: d, desc: prometheus.NewDesc("ahpd_agent_processes", "Agent processes running as the daemon's children, by provider.", []string{"provider"}, nil)},
 		collectors.NewGoCollector(),

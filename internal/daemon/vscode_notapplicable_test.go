@@ -20,27 +20,6 @@ import (
 func TestVSCodeNotApplicable(t *testing.T) {
 	v := newVSCodeEnv(t)
 
-	// protocolLifecycleSuite. ahpd exports no OTLP telemetry (AHP.md: the
-	// ahp-otlp: channels are "not needed for chats"), so it advertises no
-	// telemetry template and has no such channel.
-	t.Run("initialize advertises the OTLP logs channel template", func(t *testing.T) {
-		c := v.fresh()
-		defer c.Close()
-		if tel, ok := initializeResult(t, c, "otlp-handshake")["telemetry"]; ok {
-			t.Fatalf("initialize advertises telemetry %s, but ahpd serves no OTLP channel", tel)
-		}
-	})
-	t.Run("subscribe on the OTLP logs channel returns a stateless empty result", func(t *testing.T) {
-		c := v.fresh()
-		defer c.Close()
-		c.Initialize("otlp-subscribe")
-		_, err := c.Call("subscribe", map[string]any{"channel": "ahp-otlp://logs/trace"})
-		if err == nil {
-			t.Fatal("a subscription to an OTLP channel was taken, but ahpd serves none")
-		}
-		c.MustCall("ping", map[string]any{"channel": ahp.RootURI}) // the connection stays up
-	})
-
 	// automationSuite. Automations are not part of the AHP 1.0.0 surface
 	// ahpd implements (AHP-1.0.md names automation/* only as 0.8.0 history).
 	t.Run("automation definitions support CRUD and subscriptions", func(t *testing.T) {

@@ -232,7 +232,7 @@ var lifecycleCases = []string{
 }
 
 // TestVSCodeProtocolLifecycle ports protocolLifecycleSuite. Its two OTLP
-// cases are in TestVSCodeNotApplicable.
+// cases are in TestVSCodeProtocolLifecycleOTLP (vscode_otlp_test.go).
 func TestVSCodeProtocolLifecycle(t *testing.T) {
 	v := newVSCodeEnv(t)
 	seen := map[string]bool{}
@@ -366,18 +366,7 @@ var contractCases = []string{
 }
 
 // TestVSCodeProtocolContracts ports protocolContractsSuite. Its twelve OTLP
-// log cases belong to the OTLP issue and are not ported here:
-// "subscribed client receives OTLP log exports from the real server",
-// "initialize advertises the OTLP log channel template", "initialize
-// ignores an unknown OTLP log level", "subscribe acknowledges an unknown
-// OTLP log level without installing it", "OTLP log subscriptions route
-// exports on their canonical channel", "OTLP log delivery resumes after
-// unsubscribe and resubscribe", "unsubscribing from OTLP logs stops
-// delivery", "info-level OTLP subscriptions receive server activity",
-// "fatal-level OTLP subscriptions filter ordinary server activity", "OTLP
-// logs fan out to every subscribed client", "initialize installs an OTLP log
-// subscription without a snapshot", "reconnect restores an OTLP log
-// subscription".
+// log cases are in TestVSCodeProtocolContractsOTLP (vscode_otlp_test.go).
 func TestVSCodeProtocolContracts(t *testing.T) {
 	t.Setenv("SHELL", "/bin/sh") // the terminal case types shell, not node
 	v := newVSCodeEnv(t)

@@ -10,6 +10,7 @@ import (
 	"github.com/ahpd/ahpd/internal/bus"
 	"github.com/ahpd/ahpd/internal/chat"
 	"github.com/ahpd/ahpd/internal/lockorder"
+	"github.com/ahpd/ahpd/internal/otlp"
 	"github.com/ahpd/ahpd/internal/rpc"
 )
 
@@ -32,6 +33,14 @@ type client struct {
 	// awaiting are the snapshots this connection's pending replies will
 	// carry, by channel (awaitSnapshot); guarded by mu.
 	awaiting map[string][]*snapshotHold
+
+	// logs are the connection's OTLP log subscriptions, one per canonical
+	// channel (logs.go), and logsGone says the connection is gone, so
+	// none is taken any more; both guarded by mu. A subscription is
+	// never closed under mu: Close waits for its sink, which queues on
+	// the outbox.
+	logs     map[string]*otlp.Subscription
+	logsGone bool
 }
 
 func newClient(conn *rpc.Conn, p auth.Principal) *client {
@@ -134,4 +143,53 @@ func (c *client) negotiated() string {
 func (c *client) chatClient() chat.Client {
 	return chat.Client{Sub: c, ID: c.ClientID(), Sender: c.principal.Sender, Can: c.principal.Can,
 		Root: strings.HasPrefix(c.principal.Sender, "root:")}
+}
+
+// hasLogs reports whether the connection holds an OTLP log subscription
+// on channel (canonical).
+func (c *client) hasLogs(channel string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.logs[channel]
+	return ok
+}
+
+// addLogs keeps sub as the connection's subscription on its channel. It is
+// not kept (false) when the connection already holds one there or is gone;
+// the caller closes it then.
+func (c *client) addLogs(sub *otlp.Subscription) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.logs[sub.Channel()]; ok || c.logsGone {
+		return false
+	}
+	if c.logs == nil {
+		c.logs = make(map[string]*otlp.Subscription)
+	}
+	c.logs[sub.Channel()] = sub
+	return true
+}
+
+// takeLogs removes and returns the subscription on channel, if any; the
+// caller closes it.
+func (c *client) takeLogs(channel string) *otlp.Subscription {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sub := c.logs[channel]
+	delete(c.logs, channel)
+	return sub
+}
+
+// logsLeft marks the connection gone and returns every subscription it
+// held; the caller closes them.
+func (c *client) logsLeft() []*otlp.Subscription {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.logsGone = true
+	subs := make([]*otlp.Subscription, 0, len(c.logs))
+	for _, s := range c.logs {
+		subs = append(subs, s)
+	}
+	c.logs = nil
+	return subs
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/ahpd/ahpd/internal/env"
 	"github.com/ahpd/ahpd/internal/hosttools"
 	"github.com/ahpd/ahpd/internal/lockorder"
+	"github.com/ahpd/ahpd/internal/otlp"
 	"github.com/ahpd/ahpd/internal/session"
 )
 
@@ -52,6 +53,10 @@ type Options struct {
 	// HostName names the deployment in root:<host> senders.
 	HostName      string
 	ServerVersion string
+	// Logs is the daemon's OTLP log hub (its logger tees into it): the
+	// ahp-otlp://logs/{level} channel is served from it and initialize
+	// advertises it. Nil serves no OTLP channel. The daemon closes it.
+	Logs *otlp.Hub
 }
 
 // Host is the protocol host. It answers the connections itself (the
@@ -92,6 +97,7 @@ type Host struct {
 	bots       *botDesk       // bot commands and the bot backend's host (bots.go)
 	diag       *diagnostics   // the window's network diagnostics (diagnostics.go)
 	tools      *toolDesk      // the host's tools for agents (hosttools.go)
+	logs       *logDesk       // the OTLP log channel (logs.go)
 
 	closing chan struct{}
 }
@@ -114,6 +120,7 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		lanes:   newLanes(log),
 		cat:     newCatalogue(),
 		closing: make(chan struct{}),
+		logs:    &logDesk{hub: opts.Logs, log: log},
 	}
 	paths := servedPaths(opts.Paths)
 	actors := newActors()

@@ -11,6 +11,7 @@ import (
 	"github.com/ahpd/ahpd/internal/canvas"
 	"github.com/ahpd/ahpd/internal/changeset"
 	"github.com/ahpd/ahpd/internal/chat"
+	"github.com/ahpd/ahpd/internal/otlp"
 	"github.com/ahpd/ahpd/internal/rpc"
 )
 
@@ -26,6 +27,7 @@ func (h *Host) Disconnected(c *rpc.Conn, reason rpc.CloseReason) {
 	if cl := h.conns.disconnected(c); cl != nil {
 		h.bus.DropSubscriber(cl)
 		h.res.watchesLeft(cl) // a watch dies with its connection
+		h.logs.left(cl)       // and its OTLP log subscriptions
 	}
 }
 
@@ -160,6 +162,16 @@ func (h *Host) subscribeRequest(ctx context.Context, cl *client, params json.Raw
 		reply(nil, err)
 		return
 	}
+	if otlp.IsChannel(p.Channel) {
+		// Stateless: {} and no snapshot, whether a level was installed
+		// or the URI named none (logs.go).
+		if err := h.logs.subscribe(cl, p.Channel); err != nil {
+			reply(nil, err)
+			return
+		}
+		reply(ahp.SubscribeResult{}, nil)
+		return
+	}
 	done := cl.awaitSnapshot(p.Channel)
 	defer done()
 	snap, err := h.subscribe(ctx, cl, p.Channel, p.View)
@@ -224,6 +236,10 @@ func (h *Host) Notification(c *rpc.Conn, method string, params json.RawMessage) 
 			return
 		}
 		unsubscribe := func() {
+			if otlp.IsChannel(p.Channel) {
+				h.logs.unsubscribe(cl, p.Channel)
+				return
+			}
 			h.bus.Unsubscribe(cl, p.Channel)
 			if isResourceWatch(p.Channel) {
 				h.res.watchesLeft(nil) // its last subscriber may have gone
@@ -284,11 +300,21 @@ func (h *Host) initialize(ctx context.Context, cl *client, params json.RawMessag
 			ServerInfo:                  &ahp.Implementation{Name: "ahpd", Version: h.opts.ServerVersion},
 			CompletionTriggerCharacters: []string{"@", "#", "/"}, // the order VS Code's host says them
 			TerminalCommandPrefix:       "!",
+			Telemetry:                   h.logs.capabilities(),
 		}
 		if len(h.opts.Paths) > 0 {
 			res.DefaultDirectory = ahp.FileURI(h.opts.Paths[0])
 		}
 		for _, ch := range p.InitialSubscriptions {
+			if otlp.IsChannel(ch) {
+				// Installed without a snapshot; a URI naming no level
+				// is ignored (logs.go).
+				if err := h.logs.subscribe(cl, ch); err != nil {
+					reply(nil, fmt.Errorf("initialSubscriptions %s: %w", ch, err))
+					return
+				}
+				continue
+			}
 			snap, err := h.subscribe(ctx, cl, ch, nil)
 			if err != nil {
 				reply(nil, fmt.Errorf("initialSubscriptions %s: %w", ch, err))
@@ -401,6 +427,14 @@ func (h *Host) reconnect(ctx context.Context, cl *client, params json.RawMessage
 func (h *Host) replay(ctx context.Context, cl *client, p ahp.ReconnectParams) (any, error) {
 	var live, missing []string
 	for _, ch := range p.Subscriptions {
+		if otlp.IsChannel(ch) {
+			// An OTLP log subscription is installed again from the live
+			// edge: nothing of it is replayed (logs.go).
+			if !h.logs.restore(cl, ch) {
+				missing = append(missing, ch)
+			}
+			continue
+		}
 		// A replay restores subscriptions without subscribe's checks, so
 		// each passes the same grant here; one the client may not read is
 		// answered missing, never replayed.

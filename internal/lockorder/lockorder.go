@@ -61,10 +61,12 @@ const (
 	// Bus guards serverSeq, the replay log and the subscriptions; the
 	// subscribers' Deliver and Subscribed run under it.
 	Bus
-	// HostClient guards one connection's identity and the snapshots its
-	// replies await (host/client.go); taken under Bus by Subscribed, Knows
-	// and ClientID, and by a root notification's choice of form; Subscribed
-	// holds the connection's notifications (the outbox's lock) under it.
+	// HostClient guards one connection's identity, the snapshots its
+	// replies await and its OTLP log subscriptions (host/client.go); taken
+	// under Bus by Subscribed, Knows and ClientID, and by a root
+	// notification's choice of form; Subscribed holds the connection's
+	// notifications (the outbox's lock) under it. A log subscription is
+	// never closed under it.
 	HostClient
 	// Outbox guards one connection's queue of frames; every notification
 	// and reply is queued under it, the innermost lock.

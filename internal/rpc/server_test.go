@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -717,4 +719,48 @@ func TestConnIDsAreUniqueAcrossServers(t *testing.T) {
 			seen[id] = true
 		}
 	}
+}
+
+// capture is a slog.Handler keeping every record it is handed.
+type capture struct {
+	level slog.Level
+	mu    sync.Mutex
+	recs  []slog.Record
+}
+
+func (c *capture) Enabled(_ context.Context, l slog.Level) bool { return l >= c.level }
+func (c *capture) Handle(_ context.Context, r slog.Record) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.recs = append(c.recs, r.Clone())
+	return nil
+}
+func (c *capture) WithAttrs([]slog.Attr) slog.Handler { return c }
+func (c *capture) WithGroup(string) slog.Handler      { return c }
+
+// TestFailedRequestLoggedAtInfo: a request answered with an error is logged
+// at info, with its method and code, before the reply is sent; so a daemon
+// logging at info, and a client reading its logs at info (the OTLP log
+// channel), see what was refused.
+func TestFailedRequestLoggedAtInfo(t *testing.T) {
+	logs := &capture{level: slog.LevelInfo}
+	_, url := startServer(t, newTestHandler(), func(o *Options) { o.Logger = slog.New(logs) })
+	cl := dial(t, url, nil)
+	if m := cl.call(1, "fail", nil); m.Error == nil {
+		t.Fatalf("fail answered %s", m.raw)
+	}
+	logs.mu.Lock()
+	defer logs.mu.Unlock()
+	for _, r := range logs.recs {
+		if r.Message != "request failed" {
+			continue
+		}
+		attrs := map[string]string{}
+		r.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.String(); return true })
+		if r.Level != slog.LevelInfo || attrs["method"] != "fail" || attrs["code"] != fmt.Sprint(ahp.CodeUnsupportedProtocolVersion) {
+			t.Fatalf("request failed logged at %s with %v", r.Level, attrs)
+		}
+		return
+	}
+	t.Fatal("a failed request was not logged at info")
 }

@@ -194,6 +194,9 @@ func (c *Conn) response(req *jsonrpc2.Request, result any, err error) *jsonrpc2.
 		}
 	}
 	resp.Error = wire
-	c.log.Debug("request failed", "method", req.Method, "code", code, "err", err)
+	// At info: what a client was refused is what an operator looks for
+	// first, and a window's log view subscribes at info (the OTLP log
+	// channel, internal/otlp).
+	c.log.Info("request failed", "method", req.Method, "code", code, "err", err)
 	return resp
 }
