@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"encoding/json"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -67,19 +68,26 @@ func TestPingBehindSubscribeIsAnsweredFirst(t *testing.T) {
 	}
 }
 
-// TestStalledChatDelaysNoOtherRequest: a chat stalls (its agent takes 10 s
+// TestStalledChatDelaysNoOtherRequest: a chat stalls (its agent takes 8 s
 // to close as it unloads, so the chat cannot be reached until then). A
 // request to it waits on its lane; a request to another chat, sent right
 // behind it on the same connection, is answered meanwhile, and so is a
 // ping.
 func TestStalledChatDelaysNoOtherRequest(t *testing.T) {
-	const stall = 10 * time.Second
-	e := newScriptEnv(t, script.Options{CloseDelay: stall}, false, func(c *daemon.Config) { c.ChatIdleSeconds = 1 })
+	const stall = 8 * time.Second
+	const stuckConv = "57a11ed0-0000-4000-8000-000000000021"
+	closing := make(chan struct{})
+	var once sync.Once
+	e := newScriptEnv(t, script.Options{CloseDelay: stall, OnClose: func(id string) {
+		if id == stuckConv {
+			once.Do(func() { close(closing) })
+		}
+	}}, false, func(c *daemon.Config) { c.ChatIdleSeconds = 1 })
 
 	// The chat that will stall: its one watcher leaves, it idles and
 	// unloads, and its conversation's Close sleeps for the stall.
 	b := e.client("b")
-	_, stuck := e.createSession(b, "ahp-session:/57a11ed0-0000-4000-8000-000000000021")
+	_, stuck := e.createSession(b, "ahp-session:/"+stuckConv)
 	b.Subscribe(stuck)
 	sendTurn(t, b, stuck, "s1", "[stuck-close] remember me")
 	b.Close()
@@ -88,37 +96,28 @@ func TestStalledChatDelaysNoOtherRequest(t *testing.T) {
 	_, other := e.createSession(a, "ahp-session:/57a11ed0-0000-4000-8000-000000000022")
 	a.Subscribe(other)
 	sendTurn(t, a, other, "o1", "hello")
+	select {
+	case <-closing:
+	case <-time.After(ahptest.Timeout):
+		t.Fatal("the idle chat never began to unload")
+	}
+	stalledAt := time.Now()
 
-	// Until the stuck chat stalls, its fetchTurns is answered at once.
-	// Each round asks it, then the other chat, then pings; once the stuck
-	// chat is unloading, its answer is outstanding while the other two
-	// arrive.
-	deadline := time.Now().Add(stall / 2)
-	for round := 0; ; round++ {
-		if time.Now().After(deadline) {
-			t.Fatalf("in %d rounds the stuck chat never stalled a request, or a request behind it waited for it", round)
-		}
-		stuckID := a.Request("fetchTurns", map[string]any{"channel": stuck, "limit": 1})
-		otherID := a.Request("fetchTurns", map[string]any{"channel": other, "limit": 1})
-		pingID := a.Request("ping", map[string]any{"channel": "ahp-root://"})
-		t0 := time.Now()
-		if f := a.Await(otherID); f.Error != nil {
-			t.Fatalf("fetchTurns on the other chat: %v", f.Error)
-		}
-		a.Await(pingID)
-		took := time.Since(t0)
-		if got := replyOrder(a, stuckID); len(got) == 1 {
-			// The stuck chat answered before the others: not stalled yet.
-			time.Sleep(100 * time.Millisecond) // the unload comes with the actor's next idle tick
-			continue
-		}
-		if took > time.Second {
-			t.Errorf("the other chat's request took %s while the stuck chat stalled", took.Round(time.Millisecond))
-		}
-		// The stuck chat's request is answered once it is back, in full.
-		if f := a.Await(stuckID); f.Error != nil {
-			t.Fatalf("fetchTurns on the stalled chat, after the stall: %v", f.Error)
-		}
-		return
+	stuckID := a.Request("fetchTurns", map[string]any{"channel": stuck, "limit": 1})
+	otherID := a.Request("fetchTurns", map[string]any{"channel": other, "limit": 1})
+	pingID := a.Request("ping", map[string]any{"channel": "ahp-root://"})
+	if f := a.Await(otherID); f.Error != nil {
+		t.Fatalf("fetchTurns on the other chat: %v", f.Error)
+	}
+	a.Await(pingID)
+	if took := time.Since(stalledAt); took > time.Second {
+		t.Errorf("the other chat's request and the ping took %s while the stuck chat stalled", took.Round(time.Millisecond))
+	}
+	if got := replyOrder(a, stuckID); len(got) != 0 {
+		t.Fatalf("the stalled chat answered during its stall (%s after it began)", time.Since(stalledAt))
+	}
+	// The stuck chat's request is answered once it is back, in full.
+	if f := a.Await(stuckID); f.Error != nil {
+		t.Fatalf("fetchTurns on the stalled chat, after the stall: %v", f.Error)
 	}
 }
