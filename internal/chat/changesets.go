@@ -85,6 +85,12 @@ type changesets struct {
 	c *Chat
 	// open holds the captures of calls seen ready and not yet settled.
 	open map[captureKey]*changeCapture
+	// first is each file as the running turn first found it, keyed
+	// {turn, path}; a record's before is it, not a later call's own
+	// before: a file a call changes and a later call restores, both run
+	// before the first settles, would otherwise be listed changed from the
+	// later call's before. Dropped as the turn ends.
+	first map[captureKey]fileSide
 }
 
 // captureKey is one file of one call (an ACP call may name several).
@@ -103,6 +109,11 @@ func (cs *changesets) track(ev agent.Event) {
 		}
 	case agent.EventTurnEnd:
 		cs.settle(ev.TurnID)
+		for k := range cs.first {
+			if k.call == ev.TurnID {
+				delete(cs.first, k)
+			}
+		}
 	}
 }
 
@@ -155,6 +166,12 @@ func (cs *changesets) captureFile(turn string, tc *agent.ToolCall, p string) {
 			}
 		}
 	}
+	if cs.first == nil {
+		cs.first = make(map[captureKey]fileSide)
+	}
+	if fk := (captureKey{turn, path}); !hasKey(cs.first, fk) {
+		cs.first[fk] = before
+	}
 	cs.open[key] = &changeCapture{turn: turn, call: tc.ID, tool: tc.Name, path: path, before: before}
 }
 
@@ -199,14 +216,18 @@ func (cs *changesets) settleChange(cp *changeCapture) {
 	delete(cs.open, captureKey{cp.call, cp.path})
 	after := readSide(cp.path)
 	if cp.before.same(after) {
-		return
+		return // this call changed nothing
+	}
+	before := cp.before
+	if fb, ok := cs.first[captureKey{cp.turn, cp.path}]; ok {
+		before = fb // as the turn first found the file
 	}
 	f := store.ChangesetFile{
 		Chat: c.cfg.URI, Turn: cp.turn, Path: cp.path, ToolCall: cp.call, Tool: cp.tool,
-		BeforeExists: cp.before.exists, BeforeHash: cp.before.hash(),
+		BeforeExists: before.exists, BeforeHash: before.hash(),
 		AfterExists: after.exists, AfterHash: after.hash(),
 	}
-	f.Skipped = cmp.Or(cp.before.skipped, after.skipped)
+	f.Skipped = cmp.Or(before.skipped, after.skipped)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if f.Skipped == "" {
@@ -221,7 +242,7 @@ func (cs *changesets) settleChange(cp *changeCapture) {
 	}
 	var beforeData, afterData []byte
 	if f.BeforeHash != "" {
-		beforeData = cp.before.data
+		beforeData = before.data
 	}
 	if f.AfterHash != "" {
 		afterData = after.data
@@ -675,3 +696,5 @@ func (cs *changesets) restore(ctx context.Context, st *ahp.ChatState) error {
 	}
 	return nil
 }
+
+func hasKey[K comparable, V any](m map[K]V, k K) bool { _, ok := m[k]; return ok }
