@@ -3,13 +3,10 @@ package daemon_test
 import (
 	"encoding/json"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/ahpd/ahpd/internal/agent/script"
 	"github.com/ahpd/ahpd/internal/ahp"
-	"github.com/ahpd/ahpd/internal/daemon"
 	"github.com/ahpd/ahpd/internal/testutil/ahptest"
 )
 
@@ -75,23 +72,7 @@ func TestPingBehindSubscribeIsAnsweredFirst(t *testing.T) {
 // ping.
 func TestStalledChatDelaysNoOtherRequest(t *testing.T) {
 	const stall = 8 * time.Second
-	const stuckConv = "57a11ed0-0000-4000-8000-000000000021"
-	closing := make(chan struct{})
-	var once sync.Once
-	e := newScriptEnv(t, script.Options{CloseDelay: stall, OnClose: func(id string) {
-		if id == stuckConv {
-			once.Do(func() { close(closing) })
-		}
-	}}, false, func(c *daemon.Config) { c.ChatIdleSeconds = 1 })
-
-	// The chat that will stall: its one watcher leaves, it idles and
-	// unloads, and its conversation's Close sleeps for the stall.
-	b := e.client("b")
-	_, stuck := e.createSession(b, "ahp-session:/"+stuckConv)
-	b.Subscribe(stuck)
-	sendTurn(t, b, stuck, "s1", "[stuck-close] remember me")
-	b.Close()
-
+	e, stuck, closing := stallingChat(t, stall, "57a11ed0-0000-4000-8000-000000000021")
 	a := e.client("a")
 	_, other := e.createSession(a, "ahp-session:/57a11ed0-0000-4000-8000-000000000022")
 	a.Subscribe(other)

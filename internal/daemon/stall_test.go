@@ -16,23 +16,31 @@ import (
 // it goes on at once: its pings are answered and its turns in other
 // sessions complete at their usual latency; the stalled chat's turn runs
 // once the chat is loaded again (issue 9, "Routing one way").
-func TestStalledUnloadBlocksNoOne(t *testing.T) {
-	const stall = 6 * time.Second
-	const stuckConv = "57a11ed0-0000-4000-8000-000000000001"
-	closing := make(chan struct{})
+// stallingChat starts a daemon whose script agent takes stall to close a
+// conversation that ran a [stuck-close] turn, and makes such a chat in
+// session stuckConv: its one watcher leaves, so it idles (1 s) and
+// unloads. closing is closed as its Close begins: the chat cannot be
+// reached until stall has passed.
+func stallingChat(t *testing.T, stall time.Duration, stuckConv string) (e *testEnv, stuck string, closing <-chan struct{}) {
+	t.Helper()
+	c := make(chan struct{})
 	var once sync.Once
-	e := newScriptEnv(t, script.Options{CloseDelay: stall, OnClose: func(id string) {
+	e = newScriptEnv(t, script.Options{CloseDelay: stall, OnClose: func(id string) {
 		if id == stuckConv {
-			once.Do(func() { close(closing) })
+			once.Do(func() { close(c) })
 		}
 	}}, false, func(c *daemon.Config) { c.ChatIdleSeconds = 1 })
-
-	// The chat that will stall: its one watcher leaves, and it unloads.
 	b := e.client("b")
-	_, stuck := e.createSession(b, "ahp-session:/"+stuckConv)
+	_, stuck = e.createSession(b, "ahp-session:/"+stuckConv)
 	b.Subscribe(stuck)
 	sendTurn(t, b, stuck, "s1", "[stuck-close] remember me")
 	b.Close()
+	return e, stuck, c
+}
+
+func TestStalledUnloadBlocksNoOne(t *testing.T) {
+	const stall = 6 * time.Second
+	e, stuck, closing := stallingChat(t, stall, "57a11ed0-0000-4000-8000-000000000001")
 
 	a := e.client("a")
 	var others []string
