@@ -98,19 +98,21 @@ func TestStopInterruptsTheGroup(t *testing.T) {
 	dir := t.TempDir()
 	c, _ := newConv(t, dir)
 	defer c.Close()
-	if err := c.Send(context.Background(), agent.Turn{ID: "t1", Text: "echo started > up; sleep 30"}); err != nil {
+	if err := c.Send(context.Background(), agent.Turn{ID: "t1", Text: "echo $$ > up; sleep 30"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Send(context.Background(), agent.Turn{ID: "t2", Text: "true"}); err == nil {
 		t.Error("a second command started while one ran")
 	}
-	// The shell is up and sleeping once it wrote up.
+	// The shell is up and sleeping once its child runs sleep (a ^C between
+	// its fork and exec, or before, is the shell's to handle, and may not
+	// end it).
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if b, _ := os.ReadFile(filepath.Join(dir, "up")); len(b) > 0 {
+		if b, _ := os.ReadFile(filepath.Join(dir, "up")); len(b) > 0 && childRuns(strings.TrimSpace(string(b)), "sleep") {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the command never started")
+			t.Fatal("the command never started sleeping")
 		}
 	}
 	started := time.Now()
@@ -157,4 +159,25 @@ func TestCloseEndsEvents(t *testing.T) {
 	if err := c.Send(context.Background(), agent.Turn{ID: "t2", Text: "true"}); err == nil {
 		t.Error("Send after Close ran")
 	}
+}
+
+// childRuns reports whether a child of process ppid runs the command comm.
+func childRuns(ppid, comm string) bool {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range stats {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		open, end := strings.IndexByte(string(b), '('), strings.LastIndexByte(string(b), ')')
+		if open < 0 || end < open {
+			continue
+		}
+		f := strings.Fields(string(b[end+1:]))
+		if string(b[open+1:end]) == comm && len(f) > 1 && f[1] == ppid {
+			return true
+		}
+	}
+	return false
 }
