@@ -635,7 +635,10 @@ func TestStartStatusStop(t *testing.T) {
 // which installs it); the data dir, port, config and store are checked.
 func TestDoctorClaudeAbsentAndPresent(t *testing.T) {
 	data := t.TempDir()
-	absent := writeConfig(t, `{"agents":{"claude":{"binary":"/nonexistent/claude"}}}`)
+	// Every agent CLI absent: doctor asks a found one its --version, and
+	// outside make check no test runs a real agent CLI (where `make agents`
+	// installed them, that took seconds per run).
+	absent := writeConfig(t, `{"agents":{"claude":{"binary":"/nonexistent/claude"},"pi":{"binary":"/nonexistent/pi"}}}`)
 	out, _, code := ahpdRun(t, nil, "doctor", "--config", absent, "--data-dir", data, "--port", "0")
 	if code != 1 || !regexp.MustCompile(`(?m)^FAIL agent claude\s+not found`).MatchString(out) || !strings.Contains(out, "fix: install it, or set agents.claude") {
 		t.Fatalf("doctor, claude absent: exit %d\n%s", code, out)
@@ -680,7 +683,7 @@ func TestDoctorClaudeAbsentAndPresent(t *testing.T) {
 	}
 	defer ln.Close()
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	out, _, code = ahpdRun(t, nil, "doctor", "--data-dir", t.TempDir(), "--port", port)
+	out, _, code = ahpdRun(t, nil, "doctor", "--config", absent, "--data-dir", t.TempDir(), "--port", port)
 	if code != 1 || !strings.Contains(out, "FAIL port") || !strings.Contains(out, "fix: stop what listens there") {
 		t.Errorf("doctor with the port taken: exit %d\n%s", code, out)
 	}
@@ -690,7 +693,7 @@ func TestDoctorClaudeAbsentAndPresent(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(broken, "ahpd.db"), bytes.Repeat([]byte("not a database "), 400), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, _, code = ahpdRun(t, nil, "doctor", "--data-dir", broken, "--port", "0")
+	out, _, code = ahpdRun(t, nil, "doctor", "--config", absent, "--data-dir", broken, "--port", "0")
 	if code != 1 || !strings.Contains(out, "FAIL store") {
 		t.Errorf("doctor with a broken store: exit %d\n%s", code, out)
 	}
