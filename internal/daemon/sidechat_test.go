@@ -3,9 +3,6 @@ package daemon_test
 import (
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/ahpd/ahpd/internal/agent/script"
 )
 
 // TestSideChatFromTheRunningTurn (issue 31; AHP: SideChatSource.turnId is
@@ -14,12 +11,12 @@ import (
 // is told what was said and what the agent answered so far; a turn id the
 // chat holds neither way is refused.
 func TestSideChatFromTheRunningTurn(t *testing.T) {
-	e := newScriptEnv(t, script.Options{SlowDelay: 200 * time.Millisecond}, false) // the turn runs a while
+	e := newEnv(t)
 	a := e.client("a")
 	sess, def := e.createSession(a, "ahp-session:/51de0000-0000-4000-8000-000000000001")
 	a.Subscribe(def)
-	a.Dispatch(def, turnStarted("run", "[slow] tell me slowly"))
-	a.AwaitAction(def, "chat/delta")
+	a.Dispatch(def, turnStarted("run", "[hold] tell me slowly")) // runs until stopped
+	awaitPart(t, a, def, "run")
 
 	const side = "ahp-chat:/51de0000-0000-4000-8000-0000000000c1"
 	a.MustCall("createChat", map[string]any{"channel": sess, "chat": side,
@@ -38,5 +35,6 @@ func TestSideChatFromTheRunningTurn(t *testing.T) {
 	if !strings.HasPrefix(answer, "(context: ") {
 		t.Fatalf("the side chat's first prompt was not told of the running turn: %q", answer)
 	}
+	stopTurn(a, def, "run")
 	awaitEnd(t, a, def, "run")
 }
