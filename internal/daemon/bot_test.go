@@ -172,8 +172,12 @@ func TestBotSteeringReturned(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the steering message never went on its way")
 	}
-	// The work session's turn ends while the message is on its way.
+	// The work session's turn ends while the message is on its way. The
+	// bus hands an envelope to its subscribers one after another, this
+	// client maybe before the bot's watch: a draft's echo, published after
+	// the end (one publish at a time), says the watch has the end too.
 	c.AwaitEnvelope("the work turn's end", func(e ahptest.Envelope) bool { return e.Channel == work && isEnding(e.Type()) })
+	draftBarrier(t, c, chat, "meanwhile")
 	close(e.release)
 	if end := awaitEnd(t, c, chat, "t1"); end.Type() != "chat/turnComplete" {
 		t.Fatalf("bot turn ended %s", end.Raw)
