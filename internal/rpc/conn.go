@@ -253,7 +253,14 @@ func (c *Conn) Hold() (release func()) {
 
 // enqueue queues an encoded frame for the writer. Replies are never held.
 func (c *Conn) enqueue(frame []byte, isReply bool) error {
+	// The total counts the frame before the writer can see it: counted
+	// after the push, the writer's subtraction could come first and the
+	// total dip below zero.
+	total := c.srv.outboxTotal.Add(int64(len(frame)))
 	err := c.out.push(frame, isReply)
+	if err != nil {
+		c.srv.outboxTotal.Add(-int64(len(frame)))
+	}
 	var over *overBudgetError
 	if errors.As(err, &over) {
 		c.closeWith(CloseSlowConsumer, err, func() {
@@ -263,7 +270,7 @@ func (c *Conn) enqueue(frame []byte, isReply bool) error {
 		})
 		return ErrSlowConsumer
 	}
-	if err == nil && c.srv.outboxTotal.Add(int64(len(frame))) > c.srv.opts.TotalOutboxBytes {
+	if err == nil && total > c.srv.opts.TotalOutboxBytes {
 		c.srv.overTotalBudget()
 	}
 	return err
