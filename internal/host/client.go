@@ -20,15 +20,15 @@ type client struct {
 	conn      *rpc.Conn
 	principal auth.Principal
 
-	// mu (rank lockorder.HostClient) guards id, version and initialized:
-	// they are set by initialize or reconnect on the connection's read loop
+	// mu (rank lockorder.HostClient) guards id and version: they are set
+	// by initialize or reconnect on the connection's read loop (a
+	// connection has said who it is once id is set)
 	// and read by publishers, under the bus's lock (Knows, ClientID). It is
 	// taken under Bus, and takes the outbox's (rank Outbox) inside
 	// (Subscribed holds the connection's notifications).
-	mu          lockorder.Mutex
-	id          string
-	version     string
-	initialized bool
+	mu      lockorder.Mutex
+	id      string
+	version string
 
 	// awaiting are the snapshots this connection's pending replies will
 	// carry, by channel (awaitSnapshot); guarded by mu.
@@ -121,16 +121,19 @@ func (c *client) ClientID() string {
 	return c.id
 }
 
+// setIdentity says who the connection is; id is never empty (initialize
+// names the connection when the client does not).
 func (c *client) setIdentity(id, version string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.id, c.version, c.initialized = id, version, true
+	c.id, c.version = id, version
 }
 
+// ready reports whether the connection has said who it is.
 func (c *client) ready() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.initialized
+	return c.id != ""
 }
 
 func (c *client) negotiated() string {

@@ -92,10 +92,13 @@ func (h *Host) Request(ctx context.Context, c *rpc.Conn, method string, params j
 		return
 	}
 	lane := requestLane(cl, params)
-	if !h.lanes.push(lane, func() { h.answer(ctx, cl, method, params, reply) }) {
-		h.log.Warn("request lanes full; refusing", "channel", lane, "conn", c.ID(), "method", method)
-		reply(nil, ahp.Errorf(ahp.ErrInternal, "too many requests wait for %s; send it again later", lane))
-	}
+	h.onLane(cl, lane, method, reply, func(reply rpc.Reply) {
+		if method == ahp.MethodSubscribe {
+			h.subscribeRequest(ctx, cl, params, reply)
+			return
+		}
+		reply(h.request(ctx, cl, method, params))
+	})
 }
 
 // requestLane is the lane a request runs on: its params.channel's, or its
@@ -114,30 +117,44 @@ func requestLane(cl *client, params json.RawMessage) string {
 // connLane names a connection's own lane; no channel URI has its form.
 func connLane(cl *client) string { return "conn " + cl.conn.ID() }
 
-// answer runs a request on its lane and replies. A panic is answered as an
-// internal error and reported (bug.Recover, around every lane's work). A
-// connection that closed while its request ran loses what the request
-// subscribed it to (Disconnected already dropped the rest).
-func (h *Host) answer(ctx context.Context, cl *client, method string, params json.RawMessage, reply rpc.Reply) {
-	replied := false
-	once := func(res any, err error) {
-		replied = true
-		reply(res, err)
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			if !replied {
-				reply(nil, ahp.Errorf(ahp.ErrInternal, "handler for %s failed", method))
-			}
-			panic(p)
+// onLane runs a request on lane, which answers it through reply, or
+// refuses it when the lanes are full. A panic is answered as an internal
+// error and reported (bug.Recover, around every lane's work). A connection
+// that closed while its request ran loses what the request subscribed it
+// to (Disconnected already dropped the rest).
+func (h *Host) onLane(cl *client, lane, method string, reply rpc.Reply, run func(rpc.Reply)) {
+	ok := h.lanes.push(lane, func() {
+		replied := false
+		once := func(res any, err error) {
+			replied = true
+			reply(res, err)
 		}
-	}()
-	defer h.forgetIfGone(cl)
-	if method == ahp.MethodSubscribe {
-		h.subscribeRequest(ctx, cl, params, once)
-		return
+		defer func() {
+			if p := recover(); p != nil {
+				if !replied {
+					reply(nil, ahp.Errorf(ahp.ErrInternal, "handler for %s failed", method))
+				}
+				panic(p)
+			}
+		}()
+		defer h.forgetIfGone(cl)
+		run(once)
+	})
+	if !ok {
+		h.log.Warn("request lanes full; refusing", "channel", lane, "conn", cl.conn.ID(), "method", method)
+		reply(nil, ahp.Errorf(ahp.ErrInternal, "too many requests wait for %s; send it again later", lane))
 	}
-	once(h.request(ctx, cl, method, params))
+}
+
+// handshake runs initialize's or reconnect's answer on the connection's
+// lane with every notification held from now until its reply is queued,
+// so what follows its snapshots or replay comes after it.
+func (h *Host) handshake(cl *client, method string, reply rpc.Reply, answer func() (any, error)) {
+	release := cl.conn.Hold()
+	h.onLane(cl, connLane(cl), method, func(res any, err error) {
+		reply(res, err)
+		release()
+	}, func(reply rpc.Reply) { reply(answer()) })
 }
 
 // forgetIfGone drops cl's subscriptions when its connection has closed: a
@@ -290,10 +307,7 @@ func (h *Host) initialize(ctx context.Context, cl *client, params json.RawMessag
 	cl.setIdentity(id, version)
 	h.conns.remember(id, version)
 	seq := h.bus.Seq()
-	// What follows the handshake's snapshots waits behind its reply.
-	release := cl.conn.Hold()
-	handshake := func() {
-		defer release()
+	h.handshake(cl, ahp.MethodInitialize, reply, func() (any, error) {
 		res := ahp.InitializeResult{
 			ProtocolVersion:             version,
 			ServerSeq:                   seq,
@@ -310,35 +324,18 @@ func (h *Host) initialize(ctx context.Context, cl *client, params json.RawMessag
 				// Installed without a snapshot; a URI naming no level
 				// is ignored (logs.go).
 				if err := h.logs.subscribe(cl, ch); err != nil {
-					reply(nil, fmt.Errorf("initialSubscriptions %s: %w", ch, err))
-					return
+					return nil, fmt.Errorf("initialSubscriptions %s: %w", ch, err)
 				}
 				continue
 			}
 			snap, err := h.subscribe(ctx, cl, ch, nil)
 			if err != nil {
-				reply(nil, fmt.Errorf("initialSubscriptions %s: %w", ch, err))
-				return
+				return nil, fmt.Errorf("initialSubscriptions %s: %w", ch, err)
 			}
 			res.Snapshots = append(res.Snapshots, snap)
 		}
-		reply(res, nil)
-	}
-	h.onConnLane(cl, handshake, func() {
-		release()
-		reply(nil, ahp.Errorf(ahp.ErrInternal, "too many requests wait for %s; send it again later", connLane(cl)))
+		return res, nil
 	})
-}
-
-// onConnLane runs fn on cl's own lane, with answer's recovery and clean-up,
-// or refused when the lanes are full.
-func (h *Host) onConnLane(cl *client, fn, refused func()) {
-	if !h.lanes.push(connLane(cl), func() {
-		defer h.forgetIfGone(cl)
-		fn()
-	}) {
-		refused()
-	}
 }
 
 // subscribe routes a subscription to the owner of the channel.
@@ -413,14 +410,7 @@ func (h *Host) reconnect(ctx context.Context, cl *client, params json.RawMessage
 		version = v
 	}
 	cl.setIdentity(p.ClientID, version)
-	release := cl.conn.Hold()
-	h.onConnLane(cl, func() {
-		defer release()
-		reply(h.replay(ctx, cl, p))
-	}, func() {
-		release()
-		reply(nil, ahp.Errorf(ahp.ErrInternal, "too many requests wait for %s; send it again later", connLane(cl)))
-	})
+	h.handshake(cl, ahp.MethodReconnect, reply, func() (any, error) { return h.replay(ctx, cl, p) })
 }
 
 // replay is reconnect's answer.
@@ -497,11 +487,11 @@ func (h *Host) channelExists(ctx context.Context, ch string) bool {
 	}
 }
 
+func isAnnotations(channel string) bool { _, ok := ahp.AnnotationsSession(channel); return ok }
+
 // readGrant names the grant that reading a non-root channel needs:
 // chat:turns for a chat, session:state for a session. subscribe and
 // reconnect both ask it, so a restored subscription passes the same check.
-func isAnnotations(channel string) bool { _, ok := ahp.AnnotationsSession(channel); return ok }
-
 func readGrant(channel string) string {
 	if ahp.IsChatURI(channel) || canvas.Is(channel) || changeset.IsChannel(channel) {
 		return auth.ChatTurns // a canvas or a changeset is its chat's
