@@ -86,9 +86,3 @@ func present(obj map[string]json.RawMessage, path []string) bool {
 	}
 	return present(inner, path[1:])
 }
-
-// RequiredFields lists the required fields of a client action type, for
-// documentation and tests.
-func RequiredFields(actionType string) []string {
-	return append([]string(nil), clientRequired[actionType]...)
-}
