@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	commonpb "go.opentelemetry.io/proto/slim/otlp/common/v1"
+
+	"github.com/ahpd/ahpd/internal/agent/agentproc"
 )
 
 // Redacted replaces the value of an attribute whose name says it is a
@@ -30,16 +32,7 @@ var secretWords = []string{
 // on purpose: a count named "inputTokens" is redacted too, which loses a
 // number; the other way round would lose a token.
 func IsSecretKey(key string) bool {
-	var b strings.Builder
-	b.Grow(len(key))
-	for _, r := range key {
-		switch r {
-		case '-', '_', '.', ' ':
-			continue
-		}
-		b.WriteRune(unicodeLower(r))
-	}
-	k := b.String()
+	k := keySeparators.Replace(strings.ToLower(key))
 	for _, w := range secretWords {
 		if strings.Contains(k, w) {
 			return true
@@ -48,12 +41,8 @@ func IsSecretKey(key string) bool {
 	return false
 }
 
-func unicodeLower(r rune) rune {
-	if r >= 'A' && r <= 'Z' {
-		return r + ('a' - 'A')
-	}
-	return r
-}
+// keySeparators takes out what IsSecretKey ignores between a name's words.
+var keySeparators = strings.NewReplacer("-", "", "_", "", ".", "", " ", "")
 
 // scrubBearer replaces what follows "Bearer " (any case) in s, up to the
 // next space or quote, with Redacted: an Authorization header's value
@@ -103,12 +92,8 @@ func text(s string, max int) string {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
 	s = scrubBearer(s)
-	if max > 0 && len(s) > max {
-		cut := max
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
+	if max > 0 {
+		s = agentproc.Clip(s, max)
 	}
 	return s
 }
