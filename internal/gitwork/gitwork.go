@@ -35,6 +35,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/ahpd/ahpd/internal/agent/agentproc"
 )
 
 // ErrNoGit is the error of every call when no git binary is on PATH.
@@ -182,8 +184,8 @@ func run(ctx context.Context, dir string, o opts, args ...string) ([]byte, error
 	if o.stdin != nil {
 		cmd.Stdin = bytes.NewReader(o.stdin)
 	}
-	setGroup(cmd)
-	cmd.Cancel = func() error { killGroup(cmd); return nil }
+	agentproc.SetGroup(cmd) // a timeout kills the hooks and helpers git started too
+	cmd.Cancel = func() error { agentproc.SignalGroup(cmd, os.Kill); return nil }
 	cmd.WaitDelay = waitDelay
 	err = cmd.Run()
 	if stdout.over {
@@ -195,7 +197,8 @@ func run(ctx context.Context, dir string, o opts, args ...string) ([]byte, error
 		}
 		ge := &Error{Args: args, Stderr: stderr.String(), Err: err}
 		if ge.Stderr == "" {
-			ge.Stdout = string(stdout.Bytes()[:min(stdout.Len(), maxStderrBytes)])
+			out := stdout.Bytes()
+			ge.Stdout = agentproc.Clip(string(out[:min(len(out), maxStderrBytes+1)]), maxStderrBytes)
 		}
 		return nil, ge
 	}
@@ -230,7 +233,6 @@ func (c *capped) Write(p []byte) (int, error) {
 
 func (c *capped) Bytes() []byte  { return c.buf.Bytes() }
 func (c *capped) String() string { return c.buf.String() }
-func (c *capped) Len() int       { return c.buf.Len() }
 
 // line is git's output as one trimmed line.
 func line(out []byte) string { return strings.TrimSpace(string(out)) }
