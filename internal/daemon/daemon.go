@@ -319,8 +319,8 @@ func newToken() string {
 type Stats struct {
 	RPC   rpc.Stats
 	Store store.Stats
-	// Logs is the OTLP log channel's: its subscriptions open now, the
-	// records exported and those a full subscriber lost.
+	// Logs is the OTLP log channel's: its subscriptions open now and the
+	// records a full subscriber lost.
 	Logs otlp.Stats
 }
 

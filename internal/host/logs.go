@@ -30,8 +30,7 @@ func (d *logDesk) capabilities() *ahp.TelemetryCapabilities {
 	if d.hub == nil {
 		return nil
 	}
-	t := otlp.Capabilities()
-	return &ahp.TelemetryCapabilities{Logs: t.Logs, Traces: t.Traces, Metrics: t.Metrics}
+	return &ahp.TelemetryCapabilities{Logs: otlp.LogsTemplate}
 }
 
 // mayRead reports whether cl may read the host's logs (auth.HostLogs).

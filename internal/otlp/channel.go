@@ -20,17 +20,6 @@ const (
 	logsPrefix = "ahp-otlp://logs/"
 )
 
-// Telemetry is InitializeResult.telemetry: the OTLP channels a host
-// serves. Traces and metrics are not served, so they are never set.
-type Telemetry struct {
-	Logs    string `json:"logs,omitempty"`
-	Traces  string `json:"traces,omitempty"`
-	Metrics string `json:"metrics,omitempty"`
-}
-
-// Capabilities is the telemetry field initialize answers with.
-func Capabilities() Telemetry { return Telemetry{Logs: LogsTemplate} }
-
 // ExportLogsParams is the params of an otlp/exportLogs notification.
 // Payload is an OTLP/JSON ExportLogsServiceRequest.
 type ExportLogsParams struct {

@@ -7,7 +7,7 @@
 // channels-otlp types:
 //
 //   - initialize advertises InitializeResult.telemetry = {"logs":
-//     "ahp-otlp://logs/{level}"} (Capabilities). The client expands
+//     "ahp-otlp://logs/{level}"} (LogsTemplate). The client expands
 //     {level} to trace, debug, info, warn, error or fatal (any case) and
 //     subscribes to the result, e.g. "ahp-otlp://logs/warn" (LogsChannel,
 //     ParseLogsChannel).

@@ -37,7 +37,7 @@ func (h *Handler) Enabled(ctx context.Context, level slog.Level) bool {
 	if h.base != nil && h.base.Enabled(ctx, level) {
 		return true
 	}
-	return h.hub.Wants(SeverityOf(level)) && !isWithoutExport(ctx)
+	return h.hub.wants(SeverityOf(level)) && !isWithoutExport(ctx)
 }
 
 // Handle writes r to the daemon's handler and publishes it to the hub,
@@ -48,8 +48,8 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 	if h.base != nil && h.base.Enabled(ctx, r.Level) {
 		err = h.base.Handle(ctx, r)
 	}
-	if sev := SeverityOf(r.Level); h.hub.Wants(sev) && !isWithoutExport(ctx) {
-		h.hub.Publish(h.Record(r))
+	if sev := SeverityOf(r.Level); h.hub.wants(sev) && !isWithoutExport(ctx) {
+		h.hub.publish(h.record(r))
 	}
 	return err
 }
@@ -81,11 +81,11 @@ func (h *Handler) WithGroup(name string) slog.Handler {
 	return &c
 }
 
-// Record converts r, with the handler's attributes and groups, to an OTLP
+// record converts r, with the handler's attributes and groups, to an OTLP
 // LogRecord: its time, the time it was observed, its severity number and
 // the name of that severity's band, its message as the body, and its
 // attributes flattened to dotted keys, secrets redacted.
-func (h *Handler) Record(r slog.Record) *logspb.LogRecord {
+func (h *Handler) record(r slog.Record) *logspb.LogRecord {
 	c := attrs{lim: h.hub.lim}
 	for _, p := range h.pre {
 		for _, a := range p.attrs {

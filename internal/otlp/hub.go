@@ -104,9 +104,7 @@ type Sink func(ctx context.Context, params json.RawMessage) error
 // Stats counts what a hub did since it was made.
 type Stats struct {
 	Subscribers int
-	Published   uint64 // records at least one subscriber wanted
 	Dropped     uint64 // records a subscriber lost to its full buffer
-	Exports     uint64 // exports handed to sinks
 }
 
 // ErrHubClosed is what Subscribe answers after Close.
@@ -127,9 +125,9 @@ type Hub struct {
 	// whether anybody wants a record without a lock.
 	min atomic.Int32
 
-	published, dropped, exports atomic.Uint64
+	dropped atomic.Uint64
 
-	// mu guards subs and closed. Publish holds it shared while it
+	// mu guards subs and closed. publish holds it shared while it
 	// offers a record; a subscription's mu is taken inside it.
 	mu     sync.RWMutex
 	subs   map[*Subscription]struct{}
@@ -154,29 +152,24 @@ func NewHub(opts Options) *Hub {
 	return h
 }
 
-// Wants reports whether some subscriber takes a record of severity sev.
-func (h *Hub) Wants(sev logspb.SeverityNumber) bool { return int32(sev) >= h.min.Load() }
+// wants reports whether some subscriber takes a record of severity sev.
+func (h *Hub) wants(sev logspb.SeverityNumber) bool { return int32(sev) >= h.min.Load() }
 
-// Publish offers rec to every subscriber whose level allows it. It never
+// publish offers rec to every subscriber whose level allows it. It never
 // blocks: a subscriber with no room loses it. rec is shared between the
 // subscribers and must not be changed afterwards.
-func (h *Hub) Publish(rec *logspb.LogRecord) {
-	if rec == nil || !h.Wants(rec.SeverityNumber) {
+func (h *Hub) publish(rec *logspb.LogRecord) {
+	if rec == nil || !h.wants(rec.SeverityNumber) {
 		return
 	}
 	e := entry{rec: rec, size: proto.Size(rec)}
-	offered := false
 	h.mu.RLock()
 	for s := range h.subs {
 		if s.level.Allows(rec.SeverityNumber) {
 			s.offer(e)
-			offered = true
 		}
 	}
 	h.mu.RUnlock()
-	if offered {
-		h.published.Add(1)
-	}
 }
 
 // Subscribe adds a subscriber that takes the records at level and above
@@ -234,7 +227,7 @@ func (h *Hub) Stats() Stats {
 	h.mu.RLock()
 	n := len(h.subs)
 	h.mu.RUnlock()
-	return Stats{Subscribers: n, Published: h.published.Load(), Dropped: h.dropped.Load(), Exports: h.exports.Load()}
+	return Stats{Subscribers: n, Dropped: h.dropped.Load()}
 }
 
 func (h *Hub) remove(s *Subscription) {
@@ -257,19 +250,14 @@ func (h *Hub) updateMinLocked() {
 // integers (timeUnixNano, intValue) as decimal strings.
 var exportJSON = protojson.MarshalOptions{UseEnumNumbers: true}
 
-// Export is the ExportLogsServiceRequest of one batch: one resource (the
-// daemon), one scope, the records in the order they were logged.
-func (h *Hub) Export(batch []*logspb.LogRecord) *collogspb.ExportLogsServiceRequest {
-	return &collogspb.ExportLogsServiceRequest{ResourceLogs: []*logspb.ResourceLogs{{
+// encodeExport is the params of the otlp/exportLogs notification that
+// carries batch on channel: an ExportLogsServiceRequest of one resource
+// (the daemon) and one scope, the records in the order they were logged.
+func (h *Hub) encodeExport(channel string, batch []*logspb.LogRecord) (json.RawMessage, error) {
+	payload, err := exportJSON.Marshal(&collogspb.ExportLogsServiceRequest{ResourceLogs: []*logspb.ResourceLogs{{
 		Resource:  h.resource,
 		ScopeLogs: []*logspb.ScopeLogs{{Scope: h.scope, LogRecords: batch}},
-	}}}
-}
-
-// EncodeExport is the params of the otlp/exportLogs notification that
-// carries batch on channel.
-func (h *Hub) EncodeExport(channel string, batch []*logspb.LogRecord) (json.RawMessage, error) {
-	payload, err := exportJSON.Marshal(h.Export(batch))
+	}}})
 	if err != nil {
 		return nil, fmt.Errorf("otlp: encode export: %w", err)
 	}
@@ -318,9 +306,6 @@ type Subscription struct {
 	closed bool
 	err    error
 }
-
-// Level is the subscription's minimum level.
-func (s *Subscription) Level() Level { return s.level }
 
 // Channel is the canonical channel URI its exports are sent on.
 func (s *Subscription) Channel() string { return s.channel }
@@ -403,7 +388,7 @@ func (s *Subscription) run() {
 			if len(batch) == 0 {
 				break
 			}
-			params, err := s.hub.EncodeExport(s.channel, batch)
+			params, err := s.hub.encodeExport(s.channel, batch)
 			if err != nil {
 				// Only a bug gets here (strings are made valid
 				// UTF-8 before); the batch is lost and said so.
@@ -421,7 +406,6 @@ func (s *Subscription) run() {
 				s.fail(err)
 				return
 			}
-			s.hub.exports.Add(1)
 			if !more {
 				break
 			}

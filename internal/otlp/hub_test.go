@@ -193,7 +193,7 @@ func TestExportJSONShape(t *testing.T) {
 	hub := NewHub(Options{Linger: -1})
 	when := time.Unix(1736870400, 0)
 	rec := &logspb.LogRecord{TimeUnixNano: uint64(when.UnixNano()), SeverityNumber: 9, SeverityText: "info", Body: stringValue("tool call started")}
-	params, err := hub.EncodeExport(LogsChannel(LevelInfo), []*logspb.LogRecord{rec})
+	params, err := hub.encodeExport(LogsChannel(LevelInfo), []*logspb.LogRecord{rec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +386,7 @@ func TestUnsubscribeStops(t *testing.T) {
 	if after != before {
 		t.Fatalf("the sink was called %d times after Close", after-before)
 	}
-	if hub.Wants(logspb.SeverityNumber_SEVERITY_NUMBER_FATAL) || hub.Stats().Subscribers != 0 {
+	if hub.wants(logspb.SeverityNumber_SEVERITY_NUMBER_FATAL) || hub.Stats().Subscribers != 0 {
 		t.Fatalf("the hub still wants records: %+v", hub.Stats())
 	}
 	sub.Close()

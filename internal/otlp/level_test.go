@@ -1,7 +1,6 @@
 package otlp
 
 import (
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"testing"
@@ -160,16 +159,4 @@ func equalLevels(a, b []Level) bool {
 		}
 	}
 	return true
-}
-
-// TestCapabilities: initialize's telemetry field is exactly what VS Code's
-// suites assert.
-func TestCapabilities(t *testing.T) {
-	b, err := json.Marshal(Capabilities())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := string(b), `{"logs":"ahp-otlp://logs/{level}"}`; got != want {
-		t.Fatalf("telemetry = %s, want %s", got, want)
-	}
 }

@@ -148,7 +148,7 @@ func TestRecordAttributes(t *testing.T) {
 			}
 			r := slog.NewRecord(when, slog.LevelInfo, "msg", 0)
 			r.AddAttrs(tc.attrs...)
-			rec := sh.(*Handler).Record(r)
+			rec := sh.(*Handler).record(r)
 			if got := formatAttrs(rec.Attributes); got != tc.want {
 				t.Errorf("attributes\n got %s\nwant %s", got, tc.want)
 			}
@@ -179,13 +179,13 @@ func TestRecordFields(t *testing.T) {
 		{slog.LevelError, "a long error message", 17, "error", "a long err…"},
 		{slog.Level(12), "f\xff", 21, "fatal", "f\uFFFD"},
 	} {
-		rec := h.Record(slog.NewRecord(when, tc.level, tc.msg, 0))
+		rec := h.record(slog.NewRecord(when, tc.level, tc.msg, 0))
 		if rec.SeverityNumber != tc.sev || rec.SeverityText != tc.text || rec.Body.GetStringValue() != tc.body ||
 			rec.TimeUnixNano != uint64(when.UnixNano()) || rec.ObservedTimeUnixNano != uint64(observed.UnixNano()) {
 			t.Errorf("%v: got %v", tc.level, rec)
 		}
 	}
-	if rec := h.Record(slog.NewRecord(time.Time{}, slog.LevelInfo, "no time", 0)); rec.TimeUnixNano != 0 {
+	if rec := h.record(slog.NewRecord(time.Time{}, slog.LevelInfo, "no time", 0)); rec.TimeUnixNano != 0 {
 		t.Errorf("a record with no time has timeUnixNano %d", rec.TimeUnixNano)
 	}
 }
