@@ -72,19 +72,6 @@ func Snapshot(ctx context.Context, dir string) (string, error) {
 	return line(out), nil
 }
 
-// headCommit is HEAD's commit id, or "" on an unborn branch.
-func headCommit(ctx context.Context, top string) (string, error) {
-	out, err := run(ctx, top, opts{}, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
-	if err != nil {
-		var ge *Error
-		if errors.As(err, &ge) && ge.ExitCode() == 1 {
-			return "", nil
-		}
-		return "", err
-	}
-	return line(out), nil
-}
-
 // maxIndexCopy bounds the copy of the real index; a larger one is not
 // copied, and the temporary index starts from HEAD instead (slower: every
 // file is hashed).
@@ -280,7 +267,7 @@ func parseDiff(out []byte) ([]Change, error) {
 			if len(f) != 5 || f[4] == "" {
 				return nil, fmt.Errorf("diff-tree: unexpected record %q", tok)
 			}
-			c := Change{OldMode: noMode(f[0]), NewMode: noMode(f[1]), OldBlob: noBlob(f[2]), NewBlob: noBlob(f[3])}
+			c := Change{OldMode: nonZero(f[0]), NewMode: nonZero(f[1]), OldBlob: nonZero(f[2]), NewBlob: nonZero(f[3])}
 			var err error
 			switch f[4][0] {
 			case 'A':
@@ -291,11 +278,8 @@ func parseDiff(out []byte) ([]Change, error) {
 				c.Kind = Deleted
 			case 'T':
 				c.Kind = TypeChange
-			case 'R', 'C':
+			case 'R': // no 'C': copies are found with -C only
 				c.Kind = Renamed
-				if f[4][0] == 'C' {
-					c.Kind = Added // a copy: a new file that looks like an old one
-				}
 				if c.OldPath, err = next(&i); err != nil {
 					return nil, err
 				}
@@ -304,9 +288,6 @@ func parseDiff(out []byte) ([]Change, error) {
 			}
 			if c.Path, err = next(&i); err != nil {
 				return nil, err
-			}
-			if c.Kind == Added && c.OldPath != "" {
-				c.OldPath = ""
 			}
 			byPath[c.Path] = len(changes)
 			changes = append(changes, c)
@@ -350,18 +331,13 @@ func parseDiff(out []byte) ([]Change, error) {
 	return changes, nil
 }
 
-func noMode(m string) string {
-	if strings.Trim(m, "0") == "" {
+// nonZero is a mode or object id of diff-tree's, "" for its all-zero one
+// (the side a file is absent from).
+func nonZero(s string) string {
+	if strings.Trim(s, "0") == "" {
 		return ""
 	}
-	return m
-}
-
-func noBlob(id string) string {
-	if strings.Trim(id, "0") == "" {
-		return ""
-	}
-	return id
+	return s
 }
 
 // MaxShowBytes bounds what Show and ReadBlob return.

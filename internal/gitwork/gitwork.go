@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -114,6 +115,16 @@ func (e *Error) ExitCode() int {
 	return -1
 }
 
+// exitCode is the status of the git call that failed with err; -1 when err
+// is nil, not a git call's, or git did not exit by itself.
+func exitCode(err error) int {
+	var ge *Error
+	if errors.As(err, &ge) {
+		return ge.ExitCode()
+	}
+	return -1
+}
+
 // opts are a call's settings beyond its arguments.
 type opts struct {
 	env     []string      // added to the environment
@@ -135,15 +146,7 @@ var scrubbed = []string{
 func environ(extra []string) []string {
 	env := make([]string, 0, len(os.Environ())+8+len(extra))
 	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		keep := true
-		for _, s := range scrubbed {
-			if name == s {
-				keep = false
-				break
-			}
-		}
-		if keep {
+		if name, _, _ := strings.Cut(kv, "="); !slices.Contains(scrubbed, name) {
 			env = append(env, kv)
 		}
 	}

@@ -1,6 +1,7 @@
 package gitwork
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -126,17 +127,21 @@ func confinePath(top, p string) (string, error) {
 	return c, nil
 }
 
-// confinePaths is confinePath for each of paths; none may be refused.
-func confinePaths(top string, paths []string) ([]string, error) {
-	out := make([]string, 0, len(paths))
+// confinedPaths returns the top of dir's work tree and paths confined to it
+// (confinePath); one refused path and it is an error.
+func confinedPaths(ctx context.Context, dir string, paths []string) (top string, rels []string, err error) {
+	if top, err = TopLevel(ctx, dir); err != nil {
+		return "", nil, err
+	}
+	rels = make([]string, 0, len(paths))
 	for _, p := range paths {
 		c, err := confinePath(top, p)
 		if err != nil {
-			return nil, err
+			return "", nil, err
 		}
-		out = append(out, c)
+		rels = append(rels, c)
 	}
-	return out, nil
+	return top, rels, nil
 }
 
 // absDir refuses a relative directory argument: a daemon's working

@@ -66,11 +66,9 @@ func CurrentBranch(ctx context.Context, dir string) (string, error) {
 		return "", err
 	}
 	out, err := run(ctx, dir, opts{}, "symbolic-ref", "--quiet", "--short", "HEAD")
-	if err != nil {
-		var ge *Error
-		if errors.As(err, &ge) && ge.ExitCode() == 1 {
-			return "", nil // detached
-		}
+	if exitCode(err) == 1 {
+		return "", nil // detached
+	} else if err != nil {
 		return "", err
 	}
 	return line(out), nil
@@ -169,15 +167,28 @@ func resolveCommit(ctx context.Context, dir, rev string) (string, error) {
 	if err := validateRev(rev); err != nil {
 		return "", err
 	}
+	id, err := commitID(ctx, dir, rev)
+	if err == nil && id == "" {
+		return "", fmt.Errorf("%q names no commit", rev)
+	}
+	return id, err
+}
+
+// commitID is the full id of the commit rev (valid) names in dir, or ""
+// when it names none.
+func commitID(ctx context.Context, dir, rev string) (string, error) {
 	out, err := run(ctx, dir, opts{}, "rev-parse", "--verify", "--quiet", rev+"^{commit}")
-	if err != nil {
-		var ge *Error
-		if errors.As(err, &ge) && ge.ExitCode() == 1 {
-			return "", fmt.Errorf("%q names no commit", rev)
-		}
+	if exitCode(err) == 1 {
+		return "", nil
+	} else if err != nil {
 		return "", err
 	}
 	return line(out), nil
+}
+
+// headCommit is HEAD's commit id, or "" on an unborn branch.
+func headCommit(ctx context.Context, top string) (string, error) {
+	return commitID(ctx, top, "HEAD")
 }
 
 // ResolveCommit returns the full id of the commit rev names in dir's

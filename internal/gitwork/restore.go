@@ -33,11 +33,7 @@ func RestorePaths(ctx context.Context, dir, base string, paths []string) error {
 	if len(paths) == 0 {
 		return nil
 	}
-	top, err := TopLevel(ctx, dir)
-	if err != nil {
-		return err
-	}
-	rels, err := confinePaths(top, paths)
+	top, rels, err := confinedPaths(ctx, dir, paths)
 	if err != nil {
 		return err
 	}
@@ -66,11 +62,7 @@ func DiscardChanges(ctx context.Context, dir string, paths []string) error {
 	if len(paths) == 0 {
 		return errors.New("DiscardChanges: no paths (DiscardAll discards every change)")
 	}
-	top, err := TopLevel(ctx, dir)
-	if err != nil {
-		return err
-	}
-	rels, err := confinePaths(top, paths)
+	top, rels, err := confinedPaths(ctx, dir, paths)
 	if err != nil {
 		return err
 	}
@@ -217,18 +209,14 @@ func chunks(paths []string) [][]string {
 // changes and deletions; both paths of a rename), and only them: other
 // staged changes stay staged and out of the commit (git add -A, then
 // git commit --only; the paths go on stdin, so there may be any number).
-// With no paths it commits every change (git add -A, git commit). Hooks run; the identity is git's (user.name, user.email),
-// and its error when none is set. It returns the new commit's id, or
-// ErrNothingToCommit.
+// With no paths it commits every change (git add -A, git commit). Hooks
+// run; the identity is git's (user.name, user.email), and its error when
+// none is set. It returns the new commit's id, or ErrNothingToCommit.
 func Commit(ctx context.Context, dir, message string, paths []string) (string, error) {
 	if strings.TrimSpace(message) == "" {
 		return "", errors.New("Commit: an empty message")
 	}
-	top, err := TopLevel(ctx, dir)
-	if err != nil {
-		return "", err
-	}
-	rels, err := confinePaths(top, paths)
+	top, rels, err := confinedPaths(ctx, dir, paths)
 	if err != nil {
 		return "", err
 	}
@@ -258,14 +246,12 @@ func Commit(ctx context.Context, dir, message string, paths []string) (string, e
 		}
 		for _, part := range parts {
 			_, err := run(ctx, top, opts{}, append([]string{"diff", "--cached", "--quiet", "--no-ext-diff", head, "--"}, part...)...)
-			var ge *Error
-			if err == nil {
-				continue
-			} else if errors.As(err, &ge) && ge.ExitCode() == 1 {
+			if exitCode(err) == 1 {
 				staged = true
 				break
+			} else if err != nil {
+				return "", err
 			}
-			return "", err
 		}
 		if !staged {
 			return "", ErrNothingToCommit

@@ -240,16 +240,14 @@ func ListWorktrees(ctx context.Context, repoDir string) ([]Worktree, error) {
 		return nil, err
 	}
 	out, err := run(ctx, repoDir, opts{}, "worktree", "list", "--porcelain", "-z")
-	if err != nil {
-		var ge *Error
-		if !errors.As(err, &ge) || ge.ExitCode() != 129 {
-			return nil, err
-		}
+	if exitCode(err) == 129 {
 		// A git older than 2.36 has no -z: lines then, as it prints them.
 		if out, err = run(ctx, repoDir, opts{}, "worktree", "list", "--porcelain"); err != nil {
 			return nil, err
 		}
 		return parseWorktrees(out, '\n')
+	} else if err != nil {
+		return nil, err
 	}
 	return parseWorktrees(out, 0)
 }
