@@ -74,12 +74,9 @@ func (d *logDesk) subscribe(cl *client, uri string) error {
 }
 
 // restore is reconnect's subscribe: false when the subscription cannot be
-// resumed (no hub, no grant, no level, or it could not be made), which
-// reconnect answers as missing.
+// resumed (no level, or subscribe refused it: no hub, no grant, or it
+// could not be made), which reconnect answers as missing.
 func (d *logDesk) restore(cl *client, uri string) bool {
-	if d.hub == nil || !d.mayRead(cl) {
-		return false
-	}
 	if _, err := otlp.ParseLogsChannel(uri); err != nil {
 		return false
 	}

@@ -349,9 +349,7 @@ func (s *Subscription) offer(e entry) {
 		return
 	}
 	if s.lost > 0 || len(s.buf) >= opts.BufferRecords || s.bytes+e.size > opts.BufferBytes {
-		s.lost++
-		s.lostTotal.Add(1)
-		s.hub.dropped.Add(1)
+		s.loseLocked(1)
 	} else {
 		s.buf = append(s.buf, e)
 		s.bytes += e.size
@@ -361,6 +359,14 @@ func (s *Subscription) offer(e entry) {
 	case s.wake <- struct{}{}:
 	default:
 	}
+}
+
+// loseLocked counts n records lost, for the record that says so and for
+// Dropped and the hub's Stats; s.mu is held.
+func (s *Subscription) loseLocked(n uint64) {
+	s.lost += n
+	s.lostTotal.Add(n)
+	s.hub.dropped.Add(n)
 }
 
 // run is the subscription's goroutine: it waits for records, lets more
@@ -393,10 +399,8 @@ func (s *Subscription) run() {
 				// Only a bug gets here (strings are made valid
 				// UTF-8 before); the batch is lost and said so.
 				s.mu.Lock()
-				s.lost += uint64(len(batch))
+				s.loseLocked(uint64(len(batch)))
 				s.mu.Unlock()
-				s.lostTotal.Add(uint64(len(batch)))
-				s.hub.dropped.Add(uint64(len(batch)))
 				continue
 			}
 			if s.ctx.Err() != nil {
