@@ -186,6 +186,33 @@ func TestFanOutByLevel(t *testing.T) {
 	}
 }
 
+// TestNoSubscriberCostsNothing: every record the daemon logs goes through
+// the tee, so with nobody subscribed, or nobody at the record's level, it
+// adds no allocation (and takes no lock) to a record the daemon's own
+// handler drops, and does not enable it.
+func TestNoSubscriberCostsNothing(t *testing.T) {
+	hub := NewHub(Options{})
+	h := NewHandler(slog.DiscardHandler, hub)
+	log := slog.New(h).With("conn", "c1")
+	ctx := context.Background()
+	r := slog.NewRecord(time.Now(), slog.LevelError, "request failed", 0)
+	check := func(when string) {
+		t.Helper()
+		if h.Enabled(ctx, slog.LevelError) {
+			t.Errorf("%s: an error record is enabled with nobody to take it", when)
+		}
+		if n := testing.AllocsPerRun(100, func() {
+			_ = h.Handle(ctx, r)
+			log.Error("request failed", "method", "createSession")
+		}); n != 0 {
+			t.Errorf("%s: %v allocations a record", when, n)
+		}
+	}
+	check("nobody subscribed")
+	mustSubscribe(t, hub, LevelFatal, newRecorder(t).sink)
+	check("a subscriber at fatal")
+}
+
 // TestExportJSONShape: the JSON itself is OTLP/JSON as VS Code reads it:
 // params {channel, payload}, payload.resourceLogs[].scopeLogs[].logRecords[],
 // severityNumber a number, timeUnixNano a decimal string, body.stringValue.
