@@ -31,10 +31,10 @@ func Terminal(s *ahp.TerminalState, a ahp.Action) {
 	case ahp.TerminalCwdChanged:
 		s.Cwd = a.Cwd
 	case ahp.TerminalExited:
-		// 1.0's exitCode, and the later protocol's lifecycle beside it,
-		// each with a copy of its own of the code.
-		s.ExitCode = copyInt(a.ExitCode)
-		s.Lifecycle = &ahp.TerminalLifecycle{Status: ahp.TerminalStatusExited, ExitCode: copyInt(a.ExitCode)}
+		// The later protocol's lifecycle, and 1.0's exitCode beside it:
+		// one exit said twice, from the action's one code.
+		s.Lifecycle = &ahp.TerminalLifecycle{Status: ahp.TerminalStatusExited, ExitCode: a.ExitCode}
+		s.ExitCode = a.ExitCode
 	case ahp.TerminalCleared:
 		s.Content = []ahp.TerminalContentPart{}
 	case ahp.TerminalCommandDetectionAvailable:
@@ -56,12 +56,4 @@ func Terminal(s *ahp.TerminalState, a ahp.Action) {
 		}
 		s.Content = content
 	}
-}
-
-func copyInt(p *int) *int {
-	if p == nil {
-		return nil
-	}
-	v := *p
-	return &v
 }

@@ -77,15 +77,3 @@ func TestTerminalReducer(t *testing.T) {
 		})
 	}
 }
-
-// TestTerminalExitedCopiesTheCode: the state's two exit codes are copies
-// of their own, so a later write to the action's code changes neither.
-func TestTerminalExitedCopiesTheCode(t *testing.T) {
-	n := 7
-	var st ahp.TerminalState
-	Terminal(&st, ahp.TerminalExited{ExitCode: &n})
-	n = 9
-	if *st.ExitCode != 7 || *st.Lifecycle.ExitCode != 7 || st.ExitCode == st.Lifecycle.ExitCode {
-		t.Fatalf("exitCode %d, lifecycle %+v", *st.ExitCode, st.Lifecycle)
-	}
-}

@@ -142,7 +142,7 @@ func (r *Registry) Infos() []ahp.TerminalInfo {
 	out := make([]ahp.TerminalInfo, 0, len(all))
 	for _, t := range all {
 		if info := t.info.Load(); info != nil {
-			out = append(out, info.clone())
+			out = append(out, *info)
 		}
 	}
 	slices.SortFunc(out, func(a, b ahp.TerminalInfo) int {
@@ -260,10 +260,10 @@ type Terminal struct {
 	mu   sync.Mutex
 	st   ahp.TerminalState
 	kept int // bytes of output in st.Content
-	// info is what the root says of the terminal, stored under mu each
-	// time st's title, claim or lifecycle changes; Infos reads it without
-	// mu.
-	info atomic.Pointer[rootInfo]
+	// info is the terminal's entry of RootState.terminals, stored under mu
+	// (refreshInfo) each time st's title, claim or lifecycle changes;
+	// Infos reads it without mu. Never changed once stored.
+	info atomic.Pointer[ahp.TerminalInfo]
 
 	ptmx  *os.File
 	cmd   *exec.Cmd
@@ -289,30 +289,15 @@ func (t *Terminal) Claim() ahp.TerminalClaim {
 	return t.st.Claim
 }
 
-// rootInfo is a terminal's entry of RootState.terminals, owned by the
-// terminal: never changed once stored.
-type rootInfo ahp.TerminalInfo
-
-// clone is a copy that shares nothing with the stored entry.
-func (i *rootInfo) clone() ahp.TerminalInfo {
-	out := ahp.TerminalInfo(*i)
-	if i.Claim != nil {
-		c := *i.Claim
-		out.Claim = &c
-	}
-	if i.Lifecycle != nil {
-		out.Lifecycle = &ahp.TerminalLifecycle{Status: i.Lifecycle.Status, ExitCode: copyInt(i.Lifecycle.ExitCode)}
-	}
-	out.ExitCode = copyInt(i.ExitCode)
-	return out
-}
-
-// refreshInfo stores what the root says of the terminal now. t.mu is held.
+// refreshInfo stores the root's entry of the terminal as st says it now:
+// title, claim and lifecycle, and 1.0's exitCode read off the lifecycle.
+// t.mu is held. The entry shares st's lifecycle, which the reducer
+// replaces and never writes through.
 func (t *Terminal) refreshInfo() {
 	claim := t.st.Claim
-	info := &rootInfo{Resource: t.uri, Title: t.st.Title, Claim: &claim, ExitCode: copyInt(t.st.ExitCode)}
-	if l := t.st.Lifecycle; l != nil {
-		info.Lifecycle = &ahp.TerminalLifecycle{Status: l.Status, ExitCode: copyInt(l.ExitCode)}
+	info := &ahp.TerminalInfo{Resource: t.uri, Title: t.st.Title, Claim: &claim, Lifecycle: t.st.Lifecycle}
+	if l := t.st.Lifecycle; l != nil && l.Status == ahp.TerminalStatusExited {
+		info.ExitCode = l.ExitCode
 	}
 	t.info.Store(info)
 }
@@ -499,14 +484,6 @@ func (t *Terminal) waitLoop(readDone <-chan struct{}) {
 	close(t.exited)
 	t.ptmx.Close() // the pty of an exited process has nothing more to say
 	t.reg.noteExited(t)
-}
-
-func copyInt(p *int) *int {
-	if p == nil {
-		return nil
-	}
-	v := *p
-	return &v
 }
 
 // kill hangs the terminal up: SIGHUP to its process group, SIGKILL after
