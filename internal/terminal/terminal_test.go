@@ -215,3 +215,47 @@ func TestResizeAndStateAgree(t *testing.T) {
 		t.Fatalf("the pty is %dx%d, the state says %dx%d", ws.Cols, ws.Rows, cols, rows)
 	}
 }
+
+// TestDispatchRefusals: a size that is none (zero, negative, past a pty's
+// 16 bits), a claim of neither kind and an action a client does not send a
+// terminal are refused, and leave the pty, the state and the root's entry
+// as they were.
+func TestDispatchRefusals(t *testing.T) {
+	reg := NewRegistry(bus.NewBus(1024), nil)
+	defer reg.Close()
+	claim := ahp.TerminalClaim{Kind: "client", ClientID: "c1"}
+	term, err := reg.Open(Spec{URI: "agenthost-terminal://test/refusals", Title: "sh", Claim: claim,
+		Dir: t.TempDir(), Cols: 90, Rows: 30, Command: []string{"/bin/sh", "-c", "read line"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []ahp.Action{
+		ahp.TerminalResized{Cols: 0, Rows: 30},
+		ahp.TerminalResized{Cols: 90, Rows: -1},
+		ahp.TerminalResized{Cols: 0x10000, Rows: 30},
+		ahp.TerminalResized{Cols: 90, Rows: 1 << 20},
+		ahp.TerminalClaimed{Claim: ahp.TerminalClaim{Kind: "anyone"}},
+		ahp.TerminalExited{},
+		ahp.TerminalData{Data: "forged output"},
+	} {
+		if err := term.Dispatch(a, nil); err == nil {
+			t.Errorf("%s %+v was taken", a.ActionType(), a)
+		}
+	}
+	ptmx, _ := term.proc()
+	ws, err := pty.GetsizeFull(ptmx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	term.mu.Lock()
+	st := term.st
+	term.mu.Unlock()
+	if ws.Cols != 90 || ws.Rows != 30 || *st.Cols != 90 || *st.Rows != 30 || st.Claim != claim ||
+		st.Lifecycle.Status != ahp.TerminalStatusRunning || st.ExitCode != nil || strings.Contains(term.Text(), "forged") {
+		t.Fatalf("after the refusals: pty %dx%d, state %+v", ws.Cols, ws.Rows, st)
+	}
+	infos := reg.Infos()
+	if len(infos) != 1 || *infos[0].Claim != claim || infos[0].ExitCode != nil || infos[0].Lifecycle.Status != ahp.TerminalStatusRunning {
+		t.Fatalf("after the refusals the root lists %+v", infos)
+	}
+}
