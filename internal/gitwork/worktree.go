@@ -96,7 +96,7 @@ func worktreeDest(root, dest string) (string, error) {
 // Why RemoveWorktree kept a worktree.
 const (
 	KeptDirty    = "dirty"            // uncommitted changes or untracked files
-	KeptUnmerged = "unmerged commits" // its HEAD has commits its base has not
+	KeptUnmerged = "unmerged commits" // its HEAD has commits its base, or every other branch and tag, has not
 )
 
 // Removal is what RemoveWorktree did.
@@ -119,7 +119,10 @@ func (r Removal) String() string {
 // never a main work tree) only when nothing would be lost: it is kept
 // (Removal.Kept, no error) when it has changes or untracked files that are
 // not ignored (KeptDirty), or when its HEAD has commits that base (the
-// commit or branch it was made from) does not contain (KeptUnmerged). It
+// commit or branch it was made from) does not contain, or that no branch
+// but its own, no tag and no remote-tracking branch holds (KeptUnmerged:
+// a base naming the worktree itself, "HEAD" or its branch, protects
+// nothing; nor does a base that is on no branch any more). It
 // is removed with `git worktree remove` without --force, so git refuses too
 // should it turn dirty in between; its ignored files go with it. Its branch
 // is then deleted when no other worktree has it checked out, and only if it
@@ -195,6 +198,12 @@ func RemoveWorktree(ctx context.Context, root, path, base string) (Removal, erro
 		r.Kept = KeptUnmerged
 		return r, nil
 	}
+	if held, err := heldElsewhere(ctx, real, head, r.Branch); err != nil {
+		return r, err
+	} else if !held {
+		r.Kept = KeptUnmerged
+		return r, nil
+	}
 
 	if _, err := run(ctx, common, opts{}, "worktree", "remove", real); err != nil {
 		return r, err
@@ -217,6 +226,22 @@ func RemoveWorktree(ctx context.Context, root, path, base string) (Removal, erro
 	}
 	r.BranchDeleted = true
 	return r, nil
+}
+
+// heldElsewhere reports whether a branch other than branch ("" for none), a
+// tag or a remote-tracking branch contains commit: whether it outlives the
+// worktree and its branch.
+func heldElsewhere(ctx context.Context, dir, commit, branch string) (bool, error) {
+	out, err := run(ctx, dir, opts{}, "for-each-ref", "--contains", commit, "--format=%(refname)", "refs/heads", "refs/tags", "refs/remotes")
+	if err != nil {
+		return false, err
+	}
+	for _, ref := range strings.Split(string(out), "\n") {
+		if ref != "" && ref != "refs/heads/"+branch {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // gitPathOf is `git rev-parse <flag>` (--git-dir, --git-common-dir) in dir

@@ -119,6 +119,26 @@ func TestRemoveWorktreeKeepsUnmergedCommits(t *testing.T) {
 	if err != nil || !r.Removed || !r.BranchDeleted {
 		t.Fatalf("RemoveWorktree after the merge = %+v, %v", r, err)
 	}
+	// A base naming the worktree itself protects nothing: its commits are
+	// on its branch alone, and stay.
+	dest3 := filepath.Join(root, "s3")
+	if _, err := AddWorktree(ctx, repo, root, dest3, "ahpd/s3", "main"); err != nil {
+		t.Fatal(err)
+	}
+	sh(t, dest3, "echo work > w3.txt && git add w3.txt && git commit -q -m work")
+	for _, base := range []string{"HEAD", "@", "HEAD~0", "ahpd/s3", "refs/heads/ahpd/s3"} {
+		if r, err := RemoveWorktree(ctx, root, dest3, base); err != nil || r.Removed || r.Kept != KeptUnmerged {
+			t.Errorf("RemoveWorktree against its own %q = %+v, %v; want kept: unmerged", base, r, err)
+		}
+	}
+	// Detached, the same: its commit is on no branch.
+	sh(t, dest3, "git checkout -q --detach && echo more >> w3.txt && git commit -q -am more")
+	if r, err := RemoveWorktree(ctx, root, dest3, "HEAD"); err != nil || r.Removed || r.Kept != KeptUnmerged {
+		t.Errorf("RemoveWorktree, detached, against its own HEAD = %+v, %v; want kept: unmerged", r, err)
+	}
+	if !exists(filepath.Join(dest3, "w3.txt")) || gitT(t, repo, "branch", "--list", "ahpd/s3") == "" {
+		t.Error("a worktree removed against its own HEAD lost its work")
+	}
 	// A base that no longer exists: an error, and the worktree stays.
 	dest2 := filepath.Join(root, "s2")
 	if _, err := AddWorktree(ctx, repo, root, dest2, "ahpd/s2", "main"); err != nil {
