@@ -357,6 +357,16 @@ func (f *FS) Write(path string, data []byte, opts WriteOptions) error {
 	if opts.IfMatch != nil && (!exists || f.etag(real, st) != *opts.IfMatch) {
 		return ahp.Errorf(ahp.ErrConflict, "write %s: the file is not at version %q", path, *opts.IfMatch)
 	}
+	size := int64(0)
+	if exists {
+		size = st.Size()
+	}
+	at := placement(mode, opts.Position, size)
+	// Refused before the file is opened, so a refusal leaves it and its
+	// etag alone.
+	if mode != ModeTruncate && size-at > MaxBytes {
+		return ahp.Errorf(ahp.ErrInvalidParams, "write %s: would shift %d bytes, over the %d-byte limit", path, size-at, MaxBytes)
+	}
 	flags := os.O_RDWR | os.O_CREATE | syscall.O_NOFOLLOW
 	if opts.CreateOnly {
 		flags |= os.O_EXCL
@@ -367,11 +377,6 @@ func (f *FS) Write(path string, data []byte, opts WriteOptions) error {
 	}
 	defer file.Close()
 	f.wrote(real)
-	size := int64(0)
-	if exists {
-		size = st.Size()
-	}
-	at := placement(mode, opts.Position, size)
 	switch mode {
 	case ModeTruncate:
 		if err := file.Truncate(at); err != nil {
@@ -381,9 +386,6 @@ func (f *FS) Write(path string, data []byte, opts WriteOptions) error {
 			return mapErr("write", path, err)
 		}
 	default:
-		if size-at > MaxBytes {
-			return ahp.Errorf(ahp.ErrInvalidParams, "write %s: would shift %d bytes, over the %d-byte limit", path, size-at, MaxBytes)
-		}
 		tail := make([]byte, size-at)
 		if _, err := file.ReadAt(tail, at); err != nil && !errors.Is(err, io.EOF) {
 			return mapErr("write", path, err)

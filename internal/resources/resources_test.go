@@ -266,3 +266,46 @@ func TestDeleteNonEmptyFolder(t *testing.T) {
 		t.Fatalf("the folder is still there: %v", err)
 	}
 }
+
+// TestWriteShiftOverLimitRefused: an insert, or an append whose position
+// is past the start (which prepends), in a file over MaxBytes would move
+// more than MaxBytes of it and is refused; the file and its etag stay as
+// they were. A truncate far past the end of it is no shift and is taken.
+func TestWriteShiftOverLimitRefused(t *testing.T) {
+	root := t.TempDir()
+	fs := New([]string{root})
+	path := filepath.Join(root, "big.bin")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, MaxBytes+1); err != nil { // sparse: nothing written
+		t.Fatal(err)
+	}
+	before, err := fs.Resolve(path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, opts := range []WriteOptions{
+		{Mode: ModeInsert, Position: 0},
+		{Mode: ModeAppend, Position: MaxBytes + 1},
+		{Mode: ModeAppend, Position: 1 << 40},
+	} {
+		err := fs.Write(path, []byte("x"), opts)
+		if !errors.Is(err, ahp.ErrInvalidParams) || !strings.Contains(err.Error(), "shift") {
+			t.Errorf("%s at %d: %v, want InvalidParams saying the shift", opts.Mode, opts.Position, err)
+		}
+	}
+	after, err := fs.Resolve(path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *after.Size != MaxBytes+1 || after.ETag != before.ETag {
+		t.Fatalf("after refused writes: size %d etag %s, before %d %s", *after.Size, after.ETag, *before.Size, before.ETag)
+	}
+	if err := fs.Write(path, []byte("x"), WriteOptions{Mode: ModeTruncate, Position: 1 << 40}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(path); err != nil || st.Size() != MaxBytes+2 {
+		t.Fatalf("after a truncate past the end: %v, %v", st, err)
+	}
+}
