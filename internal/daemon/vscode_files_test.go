@@ -30,14 +30,6 @@ import (
 // TestVSCodeClientFilesystem has one subtest for each, under its name.
 const clientFilesystemCases = 76
 
-// pendingFilesIssue31 are the ported cases ahpd does not pass yet because
-// the fix belongs to a package being refactored under issue 31
-// (internal/host builds the resourceRead and resourceResolve answers). Each
-// stays in TestVSCodeClientFilesystem, whole, and skips with its diagnosis;
-// the internal/resources half of each fix is in (resources.Info.CTime,
-// resources.FormatTime, resources.ContentType).
-var pendingFilesIssue31 = map[string]string{}
-
 // filesEnv is a daemon for the resource commands, with a workspace per
 // case under its served path (the suite's createWorkspace).
 type filesEnv struct {
@@ -210,24 +202,14 @@ type subscribeAnswer struct {
 func TestVSCodeClientFilesystem(t *testing.T) {
 	f := &filesEnv{vscodeEnv: newVSCodeEnv(t)}
 	notFound, exists32010, conflict := ahp.CodeNotFound, ahp.CodeAlreadyExists, ahp.CodeConflict
-	var ran []string
+	ran := 0
 	run := func(name string, body func(t *testing.T)) {
-		ran = append(ran, name)
-		t.Run(name, func(t *testing.T) {
-			if why, ok := pendingFilesIssue31[name]; ok {
-				t.Skip("issue 31 pending: " + why)
-			}
-			body(t)
-		})
+		ran++
+		conformanceCase(t, name, body)
 	}
 	defer func() {
-		if len(ran) != clientFilesystemCases {
-			t.Errorf("%d cases ported, the suite has %d", len(ran), clientFilesystemCases)
-		}
-		for name := range pendingFilesIssue31 {
-			if !slices.Contains(ran, name) {
-				t.Errorf("pendingFilesIssue31 names %q, which is no case", name)
-			}
+		if ran != clientFilesystemCases {
+			t.Errorf("%d cases ported, the suite has %d", ran, clientFilesystemCases)
 		}
 	}()
 

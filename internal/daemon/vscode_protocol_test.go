@@ -31,25 +31,32 @@ import (
 // lifecycle version 6bd60b563fd56d5b0041fd45b58312b596d7ad01 holds are ported
 // too, marked where they are.
 
-// pendingIssue31 holds the cases ahpd does not pass yet, each with what
-// ahpd does against what the suite wants. Such a case stays in the test and
-// skips; the one who fixes ahpd deletes its entry. AHPD_ISSUE31_PENDING=run
-// runs them all the same, to see them fail.
-var pendingIssue31 = map[string]string{
-	// protocolContractsSuite
-}
+// pendingIssue31 holds the ported cases, of every suite, that ahpd does not
+// pass yet, each with what ahpd does against what the suite wants (the
+// names are unique across the suites). Such a case stays in its suite and
+// skips (conformanceCase); the one who fixes ahpd deletes its entry.
+// AHPD_ISSUE31_PENDING=run runs them all the same, to see them fail.
+var pendingIssue31 = map[string]string{}
 
-// conformance runs one ported case as a subtest named as upstream, or skips
-// it while pendingIssue31 holds it. The case gets the suite's daemon through
-// an env of its own: its t, and a shared client of its own, so a failure
-// ends that case alone.
-func conformance(t *testing.T, v *vscodeEnv, seen map[string]bool, name string, fn func(t *testing.T, v *vscodeEnv)) {
+// conformanceCase runs one ported case as a subtest named as upstream, or
+// skips it while pendingIssue31 holds it.
+func conformanceCase(t *testing.T, name string, fn func(t *testing.T)) bool {
 	t.Helper()
-	seen[name] = true
-	t.Run(name, func(t *testing.T) {
+	return t.Run(name, func(t *testing.T) {
 		if why, ok := pendingIssue31[name]; ok && os.Getenv("AHPD_ISSUE31_PENDING") != "run" {
 			t.Skip("issue 31 pending: " + why)
 		}
+		fn(t)
+	})
+}
+
+// conformance is conformanceCase for a suite whose cases each get the
+// suite's daemon through an env of their own: its t, and a shared client
+// of its own, so a failure ends that case alone.
+func conformance(t *testing.T, v *vscodeEnv, seen map[string]bool, name string, fn func(t *testing.T, v *vscodeEnv)) {
+	t.Helper()
+	seen[name] = true
+	conformanceCase(t, name, func(t *testing.T) {
 		te := *v.testEnv
 		te.t = t
 		fn(t, &vscodeEnv{testEnv: &te, c: te.client(fmt.Sprintf("vscode-suite-%d", len(seen))), dir: v.dir})

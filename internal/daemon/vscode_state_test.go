@@ -10,24 +10,6 @@ import (
 	"github.com/ahpd/ahpd/internal/testutil/ahptest"
 )
 
-// pendingStateIssue31 holds the ported cases whose fix lies in a package
-// being refactored now (internal/host, chat, session, store, rpc, bus):
-// each stays in its suite and skips, saying what ahpd does against what
-// the suite wants, until issue 31's fix lands there.
-var pendingStateIssue31 = map[string]string{}
-
-// conformanceCase runs one ported case under the name upstream gives it,
-// skipping it while pendingStateIssue31 holds it.
-func conformanceCase(t *testing.T, name string, fn func(t *testing.T)) bool {
-	t.Helper()
-	return t.Run(name, func(t *testing.T) {
-		if why, ok := pendingStateIssue31[name]; ok {
-			t.Skip("issue 31 pending: " + why)
-		}
-		fn(t)
-	})
-}
-
 // TestVSCodeStateOperations ports stateOperationsSuite's cases that need no
 // terminal (25 of its 45; the other 20 are TestVSCodeStateOperationsTerminals),
 // read from the newest stored version (index id 57711248623: conformanceTest,
