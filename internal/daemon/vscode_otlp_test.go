@@ -24,7 +24,7 @@ import (
 // client got, triggers activity and counts at once; this port waits instead
 // until a witness subscribed at trace got the export of that very activity,
 // then pings the client, so an export wrongly sent would have had the time
-// to arrive.
+// to arrive (noExport).
 
 const otlpTraceLogs = "ahp-otlp://logs/trace"
 
@@ -126,25 +126,46 @@ func refusedCreate(r otlpRecord) bool {
 	return r.Body.StringValue == "request failed" && r.attr("method") == "createSession"
 }
 
-// logWitness is a connection subscribed at trace, and how many frames it
-// had then.
-func (v *vscodeEnv) logWitness(clientID string) (*ahptest.Client, int) {
-	w := v.initialized(clientID)
-	w.MustCall("subscribe", map[string]any{"channel": otlpTraceLogs})
-	return w, len(w.Frames())
+// subscribeLogs subscribes c to the log channel ch, which answers {} (a
+// stateless channel has no snapshot, and a URI naming no level is
+// acknowledged all the same), and returns how many frames c had then.
+func subscribeLogs(t *testing.T, c *ahptest.Client, ch string) int {
+	t.Helper()
+	sameWire(t, "subscribe "+ch, c.MustCall("subscribe", map[string]any{"channel": ch}), map[string]any{})
+	return len(c.Frames())
 }
 
-// otlpGrace is how long noExportAfter gives an export wrongly sent to
+// tracing is a connection initialized as clientID (with subs) and
+// subscribed at trace, and how many frames it had then.
+func (v *vscodeEnv) tracing(clientID string, subs ...string) (*ahptest.Client, int) {
+	c := v.fresh()
+	c.Initialize(clientID, subs...)
+	return c, subscribeLogs(v.t, c, otlpTraceLogs)
+}
+
+// wantLogsTelemetry initializes c as clientID (with subs) and checks that
+// the result's telemetry advertises the logs channel template alone.
+func wantLogsTelemetry(t *testing.T, c *ahptest.Client, clientID string, subs ...string) {
+	t.Helper()
+	res := decode[map[string]json.RawMessage](t, c.Initialize(clientID, subs...))
+	sameWire(t, "telemetry", res["telemetry"], map[string]any{"logs": "ahp-otlp://logs/{level}"})
+}
+
+// otlpGrace is how long noExport gives an export wrongly sent to
 // arrive once the witness got its own: ten times the hub's linger (each
 // subscription batches for otlp.DefaultLinger on its own timer, so a
 // second subscriber's export of the same record trails the witness's).
 const otlpGrace = 10 * otlp.DefaultLinger
 
-// noExportAfter fails when c got an export after its first n frames: once
-// the witness w (subscribed at trace, wn frames then) got the export of the
-// activity, c answers a ping and has otlpGrace more for one to arrive.
-func noExportAfter(t *testing.T, c *ahptest.Client, n int, w *ahptest.Client, wn int) {
+// noExport triggers activity on c (marked marker) and fails when c got an
+// export after its first n frames: once a witness subscribed at trace got
+// the export of the activity, c answers a ping and has otlpGrace more for
+// one to arrive.
+func (v *vscodeEnv) noExport(t *testing.T, c *ahptest.Client, n int, marker string) {
 	t.Helper()
+	w, wn := v.tracing(marker + "-witness")
+	defer w.Close()
+	triggerActivity(c, marker)
 	awaitExport(t, w, wn, otlpTraceLogs, refusedCreate)
 	c.MustCall("ping", map[string]any{"channel": ahp.RootURI})
 	for deadline := time.Now().Add(otlpGrace); ; time.Sleep(5 * time.Millisecond) {
@@ -180,13 +201,9 @@ func TestVSCodeProtocolContractsOTLP(t *testing.T) {
 	defer checkPendingNames(t, seen, otlpContractCases)
 
 	conformance(t, v, seen, "subscribed client receives OTLP log exports from the real server", func(t *testing.T, v *vscodeEnv) {
-		c := v.fresh()
+		c, n := v.tracing("otlp-logs-script", ahp.RootURI)
 		defer c.Close()
-		c.Initialize("otlp-logs-script", ahp.RootURI)
-		res := c.MustCall("subscribe", map[string]any{"channel": otlpTraceLogs})
-		sameWire(t, "subscribe", res, map[string]any{})
-		n := len(c.Frames())
-		_, _ = c.Call("createSession", map[string]any{"channel": "missing-provider:/otlp", "provider": "missing-provider"})
+		triggerActivity(c, "otlp")
 		e := awaitExport(t, c, n, otlpTraceLogs, nil)
 		if len(e.Payload.ResourceLogs) == 0 || len(e.records()) == 0 {
 			t.Fatalf("an export with no records: %+v", e)
@@ -195,78 +212,49 @@ func TestVSCodeProtocolContractsOTLP(t *testing.T) {
 	conformance(t, v, seen, "initialize advertises the OTLP log channel template", func(t *testing.T, v *vscodeEnv) {
 		c := v.fresh()
 		defer c.Close()
-		tel := initializeResult(t, c, "otlp-capability-script")["telemetry"]
-		sameWire(t, "telemetry", tel, map[string]any{"logs": "ahp-otlp://logs/{level}"})
+		wantLogsTelemetry(t, c, "otlp-capability-script")
 	})
 	conformance(t, v, seen, "initialize ignores an unknown OTLP log level", func(t *testing.T, v *vscodeEnv) {
-		w, wn := v.logWitness("otlp-invalid-initial-witness")
-		defer w.Close()
 		c := v.fresh()
 		defer c.Close()
-		c.ID = "otlp-invalid-initial-script"
-		res := c.MustCall("initialize", map[string]any{"channel": ahp.RootURI, "protocolVersions": []string{"1.0.0"},
-			"clientId": c.ID, "initialSubscriptions": []string{"ahp-otlp://logs/verbose"}})
-		var r struct {
-			Snapshots json.RawMessage `json:"snapshots"`
-		}
-		if err := json.Unmarshal(res, &r); err != nil {
-			t.Fatal(err)
-		}
-		sameWire(t, "snapshots", r.Snapshots, []any{})
-		n := len(c.Frames())
-		triggerActivity(c, "otlp-invalid-initial")
-		noExportAfter(t, c, n, w, wn)
+		res := decode[map[string]json.RawMessage](t, c.Initialize("otlp-invalid-initial-script", "ahp-otlp://logs/verbose"))
+		sameWire(t, "snapshots", res["snapshots"], []any{})
+		v.noExport(t, c, len(c.Frames()), "otlp-invalid-initial")
 	})
 	conformance(t, v, seen, "subscribe acknowledges an unknown OTLP log level without installing it", func(t *testing.T, v *vscodeEnv) {
-		w, wn := v.logWitness("otlp-invalid-subscribe-witness")
-		defer w.Close()
 		c := v.initialized("otlp-invalid-subscribe-script")
 		defer c.Close()
-		res := c.MustCall("subscribe", map[string]any{"channel": "ahp-otlp://logs/verbose"})
-		n := len(c.Frames())
-		triggerActivity(c, "otlp-invalid-subscribe")
-		sameWire(t, "subscribe", res, map[string]any{})
-		noExportAfter(t, c, n, w, wn)
+		v.noExport(t, c, subscribeLogs(t, c, "ahp-otlp://logs/verbose"), "otlp-invalid-subscribe")
 	})
 	conformance(t, v, seen, "OTLP log subscriptions route exports on their canonical channel", func(t *testing.T, v *vscodeEnv) {
-		c := v.initialized("otlp-canonical-script")
+		c, n := v.tracing("otlp-canonical-script")
 		defer c.Close()
-		c.MustCall("subscribe", map[string]any{"channel": otlpTraceLogs})
-		n := len(c.Frames())
 		triggerActivity(c, "otlp-canonical")
 		if e := awaitExport(t, c, n, "", nil); e.Channel != otlpTraceLogs {
 			t.Fatalf("exported on %q, want %q", e.Channel, otlpTraceLogs)
 		}
 	})
 	conformance(t, v, seen, "OTLP log delivery resumes after unsubscribe and resubscribe", func(t *testing.T, v *vscodeEnv) {
-		c := v.initialized("otlp-resubscribe-script")
+		c, _ := v.tracing("otlp-resubscribe-script")
 		defer c.Close()
-		c.MustCall("subscribe", map[string]any{"channel": otlpTraceLogs})
 		c.Notify("unsubscribe", map[string]any{"channel": otlpTraceLogs})
 		c.MustCall("ping", map[string]any{"channel": ahp.RootURI})
-		c.MustCall("subscribe", map[string]any{"channel": otlpTraceLogs})
-		n := len(c.Frames())
+		n := subscribeLogs(t, c, otlpTraceLogs)
 		triggerActivity(c, "otlp-resubscribe")
 		awaitExport(t, c, n, otlpTraceLogs, refusedCreate)
 	})
 	conformance(t, v, seen, "unsubscribing from OTLP logs stops delivery", func(t *testing.T, v *vscodeEnv) {
-		w, wn := v.logWitness("otlp-unsubscribe-witness")
-		defer w.Close()
-		c := v.initialized("otlp-unsubscribe-script")
+		c, _ := v.tracing("otlp-unsubscribe-script")
 		defer c.Close()
-		c.MustCall("subscribe", map[string]any{"channel": otlpTraceLogs})
 		c.Notify("unsubscribe", map[string]any{"channel": otlpTraceLogs})
 		c.MustCall("ping", map[string]any{"channel": ahp.RootURI})
-		n := len(c.Frames())
-		triggerActivity(c, "otlp-unsubscribe")
-		noExportAfter(t, c, n, w, wn)
+		v.noExport(t, c, len(c.Frames()), "otlp-unsubscribe")
 	})
 	conformance(t, v, seen, "info-level OTLP subscriptions receive server activity", func(t *testing.T, v *vscodeEnv) {
 		const info = "ahp-otlp://logs/info"
 		c := v.initialized("otlp-info-level-script")
 		defer c.Close()
-		c.MustCall("subscribe", map[string]any{"channel": info})
-		n := len(c.Frames())
+		n := subscribeLogs(t, c, info)
 		triggerActivity(c, "otlp-info-level")
 		awaitExport(t, c, n, info, refusedCreate)
 		// And nothing below info: the level is a floor.
@@ -279,25 +267,19 @@ func TestVSCodeProtocolContractsOTLP(t *testing.T) {
 		}
 	})
 	conformance(t, v, seen, "fatal-level OTLP subscriptions filter ordinary server activity", func(t *testing.T, v *vscodeEnv) {
-		w, wn := v.logWitness("otlp-fatal-level-witness")
-		defer w.Close()
 		c := v.initialized("otlp-fatal-level-script")
 		defer c.Close()
-		c.MustCall("subscribe", map[string]any{"channel": "ahp-otlp://logs/fatal"})
-		n := len(c.Frames())
-		triggerActivity(c, "otlp-fatal-level")
-		noExportAfter(t, c, n, w, wn)
+		v.noExport(t, c, subscribeLogs(t, c, "ahp-otlp://logs/fatal"), "otlp-fatal-level")
 	})
 	conformance(t, v, seen, "OTLP logs fan out to every subscribed client", func(t *testing.T, v *vscodeEnv) {
 		first := v.initialized("otlp-fanout-first-script")
 		defer first.Close()
 		second := v.initialized("otlp-fanout-second-script")
 		defer second.Close()
-		second.MustCall("subscribe", map[string]any{"channel": otlpTraceLogs})
-		first.MustCall("subscribe", map[string]any{"channel": otlpTraceLogs})
+		n2 := subscribeLogs(t, second, otlpTraceLogs)
+		n1 := subscribeLogs(t, first, otlpTraceLogs)
 		first.MustCall("ping", map[string]any{"channel": ahp.RootURI})
 		second.MustCall("ping", map[string]any{"channel": ahp.RootURI})
-		n1, n2 := len(first.Frames()), len(second.Frames())
 		triggerActivity(first, "otlp-fanout")
 		awaitExport(t, first, n1, otlpTraceLogs, refusedCreate)
 		awaitExport(t, second, n2, otlpTraceLogs, refusedCreate)
@@ -305,19 +287,11 @@ func TestVSCodeProtocolContractsOTLP(t *testing.T) {
 	conformance(t, v, seen, "initialize installs an OTLP log subscription without a snapshot", func(t *testing.T, v *vscodeEnv) {
 		c := v.fresh()
 		defer c.Close()
-		c.ID = "otlp-initial-script"
-		res := c.MustCall("initialize", map[string]any{"channel": ahp.RootURI, "protocolVersions": []string{"1.0.0"},
-			"clientId": c.ID, "initialSubscriptions": []string{otlpTraceLogs}})
-		var r struct {
-			Snapshots json.RawMessage `json:"snapshots"`
-		}
-		if err := json.Unmarshal(res, &r); err != nil {
-			t.Fatal(err)
-		}
+		res := decode[map[string]json.RawMessage](t, c.Initialize("otlp-initial-script", otlpTraceLogs))
 		n := len(c.Frames())
-		_, _ = c.Call("createSession", map[string]any{"channel": "missing-provider:/otlp-initial", "provider": "missing-provider"})
+		triggerActivity(c, "otlp-initial")
 		e := awaitExport(t, c, n, "", nil)
-		sameWire(t, "snapshots", r.Snapshots, []any{})
+		sameWire(t, "snapshots", res["snapshots"], []any{})
 		if e.Channel != otlpTraceLogs {
 			t.Fatalf("exported on %q, want %q", e.Channel, otlpTraceLogs)
 		}
@@ -335,7 +309,7 @@ func TestVSCodeProtocolContractsOTLP(t *testing.T) {
 			t.Fatalf("reconnect: %v", err)
 		}
 		n := len(revived.Frames())
-		_, _ = v.c.Call("createSession", map[string]any{"channel": "missing-provider:/otlp-reconnect", "provider": "missing-provider"})
+		triggerActivity(v.c, "otlp-reconnect")
 		awaitExport(t, revived, n, otlpTraceLogs, nil)
 		// Restored, not missing; nothing of it replayed (a stateless
 		// channel has no actions).
@@ -365,23 +339,11 @@ func TestVSCodeProtocolLifecycleOTLP(t *testing.T) {
 	conformance(t, v, seen, "initialize advertises the OTLP logs channel template", func(t *testing.T, v *vscodeEnv) {
 		c := v.fresh()
 		defer c.Close()
-		c.ID = "otlp-handshake-script"
-		res := c.MustCall("initialize", map[string]any{"channel": ahp.RootURI, "protocolVersions": []string{"1.0.0"},
-			"clientId": c.ID, "initialSubscriptions": []string{ahp.RootURI}})
-		var r struct {
-			Telemetry json.RawMessage `json:"telemetry"`
-		}
-		if err := json.Unmarshal(res, &r); err != nil {
-			t.Fatal(err)
-		}
-		sameWire(t, "telemetry", r.Telemetry, map[string]any{"logs": "ahp-otlp://logs/{level}"})
+		wantLogsTelemetry(t, c, "otlp-handshake-script", ahp.RootURI)
 	})
 	conformance(t, v, seen, "subscribe on the OTLP logs channel returns a stateless empty result", func(t *testing.T, v *vscodeEnv) {
-		c := v.fresh()
-		defer c.Close()
-		c.Initialize("otlp-subscribe-script", ahp.RootURI)
-		res := c.MustCall("subscribe", map[string]any{"channel": otlpTraceLogs})
-		sameWire(t, "subscribe", res, map[string]any{})
+		c, _ := v.tracing("otlp-subscribe-script", ahp.RootURI)
+		c.Close()
 	})
 }
 
@@ -428,8 +390,7 @@ func TestOTLPLogsNeedTheirGrant(t *testing.T) {
 
 	logs := ahptest.Dial(t, e.d.URL(), "logs-token")
 	logs.Initialize("otlp-logs")
-	sameWire(t, "subscribe", logs.MustCall("subscribe", map[string]any{"channel": otlpTraceLogs}), map[string]any{})
-	n := len(logs.Frames())
+	n := subscribeLogs(t, logs, otlpTraceLogs)
 	triggerActivity(reader, "otlp-grant")
 	awaitExport(t, logs, n, otlpTraceLogs, refusedCreate)
 	if got := e.d.Stats().Logs.Subscribers; got != 1 {
@@ -457,11 +418,12 @@ func TestOTLPLogSubscriptions(t *testing.T) {
 	}
 	c := e.client("otlp-lifetime")
 	for _, ch := range []string{otlpTraceLogs, "AHP-OTLP://LOGS/TRACE", "ahp-otlp://logs/Trace", "ahp-otlp://logs/info",
-		"ahp-otlp://logs/verbose", "ahp-otlp://logs", "ahp-otlp://traces/info", "ahp-otlp://logs/trace/x"} {
-		sameWire(t, "subscribe "+ch, c.MustCall("subscribe", map[string]any{"channel": ch}), map[string]any{})
+		"ahp-otlp://logs/verbose", "ahp-otlp://logs", "ahp-otlp://traces/info", "ahp-otlp://logs/trace/x",
+		"ahp-otlp://logs/" + strings.Repeat("trace", 1<<10)} {
+		subscribeLogs(t, c, ch)
 	}
 	if got := subscribers(); got != 2 {
-		t.Fatalf("%d log subscriptions after trace (three spellings), info and four URIs naming no level, want 2", got)
+		t.Fatalf("%d log subscriptions after trace (three spellings), info and five URIs naming no level (one of 5 KiB), want 2", got)
 	}
 
 	// One trace subscription: the refused createSession is exported once,
