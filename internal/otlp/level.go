@@ -3,6 +3,7 @@ package otlp
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 
 	logspb "go.opentelemetry.io/proto/slim/otlp/logs/v1"
@@ -48,13 +49,7 @@ func (l Level) String() string {
 }
 
 // Valid reports whether l is one of the six levels.
-func (l Level) Valid() bool {
-	switch l {
-	case LevelTrace, LevelDebug, LevelInfo, LevelWarn, LevelError, LevelFatal:
-		return true
-	}
-	return false
-}
+func (l Level) Valid() bool { return slices.Contains(Levels, l) }
 
 // Severity is the lowest OTLP SeverityNumber of the level's band.
 func (l Level) Severity() logspb.SeverityNumber { return logspb.SeverityNumber(l) }
