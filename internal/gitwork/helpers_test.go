@@ -92,6 +92,16 @@ func writeFile(t *testing.T, path, content string) {
 	}
 }
 
+// preCommitHook makes script (sh) repo's pre-commit hook.
+func preCommitHook(t *testing.T, repo, script string) {
+	t.Helper()
+	hook := filepath.Join(repo, ".git", "hooks", "pre-commit")
+	writeFile(t, hook, "#!/bin/sh\n"+script+"\n")
+	if err := os.Chmod(hook, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func readFile(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)

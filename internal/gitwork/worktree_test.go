@@ -1,6 +1,7 @@
 package gitwork
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -10,19 +11,27 @@ import (
 )
 
 // worktreesRoot is a data dir's worktrees folder, beside the repository.
-func worktreesRoot(t *testing.T, repo string) string {
+func worktreesRoot(repo string) string {
 	return filepath.Join(filepath.Dir(repo), "data", "worktrees")
+}
+
+// addWorktree adds the worktree root/<name> on a new branch ahpd/<name>
+// made from main, and returns its folder.
+func addWorktree(t *testing.T, ctx context.Context, repo, root, name string) (string, Worktree) {
+	t.Helper()
+	dest := filepath.Join(root, name)
+	wt, err := AddWorktree(ctx, repo, root, dest, "ahpd/"+name, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dest, wt
 }
 
 func TestAddAndRemoveCleanWorktree(t *testing.T) {
 	repo := newRepo(t, nil)
 	ctx := ctxT(t)
-	root := worktreesRoot(t, repo)
-	dest := filepath.Join(root, "session-1")
-	wt, err := AddWorktree(ctx, repo, root, dest, "ahpd/session-1", "main")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := worktreesRoot(repo)
+	dest, wt := addWorktree(t, ctx, repo, root, "session-1")
 	head := gitT(t, repo, "rev-parse", "main")
 	if wt.Path != dest || wt.Branch != "ahpd/session-1" || wt.Head != head {
 		t.Errorf("AddWorktree = %+v", wt)
@@ -60,18 +69,14 @@ func TestAddAndRemoveCleanWorktree(t *testing.T) {
 func TestRemoveWorktreeKeepsDirty(t *testing.T) {
 	repo := newRepo(t, nil)
 	ctx := ctxT(t)
-	root := worktreesRoot(t, repo)
+	root := worktreesRoot(repo)
 	for name, change := range map[string]string{
 		"untracked": "echo new > made-by-shell.txt",
 		"modified":  "echo more >> x.txt",
 		"deleted":   "rm y.txt",
 		"staged":    "echo s > s.txt && git add s.txt",
 	} {
-		dest := filepath.Join(root, name)
-		wt, err := AddWorktree(ctx, repo, root, dest, "ahpd/"+name, "main")
-		if err != nil {
-			t.Fatal(err)
-		}
+		dest, wt := addWorktree(t, ctx, repo, root, name)
 		sh(t, dest, change)
 		r, err := RemoveWorktree(ctx, root, dest, wt.Head)
 		if err != nil || r.Removed || r.Kept != KeptDirty || r.String() != "kept: dirty" {
@@ -82,11 +87,7 @@ func TestRemoveWorktreeKeepsDirty(t *testing.T) {
 		}
 	}
 	// An ignored file is not work: the worktree goes, and it with it.
-	dest := filepath.Join(root, "ignored")
-	wt, err := AddWorktree(ctx, repo, root, dest, "ahpd/ignored", "main")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dest, wt := addWorktree(t, ctx, repo, root, "ignored")
 	sh(t, dest, `echo build > out.log && echo '*.log' >> "$(git rev-parse --git-path info/exclude)"`)
 	if r, err := RemoveWorktree(ctx, root, dest, wt.Head); err != nil || !r.Removed {
 		t.Errorf("ignored only: RemoveWorktree = %+v, %v", r, err)
@@ -96,12 +97,8 @@ func TestRemoveWorktreeKeepsDirty(t *testing.T) {
 func TestRemoveWorktreeKeepsUnmergedCommits(t *testing.T) {
 	repo := newRepo(t, nil)
 	ctx := ctxT(t)
-	root := worktreesRoot(t, repo)
-	dest := filepath.Join(root, "s")
-	wt, err := AddWorktree(ctx, repo, root, dest, "ahpd/s", "main")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := worktreesRoot(repo)
+	dest, wt := addWorktree(t, ctx, repo, root, "s")
 	sh(t, dest, "echo work > w.txt && git add w.txt && git commit -q -m work")
 	r, err := RemoveWorktree(ctx, root, dest, wt.Head)
 	if err != nil || r.Removed || r.Kept != KeptUnmerged || r.String() != "kept: unmerged commits" {
@@ -121,29 +118,23 @@ func TestRemoveWorktreeKeepsUnmergedCommits(t *testing.T) {
 	}
 	// A base naming the worktree itself protects nothing: its commits are
 	// on its branch alone, and stay.
-	dest3 := filepath.Join(root, "s3")
-	if _, err := AddWorktree(ctx, repo, root, dest3, "ahpd/s3", "main"); err != nil {
-		t.Fatal(err)
-	}
-	sh(t, dest3, "echo work > w3.txt && git add w3.txt && git commit -q -m work")
-	for _, base := range []string{"HEAD", "@", "HEAD~0", "ahpd/s3", "refs/heads/ahpd/s3"} {
-		if r, err := RemoveWorktree(ctx, root, dest3, base); err != nil || r.Removed || r.Kept != KeptUnmerged {
+	self, _ := addWorktree(t, ctx, repo, root, "self")
+	sh(t, self, "echo work > self.txt && git add self.txt && git commit -q -m work")
+	for _, base := range []string{"HEAD", "@", "HEAD~0", "ahpd/self", "refs/heads/ahpd/self"} {
+		if r, err := RemoveWorktree(ctx, root, self, base); err != nil || r.Removed || r.Kept != KeptUnmerged {
 			t.Errorf("RemoveWorktree against its own %q = %+v, %v; want kept: unmerged", base, r, err)
 		}
 	}
 	// Detached, the same: its commit is on no branch.
-	sh(t, dest3, "git checkout -q --detach && echo more >> w3.txt && git commit -q -am more")
-	if r, err := RemoveWorktree(ctx, root, dest3, "HEAD"); err != nil || r.Removed || r.Kept != KeptUnmerged {
+	sh(t, self, "git checkout -q --detach && echo more >> self.txt && git commit -q -am more")
+	if r, err := RemoveWorktree(ctx, root, self, "HEAD"); err != nil || r.Removed || r.Kept != KeptUnmerged {
 		t.Errorf("RemoveWorktree, detached, against its own HEAD = %+v, %v; want kept: unmerged", r, err)
 	}
-	if !exists(filepath.Join(dest3, "w3.txt")) || gitT(t, repo, "branch", "--list", "ahpd/s3") == "" {
+	if !exists(filepath.Join(self, "self.txt")) || gitT(t, repo, "branch", "--list", "ahpd/self") == "" {
 		t.Error("a worktree removed against its own HEAD lost its work")
 	}
 	// A base that no longer exists: an error, and the worktree stays.
-	dest2 := filepath.Join(root, "s2")
-	if _, err := AddWorktree(ctx, repo, root, dest2, "ahpd/s2", "main"); err != nil {
-		t.Fatal(err)
-	}
+	dest2, _ := addWorktree(t, ctx, repo, root, "s2")
 	if r, err := RemoveWorktree(ctx, root, dest2, "gone-branch"); err == nil || r.Removed || !exists(dest2) {
 		t.Errorf("RemoveWorktree with a missing base = %+v, %v", r, err)
 	}
@@ -152,7 +143,7 @@ func TestRemoveWorktreeKeepsUnmergedCommits(t *testing.T) {
 func TestRemoveWorktreeRefusals(t *testing.T) {
 	repo := newRepo(t, nil)
 	ctx := ctxT(t)
-	root := worktreesRoot(t, repo)
+	root := worktreesRoot(repo)
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +169,7 @@ func TestRemoveWorktreeRefusals(t *testing.T) {
 func TestAddWorktreeRefusals(t *testing.T) {
 	repo := newRepo(t, nil)
 	ctx := ctxT(t)
-	root := worktreesRoot(t, repo)
+	root := worktreesRoot(repo)
 	outside := t.TempDir()
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		t.Fatal(err)
@@ -228,11 +219,8 @@ func TestAddWorktreeRefusals(t *testing.T) {
 func TestListAndPruneWorktrees(t *testing.T) {
 	repo := newRepo(t, nil)
 	ctx := ctxT(t)
-	root := worktreesRoot(t, repo)
-	dest := filepath.Join(root, "gone")
-	if _, err := AddWorktree(ctx, repo, root, dest, "ahpd/gone", "main"); err != nil {
-		t.Fatal(err)
-	}
+	root := worktreesRoot(repo)
+	dest, _ := addWorktree(t, ctx, repo, root, "gone")
 	if err := os.RemoveAll(dest); err != nil {
 		t.Fatal(err)
 	}
@@ -258,12 +246,8 @@ func TestListAndPruneWorktrees(t *testing.T) {
 func TestChangesInAWorktreeStayThere(t *testing.T) {
 	repo := newRepo(t, nil)
 	ctx := ctxT(t)
-	root := worktreesRoot(t, repo)
-	dest := filepath.Join(root, "s")
-	wt, err := AddWorktree(ctx, repo, root, dest, "ahpd/s", "main")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := worktreesRoot(repo)
+	dest, wt := addWorktree(t, ctx, repo, root, "s")
 	base, err := Snapshot(ctx, dest)
 	if err != nil || base != wt.Head {
 		t.Fatalf("Snapshot of the fresh worktree = %s, %v; want %s", base, err, wt.Head)
