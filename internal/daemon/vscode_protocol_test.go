@@ -128,6 +128,19 @@ func (v *vscodeEnv) afterDrop(clientID string, body func(c *ahptest.Client) int6
 	return seen, v.fresh()
 }
 
+// droppedWatching is afterDrop whose body subscribes the connection to
+// channels, in order; the seq returned is the newest fromSeq it was given.
+func (v *vscodeEnv) droppedWatching(clientID string, channels ...string) (int64, *ahptest.Client) {
+	return v.afterDrop(clientID, func(c *ahptest.Client) int64 {
+		var through int64
+		for _, ch := range channels {
+			_, from := c.Subscribe(ch)
+			through = max(through, from)
+		}
+		return through
+	})
+}
+
 func wantCode(t *testing.T, err *ahptest.RPCError, code int, contains string) {
 	t.Helper()
 	if err == nil {
@@ -200,6 +213,16 @@ func reconnect(c *ahptest.Client, clientID string, seen int64, subs ...string) (
 		subs = []string{}
 	}
 	return c.Call("reconnect", map[string]any{"channel": ahp.RootURI, "clientId": clientID, "lastSeenServerSeq": seen, "subscriptions": subs})
+}
+
+// mustReconnect is reconnect's answer, the test failing on an error.
+func mustReconnect(t *testing.T, c *ahptest.Client, clientID string, seen int64, subs ...string) json.RawMessage {
+	t.Helper()
+	raw, err := reconnect(c, clientID, seen, subs...)
+	if err != nil {
+		t.Fatalf("reconnect: %v", err)
+	}
+	return raw
 }
 
 func userDraft(text string) map[string]any {
@@ -299,10 +322,7 @@ func TestVSCodeProtocolLifecycle(t *testing.T) {
 		c.Close()
 		secondary := v.fresh()
 		defer secondary.Close()
-		raw, err := reconnect(secondary, id, missedFrom, sess)
-		if err != nil {
-			t.Fatalf("reconnect: %v", err)
-		}
+		raw := mustReconnect(t, secondary, id, missedFrom, sess)
 		r := decodeReconnect(t, raw)
 		switch r.Type {
 		case "replay":
@@ -750,17 +770,11 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 	// Reconnect. The cutoff is the subscribe's fromSeq, as the suite takes it.
 	conformance(t, v, seen, "reconnect replays only the actions a dropped client missed", func(t *testing.T, v *vscodeEnv) {
 		_, chat := v.session()
-		through, revived := v.afterDrop("reconnect-dropped", func(c *ahptest.Client) int64 {
-			_, from := c.Subscribe(chat)
-			return from
-		})
+		through, revived := v.droppedWatching("reconnect-dropped", chat)
 		defer revived.Close()
 		v.c.Subscribe(chat)
 		v.dispatchOK(chat, draftChanged("missed while disconnected"))
-		raw, err := reconnect(revived, "reconnect-dropped", through, chat)
-		if err != nil {
-			t.Fatalf("reconnect: %v", err)
-		}
+		raw := mustReconnect(t, revived, "reconnect-dropped", through, chat)
 		r := decodeReconnect(t, raw)
 		if r.Type != "replay" || len(r.Actions) == 0 {
 			t.Fatalf("reconnect %s", raw)
@@ -773,15 +787,9 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 	})
 	conformance(t, v, seen, "reconnect with no missed actions returns an empty replay", func(t *testing.T, v *vscodeEnv) {
 		_, chat, _ := v.workspaceSession("reconnect-empty")
-		through, revived := v.afterDrop("reconnect-empty-dropped", func(c *ahptest.Client) int64 {
-			_, from := c.Subscribe(chat)
-			return from
-		})
+		through, revived := v.droppedWatching("reconnect-empty-dropped", chat)
 		defer revived.Close()
-		raw, err := reconnect(revived, "reconnect-empty-dropped", through, chat)
-		if err != nil {
-			t.Fatalf("reconnect: %v", err)
-		}
+		raw := mustReconnect(t, revived, "reconnect-empty-dropped", through, chat)
 		sameWire(t, "reconnect", raw, map[string]any{"type": "replay", "actions": []any{}, "missing": []any{}})
 	})
 	conformance(t, v, seen, "reconnect excludes actions from channels the client did not restore", func(t *testing.T, v *vscodeEnv) {
@@ -796,17 +804,11 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 		v.c.Subscribe(second)
 		secondChat := ahp.DefaultChatURI(second)
 		v.c.Subscribe(secondChat)
-		through, revived := v.afterDrop("reconnect-filter", func(c *ahptest.Client) int64 {
-			_, from := c.Subscribe(firstChat)
-			return from
-		})
+		through, revived := v.droppedWatching("reconnect-filter", firstChat)
 		defer revived.Close()
 		v.dispatchOK(firstChat, draftChanged("included"))
 		v.dispatchOK(secondChat, draftChanged("excluded"))
-		raw, err := reconnect(revived, "reconnect-filter", through, firstChat)
-		if err != nil {
-			t.Fatalf("reconnect: %v", err)
-		}
+		raw := mustReconnect(t, revived, "reconnect-filter", through, firstChat)
 		r := decodeReconnect(t, raw)
 		if got, want := r.replayed(), []string{firstChat + " chat/draftChanged"}; r.Type != "replay" || !slices.Equal(got, want) {
 			t.Fatalf("replayed %v, want %v: %s", got, want, raw)
@@ -814,18 +816,11 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 	})
 	conformance(t, v, seen, "reconnect replays missed session and chat actions together", func(t *testing.T, v *vscodeEnv) {
 		sess, chat, _ := v.workspaceSession("reconnect-state-snapshots")
-		through, revived := v.afterDrop("reconnect-state-snapshots-dropped", func(c *ahptest.Client) int64 {
-			_, s := c.Subscribe(sess)
-			_, ch := c.Subscribe(chat)
-			return max(s, ch)
-		})
+		through, revived := v.droppedWatching("reconnect-state-snapshots-dropped", sess, chat)
 		defer revived.Close()
 		v.dispatchOK(sess, titleChanged("Replay Session"))
 		v.dispatchOK(chat, draftChanged("replay draft"))
-		raw, err := reconnect(revived, "reconnect-state-snapshots-dropped", through, sess, chat)
-		if err != nil {
-			t.Fatalf("reconnect: %v", err)
-		}
+		raw := mustReconnect(t, revived, "reconnect-state-snapshots-dropped", through, sess, chat)
 		r := decodeReconnect(t, raw)
 		if got, want := r.replayed(), []string{sess + " session/titleChanged", chat + " chat/draftChanged"}; r.Type != "replay" || !slices.Equal(got, want) {
 			t.Fatalf("replayed %v, want %v: %s", got, want, raw)
@@ -833,15 +828,9 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 	})
 	conformance(t, v, seen, "reconnected state subscriptions receive subsequent live actions", func(t *testing.T, v *vscodeEnv) {
 		sess, chat, _ := v.workspaceSession("reconnect-live")
-		through, revived := v.afterDrop("reconnect-live-dropped", func(c *ahptest.Client) int64 {
-			_, s := c.Subscribe(sess)
-			_, ch := c.Subscribe(chat)
-			return max(s, ch)
-		})
+		through, revived := v.droppedWatching("reconnect-live-dropped", sess, chat)
 		defer revived.Close()
-		if _, err := reconnect(revived, "reconnect-live-dropped", through, sess, chat); err != nil {
-			t.Fatalf("reconnect: %v", err)
-		}
+		mustReconnect(t, revived, "reconnect-live-dropped", through, sess, chat)
 		v.c.Dispatch(sess, titleChanged("Reconnected Live"))
 		v.c.Dispatch(chat, draftChanged("live"))
 		revived.AwaitEnvelope("the live title change", func(e ahptest.Envelope) bool {
@@ -856,15 +845,9 @@ func TestVSCodeProtocolContracts(t *testing.T) {
 	conformance(t, v, seen, "reconnect reports a subscription it cannot resume as missing", func(t *testing.T, v *vscodeEnv) {
 		_, chat := v.session()
 		gone := "agenthost-terminal://e2e/never-existed"
-		through, revived := v.afterDrop("reconnect-missing-dropped", func(c *ahptest.Client) int64 {
-			_, from := c.Subscribe(chat)
-			return from
-		})
+		through, revived := v.droppedWatching("reconnect-missing-dropped", chat)
 		defer revived.Close()
-		raw, err := reconnect(revived, "reconnect-missing-dropped", through, chat, gone)
-		if err != nil {
-			t.Fatalf("reconnect: %v", err)
-		}
+		raw := mustReconnect(t, revived, "reconnect-missing-dropped", through, chat, gone)
 		if r := decodeReconnect(t, raw); r.Type != "replay" || !slices.Equal(r.Missing, []string{gone}) {
 			t.Fatalf("reconnect %s", raw)
 		}
