@@ -183,6 +183,24 @@ func TestPathRefusals(t *testing.T) {
 			t.Errorf("Commit(%q) = %v, want ErrPath", p, err)
 		}
 	}
+	// A revision that is an option, and a bad ref name, are refused too.
+	for _, rev := range []string{"--output=" + victim, "-p"} {
+		if _, err := Changes(ctx, repo, rev); err == nil {
+			t.Errorf("Changes(%q) succeeded", rev)
+		}
+		if _, err := ChangesBetween(ctx, repo, base, rev); err == nil {
+			t.Errorf("ChangesBetween(%q) succeeded", rev)
+		}
+		if err := RestoreFile(ctx, repo, rev, "x.txt"); err == nil {
+			t.Errorf("RestoreFile at %q succeeded", rev)
+		}
+		if err := Pin(ctx, repo, "p", rev); err == nil {
+			t.Errorf("Pin(%q) succeeded", rev)
+		}
+	}
+	if err := Unpin(ctx, repo, "../x"); err == nil {
+		t.Error("Unpin with a bad name succeeded")
+	}
 	if readFile(t, victim) != "keep me\n" {
 		t.Error("the file outside the tree was touched")
 	}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ahpd/ahpd/internal/confine"
 )
 
 // worktreesRoot is a data dir's worktrees folder, beside the repository.
@@ -163,6 +165,31 @@ func TestRemoveWorktreeRefusals(t *testing.T) {
 	}
 	if _, err := RemoveWorktree(ctx, root, filepath.Join(root, "none"), ""); err == nil {
 		t.Error("RemoveWorktree without a base succeeded")
+	}
+	// A linked worktree outside root, reached through a link in root, by
+	// "..", or by a relative path, is refused and stays.
+	other := filepath.Join(filepath.Dir(root), "other")
+	gitT(t, repo, "worktree", "add", "-q", "-b", "other", other, "main")
+	if err := os.Symlink(other, filepath.Join(root, "escape")); err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range map[string]string{
+		"through a symlink": filepath.Join(root, "escape"),
+		"dotdot":            root + "/../other",
+		"relative":          "data/other",
+	} {
+		if r, err := RemoveWorktree(ctx, root, p, head); !errors.Is(err, ErrPath) && !errors.Is(err, confine.ErrOutside) || r.Removed {
+			t.Errorf("%s: RemoveWorktree(%q) = %+v, %v; want refused", name, p, r, err)
+		}
+	}
+	if !exists(other) || gitT(t, repo, "branch", "--list", "other") == "" {
+		t.Error("a refused RemoveWorktree removed the worktree outside root")
+	}
+	inside, _ := addWorktree(t, ctx, repo, root, "inside")
+	for _, base := range []string{"-p", "--all", "a b"} {
+		if r, err := RemoveWorktree(ctx, root, inside, base); err == nil || r.Removed {
+			t.Errorf("RemoveWorktree with the base %q = %+v, %v", base, r, err)
+		}
 	}
 }
 
