@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"runtime"
 	"slices"
@@ -154,24 +153,13 @@ func wantCode(t *testing.T, err *ahptest.RPCError, code int, contains string) {
 	}
 }
 
-// sameWire reports whether two JSON values are equal as values (the
-// suite's deepStrictEqual over decoded JSON).
+// sameWire is sameJSON for a raw answer: got decoded, so both sides
+// marshal with their keys sorted (the suite's deepStrictEqual over decoded
+// JSON). want is maps and slices, not structs, whose fields keep their
+// order.
 func sameWire(t *testing.T, what string, got json.RawMessage, want any) {
 	t.Helper()
-	var g, w any
-	if err := json.Unmarshal(got, &g); err != nil {
-		t.Fatalf("%s: %v in %s", what, err, got)
-	}
-	raw, err := json.Marshal(want)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(raw, &w); err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(g, w) {
-		t.Fatalf("%s = %s, want %s", what, got, raw)
-	}
+	sameJSON(t, what, decode[any](t, got), want)
 }
 
 // replayAnswer is reconnect's answer as 1.0 gives it.
