@@ -86,9 +86,12 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	cmd := "git"
-	if len(e.Args) > 0 {
-		cmd += " " + e.Args[0]
+	cmd, args := "git", e.Args
+	for len(args) > 2 && args[0] == "-c" { // the subcommand, past its settings
+		args = args[2:]
+	}
+	if len(args) > 0 {
+		cmd += " " + args[0]
 	}
 	why := e.Err.Error()
 	if errors.Is(e.Err, context.DeadlineExceeded) {

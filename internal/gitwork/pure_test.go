@@ -237,3 +237,12 @@ func TestChunks(t *testing.T) {
 		t.Error("chunks(nil) is not empty")
 	}
 }
+
+// An error names git's subcommand, not a -c setting before it, and what
+// git said.
+func TestErrorNamesTheSubcommand(t *testing.T) {
+	e := &Error{Args: []string{"-c", "core.fsmonitor=false", "add", "-A"}, Stderr: "fatal: no\n", Err: errors.New("exit status 128")}
+	if got, want := e.Error(), "git add: exit status 128: fatal: no"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+}
