@@ -118,6 +118,15 @@ func TestVSCodeStateOperationsTerminals(t *testing.T) {
 		return ahp.TerminalClaim{Kind: "session", Session: sess, Chat: ahp.DefaultChatURI(sess), TurnID: turn, ToolCallID: tool}
 	}
 	clientClaim := ahp.TerminalClaim{Kind: "client", ClientID: clientID}
+	// claimed hands the terminal to claim and checks its state holds the
+	// claim whole.
+	claimed := func(t *testing.T, uri string, claim ahp.TerminalClaim) {
+		t.Helper()
+		e.dispatchOK(uri, map[string]any{"type": "terminal/claimed", "claim": claim})
+		if st := terminalState(t, e.c, uri); st.Claim != claim {
+			t.Fatalf("claim %+v, want %+v", st.Claim, claim)
+		}
+	}
 	// awaitStreamed waits for the terminal/data on uri after the first seen
 	// envelopes to print what re matches.
 	awaitStreamed := func(t *testing.T, uri string, seen int, re *regexp.Regexp) {
@@ -181,27 +190,16 @@ func TestVSCodeStateOperationsTerminals(t *testing.T) {
 	})
 	conformanceCase(t, "terminal claim can transfer from the client to the session", func(t *testing.T) {
 		uri, sess, _ := withTerminal(t)
-		claim := sessionClaim(sess, "", "")
-		e.dispatchOK(uri, map[string]any{"type": "terminal/claimed", "claim": claim})
-		if st := terminalState(t, e.c, uri); st.Claim != claim {
-			t.Fatalf("claim %+v, want %+v", st.Claim, claim)
-		}
+		claimed(t, uri, sessionClaim(sess, "", ""))
 	})
 	conformanceCase(t, "terminal claim can transfer back to the client", func(t *testing.T) {
 		uri, sess, _ := withTerminal(t)
 		e.dispatchOK(uri, map[string]any{"type": "terminal/claimed", "claim": sessionClaim(sess, "", "")})
-		e.dispatchOK(uri, map[string]any{"type": "terminal/claimed", "claim": clientClaim})
-		if st := terminalState(t, e.c, uri); st.Claim != clientClaim {
-			t.Fatalf("claim %+v, want %+v", st.Claim, clientClaim)
-		}
+		claimed(t, uri, clientClaim)
 	})
 	conformanceCase(t, "session terminal claims preserve turn and tool identifiers", func(t *testing.T) {
 		uri, sess, _ := withTerminal(t)
-		claim := sessionClaim(sess, "turn-claim", "tool-claim")
-		e.dispatchOK(uri, map[string]any{"type": "terminal/claimed", "claim": claim})
-		if st := terminalState(t, e.c, uri); st.Claim != claim {
-			t.Fatalf("claim %+v, want %+v", st.Claim, claim)
-		}
+		claimed(t, uri, sessionClaim(sess, "turn-claim", "tool-claim"))
 	})
 	conformanceCase(t, "terminal input reaches the shell and produces output", func(t *testing.T) {
 		uri, _, _ := withTerminal(t)
@@ -295,12 +293,7 @@ func TestVSCodeStateOperationsTerminals(t *testing.T) {
 	conformanceCase(t, "an exited terminal remains discoverable with its exit code until disposal", func(t *testing.T) {
 		uri, _, _ := withTerminal(t)
 		exited := awaitExited(t, uri)
-		raw, _ := e.c.Subscribe(ahp.RootURI)
-		var root ahp.RootState
-		if err := json.Unmarshal(raw, &root); err != nil {
-			t.Fatal(err)
-		}
-		i := infoOf(root.Terminals, uri)
+		i := infoOf(rootTerminals(t, e.c), uri)
 		if i == nil || exited.ExitCode == nil || i.Lifecycle == nil || i.Lifecycle.Status != ahp.TerminalStatusExited ||
 			i.Lifecycle.ExitCode == nil || *i.Lifecycle.ExitCode != *exited.ExitCode {
 			t.Fatalf("terminal/exited %+v; root lists %+v", exited, i)
@@ -310,11 +303,11 @@ func TestVSCodeStateOperationsTerminals(t *testing.T) {
 		_, _, dir := e.workspaceSession("terminal")
 		uri := newTerminalURI()
 		e.c.MustCall("createTerminal", map[string]any{"channel": uri, "claim": map[string]any{"kind": "client", "clientId": clientID}, "cwd": ahp.FileURI(dir)})
-		if !rootHasTerminal(t, e.c, uri) {
+		if infoOf(rootTerminals(t, e.c), uri) == nil {
 			t.Fatal("the new terminal is not in root state")
 		}
 		e.c.MustCall("disposeTerminal", map[string]any{"channel": uri})
-		if rootHasTerminal(t, e.c, uri) {
+		if infoOf(rootTerminals(t, e.c), uri) != nil {
 			t.Fatal("the disposed terminal is still in root state")
 		}
 	})
@@ -379,19 +372,16 @@ func streamed(envs []ahptest.Envelope, uri string, seen int, re *regexp.Regexp) 
 	return re.MatchString(ansi.ReplaceAllString(b.String(), ""))
 }
 
-func rootHasTerminal(t *testing.T, c *ahptest.Client, uri string) bool {
+// rootTerminals is the root's list of terminals, read from a fresh
+// subscribe's snapshot.
+func rootTerminals(t *testing.T, c *ahptest.Client) []ahp.TerminalInfo {
 	t.Helper()
 	raw, _ := c.Subscribe(ahp.RootURI)
 	var root ahp.RootState
 	if err := json.Unmarshal(raw, &root); err != nil {
 		t.Fatal(err)
 	}
-	for _, ti := range root.Terminals {
-		if ti.Resource == uri {
-			return true
-		}
-	}
-	return false
+	return root.Terminals
 }
 
 // TestVSCodeTerminalResilience ports terminalResilienceSuite's 6 cases
