@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -104,19 +105,12 @@ func changedPaths(changes []Change) []string {
 func restore(ctx context.Context, top, commit string, rels []string, staged bool) error {
 	inBase := map[string]bool{}
 	if commit != "" {
-		for _, part := range chunks(rels) {
-			out, err := run(ctx, top, opts{}, append([]string{"ls-tree", "-r", "-z", "--name-only", commit, "--"}, part...)...)
-			if err != nil {
-				return err
-			}
-			for _, name := range strings.Split(string(out), "\x00") {
-				if name != "" {
-					inBase[name] = true
-				}
-			}
+		var err error
+		if inBase, err = inChunks(ctx, top, rels, "ls-tree", "-r", "-z", "--name-only", commit); err != nil {
+			return err
 		}
 	}
-	present := func(rel string) bool {
+	keep, gone := partition(rels, func(rel string) bool {
 		if inBase[rel] {
 			return true
 		}
@@ -126,59 +120,27 @@ func restore(ctx context.Context, top, commit string, rels []string, staged bool
 			}
 		}
 		return false
+	})
+	args := []string{"restore", "--source=" + commit, "--worktree"}
+	if staged {
+		args = append(args, "--staged")
 	}
-	var keep, gone []string
-	for _, rel := range rels {
-		if present(rel) {
-			keep = append(keep, rel)
-		} else {
-			gone = append(gone, rel)
-		}
-	}
-	if len(keep) > 0 {
-		args := []string{"restore", "--source=" + commit, "--worktree"}
-		if staged {
-			args = append(args, "--staged")
-		}
-		args = append(args, "--")
-		for _, part := range chunks(keep) {
-			if _, err := run(ctx, top, opts{}, append(args, part...)...); err != nil {
-				return err
-			}
-		}
+	if _, err := inChunks(ctx, top, keep, args...); err != nil {
+		return err
 	}
 	if len(gone) == 0 {
 		return nil
 	}
-	tracked := map[string]bool{}
-	for _, part := range chunks(gone) {
-		out, err := run(ctx, top, opts{}, append([]string{"ls-files", "-z", "--"}, part...)...)
-		if err != nil {
-			return err
-		}
-		for _, name := range strings.Split(string(out), "\x00") {
-			if name != "" {
-				tracked[name] = true
-			}
-		}
+	tracked, err := inChunks(ctx, top, gone, "ls-files", "-z")
+	if err != nil {
+		return err
 	}
-	var rm, clean []string
-	for _, rel := range gone {
-		if tracked[rel] {
-			rm = append(rm, rel)
-		} else {
-			clean = append(clean, rel)
-		}
+	rm, clean := partition(gone, func(rel string) bool { return tracked[rel] })
+	if _, err := inChunks(ctx, top, rm, "rm", "-f", "-q", "--ignore-unmatch"); err != nil {
+		return err
 	}
-	for _, part := range chunks(rm) {
-		if _, err := run(ctx, top, opts{}, append([]string{"rm", "-f", "-q", "--ignore-unmatch", "--"}, part...)...); err != nil {
-			return err
-		}
-	}
-	for _, part := range chunks(clean) {
-		if _, err := run(ctx, top, opts{}, append([]string{"clean", "-f", "-q", "--"}, part...)...); err != nil {
-			return err
-		}
+	if _, err := inChunks(ctx, top, clean, "clean", "-f", "-q"); err != nil {
+		return err
 	}
 	// git clean leaves an ignored file (and git rm a file it no longer
 	// tracks): say so rather than claim it is gone.
@@ -190,6 +152,36 @@ func restore(ctx context.Context, top, commit string, rels []string, staged bool
 		}
 	}
 	return nil
+}
+
+// inChunks runs `git args -- paths` in top, chunk paths a call (none for
+// no paths), and returns the names the calls print, NUL-separated.
+func inChunks(ctx context.Context, top string, paths []string, args ...string) (map[string]bool, error) {
+	names := map[string]bool{}
+	for _, part := range chunks(paths) {
+		out, err := run(ctx, top, opts{}, slices.Concat(args, []string{"--"}, part)...)
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range strings.Split(string(out), "\x00") {
+			if name != "" {
+				names[name] = true
+			}
+		}
+	}
+	return names, nil
+}
+
+// partition splits paths into those in says yes to and the rest.
+func partition(paths []string, in func(string) bool) (yes, no []string) {
+	for _, p := range paths {
+		if in(p) {
+			yes = append(yes, p)
+		} else {
+			no = append(no, p)
+		}
+	}
+	return yes, no
 }
 
 // chunks splits paths into runs of at most chunk.
