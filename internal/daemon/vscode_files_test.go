@@ -65,6 +65,17 @@ func (f *filesEnv) must(t *testing.T, method string, params map[string]any) json
 	return res
 }
 
+// etag resolves uri and returns its etag, failing when there is none (the
+// suite skips then; ahpd always gives one).
+func (f *filesEnv) etag(t *testing.T, uri string) string {
+	t.Helper()
+	r := decode[resolved](t, f.must(t, "resourceResolve", map[string]any{"uri": uri}))
+	if r.etag() == "" {
+		t.Fatal("resolve gave no etag")
+	}
+	return r.etag()
+}
+
 func writeParams(uri, data string, opts map[string]any) map[string]any {
 	p := map[string]any{"channel": ahp.RootURI, "uri": uri, "data": data, "encoding": "utf-8"}
 	for k, v := range opts {
@@ -477,14 +488,11 @@ func TestVSCodeClientFilesystem(t *testing.T) {
 	run("resourceWrite ifMatch rejects a stale etag", func(t *testing.T) {
 		root := f.workspace("ahp-resource-if-match-")
 		writeFile(t, filepath.Join(root, "etag.txt"), "before")
-		r := decode[resolved](t, f.must(t, "resourceResolve", map[string]any{"uri": fileURI(root, "etag.txt")}))
-		if r.etag() == "" {
-			t.Fatal("resolve gave no etag") // the suite skips then; ahpd always gives one
-		}
-		if err := f.writeText(t, fileURI(root, "etag.txt"), "first", map[string]any{"ifMatch": r.etag()}); err != nil {
+		etag := f.etag(t, fileURI(root, "etag.txt"))
+		if err := f.writeText(t, fileURI(root, "etag.txt"), "first", map[string]any{"ifMatch": etag}); err != nil {
 			t.Fatal(err.Message)
 		}
-		wantCode(t, f.writeText(t, fileURI(root, "etag.txt"), "stale", map[string]any{"ifMatch": r.etag()}), conflict, "")
+		wantCode(t, f.writeText(t, fileURI(root, "etag.txt"), "stale", map[string]any{"ifMatch": etag}), conflict, "")
 		if got := readText(t, filepath.Join(root, "etag.txt")); got != "first" {
 			t.Fatalf("file holds %q", got)
 		}
@@ -513,14 +521,11 @@ func TestVSCodeClientFilesystem(t *testing.T) {
 	run("resourceWrite enforces ifMatch in append mode", func(t *testing.T) {
 		root := f.workspace("ahp-resource-if-match-append-")
 		writeFile(t, filepath.Join(root, "append.txt"), "before")
-		r := decode[resolved](t, f.must(t, "resourceResolve", map[string]any{"uri": fileURI(root, "append.txt")}))
-		if r.etag() == "" {
-			t.Fatal("resolve gave no etag")
-		}
+		etag := f.etag(t, fileURI(root, "append.txt"))
 		if err := f.writeText(t, fileURI(root, "append.txt"), "changed", nil); err != nil {
 			t.Fatal(err)
 		}
-		wantCode(t, f.writeText(t, fileURI(root, "append.txt"), "-after", map[string]any{"mode": "append", "ifMatch": r.etag()}), conflict, "")
+		wantCode(t, f.writeText(t, fileURI(root, "append.txt"), "-after", map[string]any{"mode": "append", "ifMatch": etag}), conflict, "")
 		if got := readText(t, filepath.Join(root, "append.txt")); got != "changed" {
 			t.Fatalf("file holds %q", got)
 		}
@@ -529,12 +534,9 @@ func TestVSCodeClientFilesystem(t *testing.T) {
 		root := f.workspace("ahp-resource-if-match-concurrent-")
 		writeFile(t, filepath.Join(root, "concurrent.txt"), "seed")
 		uri := fileURI(root, "concurrent.txt")
-		r := decode[resolved](t, f.must(t, "resourceResolve", map[string]any{"uri": uri}))
-		if r.etag() == "" {
-			t.Fatal("resolve gave no etag")
-		}
-		answers := f.concurrently("resourceWrite", writeParams(uri, "first-winner", map[string]any{"ifMatch": r.etag()}),
-			writeParams(uri, "second-winner", map[string]any{"ifMatch": r.etag()}))
+		etag := f.etag(t, uri)
+		answers := f.concurrently("resourceWrite", writeParams(uri, "first-winner", map[string]any{"ifMatch": etag}),
+			writeParams(uri, "second-winner", map[string]any{"ifMatch": etag}))
 		oneWinner(t, answers, conflict)
 		if got := readText(t, filepath.Join(root, "concurrent.txt")); got != "first-winner" && got != "second-winner" {
 			t.Fatalf("file holds %q", got)
@@ -690,11 +692,8 @@ func TestVSCodeClientFilesystem(t *testing.T) {
 	run("resourceWrite accepts the current etag", func(t *testing.T) {
 		root := f.workspace("ahp-resource-if-match-current-")
 		writeFile(t, filepath.Join(root, "etag.txt"), "before")
-		r := decode[resolved](t, f.must(t, "resourceResolve", map[string]any{"uri": fileURI(root, "etag.txt")}))
-		if r.etag() == "" {
-			t.Fatal("resolve gave no etag") // the suite skips then; ahpd always gives one
-		}
-		if err := f.writeText(t, fileURI(root, "etag.txt"), "after", map[string]any{"ifMatch": r.etag()}); err != nil {
+		etag := f.etag(t, fileURI(root, "etag.txt"))
+		if err := f.writeText(t, fileURI(root, "etag.txt"), "after", map[string]any{"ifMatch": etag}); err != nil {
 			t.Fatal(err.Message)
 		}
 		if got := readText(t, filepath.Join(root, "etag.txt")); got != "after" {
