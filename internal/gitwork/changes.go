@@ -408,15 +408,7 @@ func readBlob(ctx context.Context, dir, id string) ([]byte, error) {
 }
 
 func isObjectID(s string) bool {
-	if len(s) < 4 || len(s) > 64 {
-		return false
-	}
-	for _, r := range s {
-		if !strings.ContainsRune("0123456789abcdef", r) {
-			return false
-		}
-	}
-	return true
+	return len(s) >= 4 && len(s) <= 64 && strings.Trim(s, "0123456789abcdef") == ""
 }
 
 // Pin makes refs/ahpd/<name> point at commit (a Snapshot), so git gc keeps

@@ -120,13 +120,13 @@ func (r Removal) String() string {
 // (Removal.Kept, no error) when it has changes or untracked files that are
 // not ignored (KeptDirty), or when its HEAD has commits that base (the
 // commit or branch it was made from) does not contain, or that no branch
-// but its own, no tag and no remote-tracking branch holds (KeptUnmerged:
-// a base naming the worktree itself, "HEAD" or its branch, protects
-// nothing; nor does a base that is on no branch any more). It
-// is removed with `git worktree remove` without --force, so git refuses too
-// should it turn dirty in between; its ignored files go with it. Its branch
-// is then deleted when no other worktree has it checked out, and only if it
-// still points where the check saw it (git update-ref -d with the old id).
+// but its own, no tag and no remote-tracking branch holds (KeptUnmerged: a
+// base naming the worktree itself, "HEAD" or its branch, protects nothing;
+// nor does a base that is on no branch any more). It is removed with `git
+// worktree remove` without --force, so git refuses too should it turn dirty
+// in between; its ignored files go with it. Its branch is then deleted when
+// no other worktree has it checked out, and only if it still points where
+// the check saw it (git update-ref -d with the old id).
 func RemoveWorktree(ctx context.Context, root, path, base string) (Removal, error) {
 	r := Removal{Path: path}
 	if base == "" {
