@@ -38,6 +38,7 @@ func acpAgents(cfg Config) ([]agent.Agent, error) {
 		if cfg.DataDir != "" {
 			e.StateDir = filepath.Join(cfg.DataDir, "acp", e.Name)
 		}
+		e.Ledger = agentLedger(cfg)
 		a, err := acp.New(e)
 		if err != nil {
 			return nil, fmt.Errorf("%w: agents.acp[%d]: %v", ErrUsage, i, err)

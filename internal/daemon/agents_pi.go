@@ -23,5 +23,6 @@ func piAgents(cfg Config) ([]agent.Agent, error) {
 	if o.AgentDir == "" && cfg.DataDir != "" {
 		o.AgentDir = filepath.Join(cfg.DataDir, "pi", "agent")
 	}
+	o.Ledger = agentLedger(cfg)
 	return []agent.Agent{pi.New(o)}, nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/agent/agentproc"
 	"github.com/ahpd/ahpd/internal/agent/claude"
 	"github.com/ahpd/ahpd/internal/agent/script"
 	"github.com/ahpd/ahpd/internal/auth"
@@ -88,6 +89,7 @@ func BuiltinAgents(cfg Config) (*agent.Registry, error) {
 	default:
 		return nil, keyErr("agents.claude.stopEnds", "must be %s or %s, not %q", claude.StopEndsTurn, claude.StopEndsQuery, co.StopEnds)
 	}
+	co.Ledger = agentLedger(cfg)
 	agents := []agent.Agent{script.New(script.Options{}), claude.New(co)}
 	// Each further backend reads its own settings in a file of its own
 	// (agents_<name>.go), so backends are added without touching this one.
@@ -99,6 +101,15 @@ func BuiltinAgents(cfg Config) (*agent.Registry, error) {
 		agents = append(agents, more...)
 	}
 	return agent.NewRegistry(agents...)
+}
+
+// agentLedger is where the CLI backends write down their agents' process
+// groups (agentproc.Ledger); none without a data dir.
+func agentLedger(cfg Config) agentproc.Ledger {
+	if cfg.DataDir == "" {
+		return agentproc.Ledger{}
+	}
+	return agentproc.NewLedger(filepath.Join(cfg.DataDir, "agent-groups"))
 }
 
 // Start opens the store, restores every session and starts serving.
@@ -149,6 +160,11 @@ func Start(ctx context.Context, cfg Config, o Options) (*Daemon, error) {
 	lock, err := lockDataDir(cfg.DataDir)
 	if err != nil {
 		return nil, err
+	}
+	// Before anything starts: the agents a killed daemon left running
+	// would otherwise work on beside the ones this start runs.
+	if n, err := agentLedger(cfg).EndLeftovers(log); err != nil {
+		log.Warn("end the agents an earlier daemon left", "ended", n, "err", err)
 	}
 	st, err := store.Open(filepath.Join(cfg.DataDir, "ahpd.db"), log)
 	if err != nil {

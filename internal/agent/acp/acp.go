@@ -36,6 +36,7 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/agent/agentproc"
 )
 
 // Options configure one ACP agent: what the daemon config's
@@ -55,6 +56,10 @@ type Options struct {
 	// StateDir holds one file per conversation naming the agent's session
 	// id. Empty: kept in memory only (a restart starts new sessions).
 	StateDir string `json:"-"`
+	// Ledger is where each agent's process group (and each terminal's it
+	// runs) is written down, for the next start to end what a killed
+	// daemon left; the daemon sets it.
+	Ledger agentproc.Ledger `json:"-"`
 }
 
 // Agent is one configured ACP agent. Build it with New; it starts nothing

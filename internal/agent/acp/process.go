@@ -47,6 +47,9 @@ type process struct {
 	stderr *agentproc.Stderr
 	conn   *acpsdk.ClientSideConnection
 	log    *slog.Logger
+	// endGroup kills what the agent left in its group and crosses the
+	// group out of the ledger, once the agent was reaped.
+	endGroup func()
 	// exited is closed once the process has been reaped; waitErr is set
 	// before.
 	exited  chan struct{}
@@ -56,7 +59,7 @@ type process struct {
 }
 
 // startProcess starts the agent in dir and connects client to it.
-func startProcess(bin string, args []string, dir string, env []string, log *slog.Logger, client acpsdk.Client) (*process, error) {
+func startProcess(bin string, args []string, dir string, env []string, log *slog.Logger, ledger agentproc.Ledger, client acpsdk.Client) (*process, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Env = env
@@ -72,7 +75,7 @@ func startProcess(bin string, args []string, dir string, env []string, log *slog
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	if p.endGroup, err = ledger.Start(cmd); err != nil {
 		return nil, err
 	}
 	log.Debug("acp agent started", "pid", cmd.Process.Pid, "command", bin, "args", strings.Join(args, " "))
@@ -85,6 +88,7 @@ func startProcess(bin string, args []string, dir string, env []string, log *slog
 		// after the reads).
 		<-p.conn.Done()
 		p.waitErr = cmd.Wait()
+		p.endGroup()
 		close(p.exited)
 	}()
 	return p, nil

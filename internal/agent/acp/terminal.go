@@ -28,6 +28,7 @@ const (
 
 // terminals are the terminal/* commands a conversation's agent runs.
 type terminals struct {
+	ledger agentproc.Ledger
 	// mu guards byID and next.
 	mu   sync.Mutex
 	byID map[string]*terminal
@@ -40,6 +41,9 @@ type terminal struct {
 	// exited is closed once the command was reaped.
 	exited chan struct{}
 	timer  *time.Timer
+	// endGroup kills what the command left in its group and crosses the
+	// group out of the ledger, once the command was reaped.
+	endGroup func()
 	// mu guards out, truncated, code and signal.
 	mu        sync.Mutex
 	out       []byte
@@ -48,7 +52,9 @@ type terminal struct {
 	signal    *string
 }
 
-func newTerminals() *terminals { return &terminals{byID: make(map[string]*terminal)} }
+func newTerminals(ledger agentproc.Ledger) *terminals {
+	return &terminals{ledger: ledger, byID: make(map[string]*terminal)}
+}
 
 // create starts a command in dirs[0], or in the request's cwd when that
 // lies inside the chat's directories.
@@ -87,9 +93,11 @@ func (ts *terminals) create(dirs []string, req acpsdk.CreateTerminalRequest, env
 	cmd.Stdout = t
 	cmd.Stderr = t
 	cmd.WaitDelay = time.Second
-	if err := cmd.Start(); err != nil {
+	end, err := ts.ledger.Start(cmd)
+	if err != nil {
 		return "", err
 	}
+	t.endGroup = end
 	ts.next++
 	id := "term-" + strconv.Itoa(ts.next)
 	ts.byID[id] = t
@@ -116,6 +124,7 @@ func (t *terminal) Write(b []byte) (int, error) {
 
 func (t *terminal) reap() {
 	err := t.cmd.Wait()
+	t.endGroup()
 	t.timer.Stop()
 	t.mu.Lock()
 	var ee *exec.ExitError

@@ -26,6 +26,7 @@ import (
 	"sync"
 
 	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/agent/agentproc"
 )
 
 // Provider is the backend's provider id.
@@ -58,6 +59,9 @@ type Options struct {
 	StopEnds string `json:"stopEnds,omitempty"`
 	// ConfigDir is CLAUDE_CONFIG_DIR; empty inherits it (or ~/.claude).
 	ConfigDir string `json:"configDir,omitempty"`
+	// Ledger is where each CLI's process group is written down, for the
+	// next start to end what a killed daemon left; the daemon sets it.
+	Ledger agentproc.Ledger `json:"-"`
 }
 
 // Claude is the Claude Code backend. Build it with New; it does no I/O

@@ -38,6 +38,9 @@ type process struct {
 	writes *mailbox.Box[[]byte]
 	stderr *agentproc.Stderr
 	log    *slog.Logger
+	// endGroup kills what the CLI left in its group and crosses the
+	// group out of the ledger, once the CLI was reaped.
+	endGroup func()
 	// exited is closed once stdout hit EOF and the process was reaped;
 	// waitErr is set before.
 	exited  chan struct{}
@@ -49,7 +52,7 @@ type process struct {
 // startProcess starts bin with args in dir. onLine gets every stdout line
 // and onExit is called once the process has been reaped; both run on the
 // reader goroutine.
-func startProcess(bin string, args []string, dir string, env []string, log *slog.Logger,
+func startProcess(bin string, args []string, dir string, env []string, log *slog.Logger, ledger agentproc.Ledger,
 	onLine func(*process, []byte), onExit func(*process)) (*process, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
@@ -71,7 +74,7 @@ func startProcess(bin string, args []string, dir string, env []string, log *slog
 	if p.stdout, err = cmd.StdoutPipe(); err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	if p.endGroup, err = ledger.Start(cmd); err != nil {
 		return nil, err
 	}
 	log.Debug("claude started", "pid", cmd.Process.Pid, "args", strings.Join(args, " "))
@@ -136,6 +139,7 @@ func (p *process) readLoop(onLine func(*process, []byte), onExit func(*process))
 		}
 	}
 	p.waitErr = p.cmd.Wait()
+	p.endGroup()
 	close(p.exited)
 	onExit(p)
 }

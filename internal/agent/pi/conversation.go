@@ -371,7 +371,7 @@ func (c *conversation) ensureProcess(r *run) (*process, error) {
 		args = append(args, "--model", m)
 	}
 	args = append(args, c.pi.opts.ExtraArgs...)
-	p, err := startProcess(c.bin, args, c.cwd, c.pi.opts.environ(), c.log, c.handleLine, c.processExited)
+	p, err := startProcess(c.bin, args, c.cwd, c.pi.opts.environ(), c.log, c.pi.opts.Ledger, c.handleLine, c.processExited)
 	if err != nil {
 		return nil, fmt.Errorf("start pi: %w", err)
 	}

@@ -32,6 +32,7 @@ import (
 	"sync"
 
 	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/agent/agentproc"
 )
 
 // Provider is the backend's provider id.
@@ -58,6 +59,9 @@ type Options struct {
 	ExtraArgs []string `json:"extraArgs,omitempty"`
 	// Env entries (KEY=VALUE) are laid over os.Environ().
 	Env []string `json:"env,omitempty"`
+	// Ledger is where each CLI's process group is written down, for the
+	// next start to end what a killed daemon left; the daemon sets it.
+	Ledger agentproc.Ledger `json:"-"`
 }
 
 // ProviderConfig is one provider of pi's models.json.
