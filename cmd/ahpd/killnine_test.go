@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -36,8 +38,9 @@ type killChat struct {
 
 // TestKillNineLosesNothingShown: twenty chats stream turns back to back
 // while their titles and drafts change, and the daemon is killed with
-// SIGKILL ten times: at a turn's ending (0–20 ms after it was shown), at
-// the echo of a title or draft, and at a random moment. After each restart
+// SIGKILL ten times (forty under AHPD_KILL_CYCLES=40): at a turn's ending
+// (0–20 ms after it was shown), at the echo of a title or draft (they come
+// in bursts of one to four), and at a random moment. After each restart
 // every turn a client saw end is there, whole and ended the same way, every
 // turn it saw start is there and ended, and the title and draft are the
 // ones last shown or ones dispatched after them (stored, not yet said). The
@@ -45,7 +48,11 @@ type killChat struct {
 // C-TURN-12.)
 func TestKillNineLosesNothingShown(t *testing.T) {
 	testutil.RequireCheck(t, "kill -9 loop")
-	const nChats, cycles = 20, 10
+	const nChats = 20
+	cycles := 10
+	if n, err := strconv.Atoi(os.Getenv("AHPD_KILL_CYCLES")); err == nil && n > 0 {
+		cycles = n
+	}
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 8))
@@ -100,7 +107,7 @@ func TestKillNineLosesNothingShown(t *testing.T) {
 			c.Dispatch(k.chat, map[string]any{"type": "chat/turnStarted", "turnId": id, "startedAt": time.Now().UTC().Format(time.RFC3339Nano),
 				"message": map[string]any{"text": text, "origin": map[string]any{"kind": "user"}}})
 		}
-		change := func(k *killChat) {
+		changeOne := func(k *killChat) {
 			switch rng.IntN(4) {
 			case 0:
 				title := fmt.Sprintf("title %d/%d", cycle, len(k.titles))
@@ -110,6 +117,13 @@ func TestKillNineLosesNothingShown(t *testing.T) {
 				draft := fmt.Sprintf("draft %d/%d", cycle, len(k.drafts))
 				k.drafts = append(k.drafts, draft)
 				mine[c.Dispatch(k.chat, map[string]any{"type": "chat/draftChanged", "draft": map[string]any{"text": draft, "origin": map[string]any{"kind": "user"}}})] = true
+			}
+		}
+		// change is a burst: up to four changes back to back, so a kill can
+		// land between the echoes of one burst.
+		change := func(k *killChat) {
+			for range 1 + rng.IntN(4) {
+				changeOne(k)
 			}
 		}
 		for _, k := range chats {

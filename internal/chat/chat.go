@@ -297,11 +297,16 @@ func (c *Chat) run(crashed *store.TurnRecord) {
 	var batch []func()
 	flush := time.NewTicker(runningEvery)
 	defer flush.Stop()
-	var idle <-chan time.Time
+	var idle, agentIdle <-chan time.Time
 	idleTimer := c.idle.timer()
 	if idleTimer != nil {
 		defer idleTimer.Stop()
 		idle = idleTimer.C
+	}
+	agentTimer := c.idle.agentTimer()
+	if agentTimer != nil {
+		defer agentTimer.Stop()
+		agentIdle = agentTimer.C
 	}
 	for {
 		var events, shellEvents, hostEvents <-chan agent.Event
@@ -359,9 +364,19 @@ func (c *Chat) run(crashed *store.TurnRecord) {
 			if c.idle.unloadIfIdle() {
 				return
 			}
+			// A timer is not activity: the agent's keeps running.
+			idleTimer.Reset(c.idle.timeout())
+			continue
+		case <-agentIdle:
+			// Armed again by the next activity, not by itself.
+			c.idle.endIdleAgent()
+			continue
 		}
 		if idleTimer != nil {
 			idleTimer.Reset(c.idle.timeout())
+		}
+		if agentTimer != nil {
+			agentTimer.Reset(c.idle.agentTimeout())
 		}
 	}
 }

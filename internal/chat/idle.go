@@ -60,6 +60,40 @@ func (il *idler) unloadIfIdle() bool {
 	return true
 }
 
+// DefaultAgentIdle is how long a chat's agent may have no work before its
+// process is ended.
+const DefaultAgentIdle = 10 * time.Minute
+
+// agentTimer is nil when agents are never ended for idling (AgentIdle < 0).
+func (il *idler) agentTimer() *time.Timer {
+	if il.c.cfg.Env.Limits.AgentIdle < 0 {
+		return nil
+	}
+	return time.NewTimer(il.agentTimeout())
+}
+
+func (il *idler) agentTimeout() time.Duration {
+	if d := il.c.cfg.Env.Limits.AgentIdle; d > 0 {
+		return d
+	}
+	return DefaultAgentIdle
+}
+
+// endIdleAgent ends the chat's agent conversation, and so its process
+// tree, when it has no work: no turn running or waiting on it, no worker,
+// nothing the backend holds (eng.Busy). The chat stays loaded and watched;
+// its next turn opens the conversation again, resumed. An agent that
+// cannot resume is kept: ending it would lose the conversation.
+func (il *idler) endIdleAgent() {
+	c := il.c
+	be := &c.backends
+	if be.conv == nil || !be.caps.Resume || c.eng.Busy() || c.workers.running() {
+		return
+	}
+	c.log.Info("agent idle: ending its process; the next turn resumes it", "idle", il.agentTimeout())
+	be.close()
+}
+
 func (il *idler) timeout() time.Duration {
 	c := il.c
 	if c.cfg.Env.Limits.ChatIdle > 0 {

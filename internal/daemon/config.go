@@ -56,6 +56,13 @@ type Config struct {
 	// replaced. A turn waiting on a client's answer is not silent. 0 means
 	// 600; -1 never.
 	AgentSilenceSeconds int `json:"agentSilenceSeconds,omitempty"`
+	// AgentIdleSeconds is how long a chat's agent may have no work (no
+	// turn running or waiting, nothing it holds) before its process, and
+	// everything in its process group, is ended, whether or not anyone
+	// watches the chat; the chat stays loaded and its next turn resumes
+	// the conversation. Only agents that can resume are ended. 0 means
+	// 600; -1 never.
+	AgentIdleSeconds int `json:"agentIdleSeconds,omitempty"`
 
 	// AttachmentFetchLimitBytes is the largest resource only a client holds
 	// that the host asks that client for; one whose size hint is over it is
@@ -198,6 +205,7 @@ func (c *Config) Validate() error {
 		{"turnsView", int64(c.TurnsView), 0},
 		{"chatIdleSeconds", int64(c.ChatIdleSeconds), -1},
 		{"agentSilenceSeconds", int64(c.AgentSilenceSeconds), -1},
+		{"agentIdleSeconds", int64(c.AgentIdleSeconds), -1},
 		{"maxConnections", int64(c.MaxConnections), 0},
 		{"maxFrameBytes", c.MaxFrameBytes, 0},
 		{"totalOutboxBytes", c.TotalOutboxBytes, 0},

@@ -193,6 +193,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*Daemon, error) {
 			TurnsView:    cfg.TurnsView,
 			ChatIdle:     time.Duration(cfg.ChatIdleSeconds) * time.Second,
 			AgentSilence: time.Duration(cfg.AgentSilenceSeconds) * time.Second,
+			AgentIdle:    time.Duration(cfg.AgentIdleSeconds) * time.Second,
 		},
 		Attachments: env.Attachments{
 			Dir:        filepath.Join(cfg.DataDir, "attachments"),

@@ -39,6 +39,10 @@ type Limits struct {
 	// before the turn ends and its process is replaced (0: the chat
 	// package's default; negative: never).
 	AgentSilence time.Duration
+	// AgentIdle is how long a loaded chat's agent conversation may have
+	// no work before its process is ended, watched or not; the next turn
+	// resumes it (0: the chat package's default; negative: never).
+	AgentIdle time.Duration
 }
 
 // Attachments are the attachment settings (CHATS.md "Attachments").
