@@ -740,13 +740,13 @@ func TestClientFilesHostileClient(t *testing.T) {
 		owner.OnRequest(func(string, json.RawMessage) (any, *ahptest.RPCError) { return res, rerr })
 	}
 	for _, tc := range []struct {
-		name         string
-		method       string
-		res          any
-		rerr         *ahptest.RPCError
-		code         int
-		says         string
-		extra        map[string]any
+		name          string
+		method        string
+		res           any
+		rerr          *ahptest.RPCError
+		code          int
+		says          string
+		extra         map[string]any
 		passedThrough bool
 	}{
 		{"a result that is not an object", "resourceRead", "garbage", nil, ahp.CodeInternalError, "malformed", nil, false},
