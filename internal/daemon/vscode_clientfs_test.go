@@ -729,7 +729,7 @@ func TestClientFilesGrants(t *testing.T) {
 // never comes back as a clear error; the connection stays up, and no other
 // request waits on it.
 func TestClientFilesHostileClient(t *testing.T) {
-	e := newEnv(t, func(c *daemon.Config) { c.ClientFileTimeoutSeconds = 1 })
+	e := newEnv(t, func(c *daemon.Config) { c.ClientFileTimeoutSeconds = 2 })
 	ws := clientWorkspace(t)
 	file := filepath.Join(ws, "f.txt")
 	writeFile(t, file, "content")
@@ -787,8 +787,7 @@ func TestClientFilesHostileClient(t *testing.T) {
 		}
 	})
 	t.Run("an answer over the read limit", func(t *testing.T) {
-		big := base64.StdEncoding.EncodeToString(make([]byte, 8<<20+1))
-		answer(map[string]any{"data": big, "encoding": "base64"}, nil)
+		answer(map[string]any{"data": string(bytes.Repeat([]byte("x"), 8<<20+1)), "encoding": "utf-8"}, nil)
 		_, err := requester.call("resourceRead", map[string]any{"uri": uri})
 		if err == nil || (err.Code != ahp.CodeInvalidParams && err.Code != ahp.CodeInternalError) {
 			t.Fatalf("a 8 MiB + 1 answer: %v, want a refusal", err)
@@ -797,8 +796,8 @@ func TestClientFilesHostileClient(t *testing.T) {
 	t.Run("a write over the limit is refused before the client is asked", func(t *testing.T) {
 		owner.OnRequest(owner.serve)
 		before := len(owner.servedRequests())
-		big := base64.StdEncoding.EncodeToString(make([]byte, 8<<20+1))
-		_, err := requester.call("resourceWrite", map[string]any{"uri": uri, "data": big, "encoding": "base64"})
+		big := string(bytes.Repeat([]byte("x"), 8<<20+1))
+		_, err := requester.call("resourceWrite", map[string]any{"uri": uri, "data": big, "encoding": "utf-8"})
 		wantCode(t, err, ahp.CodeInvalidParams, "limit")
 		if n := len(owner.servedRequests()); n != before {
 			t.Fatalf("the client was asked %d times", n-before)
@@ -811,17 +810,22 @@ func TestClientFilesHostileClient(t *testing.T) {
 			<-release
 			return nil, nil
 		})
+		start := time.Now()
 		id := requester.Request("resourceRead", map[string]any{"channel": ahp.RootURI, "uri": uri})
 		// Meanwhile another connection, and the requester's own read
-		// loop, are answered.
+		// loop, are answered: before the read's answer comes.
 		other := e.client("bystander")
 		other.MustCall("listSessions", map[string]any{"channel": ahp.RootURI})
 		requester.MustCall("ping", map[string]any{"channel": ahp.RootURI})
-		start := time.Now()
+		for _, f := range requester.Frames() {
+			if string(f.ID) == id {
+				t.Fatalf("the read was answered (%s) before the others were", f.Raw)
+			}
+		}
 		f := requester.Await(id)
 		wantCode(t, f.Error, ahp.CodeInternalError, "did not answer")
-		if time.Since(start) > 10*time.Second {
-			t.Fatalf("the timeout took %v", time.Since(start))
+		if waited := time.Since(start); waited < 2*time.Second || waited > 10*time.Second {
+			t.Fatalf("the 2 s timeout took %v", waited)
 		}
 		// The connection stays up.
 		requester.MustCall("ping", map[string]any{"channel": ahp.RootURI})
