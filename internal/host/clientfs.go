@@ -247,10 +247,15 @@ func clientError(id, method string, e *rpc.CallError) error {
 	return ahp.Errorf(ahp.ErrInternal, "client %s answered %s with error %d: %s", id, method, e.Code, msg)
 }
 
-// clip bounds a text a client gave to maxClientText bytes of valid UTF-8.
+// clip bounds a text a client gave to maxClientText bytes of valid UTF-8,
+// cut where a character starts.
 func clip(s string) string {
 	if len(s) > maxClientText {
-		s = s[:maxClientText]
+		cut := maxClientText
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut]
 	}
 	return strings.ToValidUTF8(s, "\uFFFD")
 }
