@@ -130,7 +130,7 @@ func (f *clientFiles) file(cl *client, field, uri string) (clientFile, error) {
 // (a reconnect whose old socket has not closed yet) are not guessed
 // between.
 func (f *clientFiles) owner(cl *client, id string) (*client, error) {
-	if self := cl.ClientID(); id == self || strings.EqualFold(id, self) {
+	if strings.EqualFold(id, cl.ClientID()) {
 		return cl, nil
 	}
 	if !cl.principal.Can(auth.ResourceClients) {
