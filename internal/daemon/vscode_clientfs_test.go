@@ -723,6 +723,24 @@ func TestClientFilesGrants(t *testing.T) {
 	wantCode(t, err, ahp.CodeInvalidParams, "..")
 	_, err = root.call("createResourceWatch", map[string]any{"uri": owner.uri(t, ws)})
 	wantCode(t, err, ahp.CodeInvalidParams, "not served")
+
+	// A connection that says it is another client reaches its own socket,
+	// never the other's files; and with two live claimants the host does
+	// not guess which one owns a file.
+	twin := newFileClient(t, e, "reader", "owner")
+	twin.OnRequest(func(string, json.RawMessage) (any, *ahptest.RPCError) {
+		return map[string]any{"data": base64.StdEncoding.EncodeToString([]byte("the twin's own")), "encoding": "base64"}, nil
+	})
+	served = len(owner.servedRequests())
+	r = decode[readAnswer](t, twin.must(t, "resourceRead", map[string]any{"uri": owner.uri(t, file), "encoding": "utf-8"}))
+	if r.Data != "the twin's own" || len(owner.servedRequests()) != served {
+		t.Fatalf("a connection claiming the owner's id read %q; the owner was asked %d times", r.Data, len(owner.servedRequests())-served)
+	}
+	_, err = root.call("resourceRead", map[string]any{"uri": owner.uri(t, file)})
+	wantCode(t, err, ahp.CodeInternalError, "claimed by 2 connections")
+	if n := len(owner.servedRequests()); n != served {
+		t.Fatalf("the owner was asked %d times while its id was claimed twice", n-served)
+	}
 }
 
 // TestClientFilesHostileClient: what a client answers wrongly, late or
