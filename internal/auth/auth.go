@@ -36,6 +36,13 @@ const (
 	TerminalWrite = "terminal:write"
 )
 
+// ResourceClients lets a connection run the resource* commands on files
+// another connected client hosts (a vscode-agent-client URI naming another
+// connection's clientId): the host forwards them to that client, so it is
+// reaching into another user's machine, a grant of its own. A client's
+// own files need only resource:read and resource:write.
+const ResourceClients = "resource:clients"
+
 // Changeset grants: keeping a turn's changes (marking them reviewed) and
 // undoing them (writing files back). Reading a changeset is reading its
 // chat (chat:turns).

@@ -43,15 +43,21 @@ func TestRootSender(t *testing.T) {
 }
 
 func TestHostLogsKnown(t *testing.T) {
-	// A config may grant host:logs; no group holds it.
-	if !Known(HostLogs) {
-		t.Fatalf("Known(%q) = false", HostLogs)
-	}
-	for g, members := range groups {
-		for _, m := range members {
-			if m == HostLogs {
-				t.Fatalf("group %s holds %s", g, HostLogs)
+	// A config may grant host:logs and resource:clients; no group holds
+	// either.
+	for _, grant := range []string{HostLogs, ResourceClients} {
+		if !Known(grant) {
+			t.Fatalf("Known(%q) = false", grant)
+		}
+		for g, members := range groups {
+			for _, m := range members {
+				if m == grant {
+					t.Fatalf("group %s holds %s", g, grant)
+				}
 			}
 		}
+	}
+	if !(Principal{Grants: []string{"resource:*"}}).Can(ResourceClients) || (Principal{Grants: []string{"session:*", "chat:*"}}).Can(ResourceClients) {
+		t.Fatal("resource:clients is held by resource:* only")
 	}
 }

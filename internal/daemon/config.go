@@ -68,6 +68,10 @@ type Config struct {
 	// that the host asks that client for; one whose size hint is over it is
 	// left where it is. 0 asks for any size (C-ATT-14..16).
 	AttachmentFetchLimitBytes int64 `json:"attachmentFetchLimitBytes"`
+	// ClientFileTimeoutSeconds bounds the wait for a client's answer when
+	// the host asks it for one of its own files (a vscode-agent-client URI).
+	// 0 means 30.
+	ClientFileTimeoutSeconds int `json:"clientFileTimeoutSeconds,omitempty"`
 
 	// AllowedOrigins are browser origins ("https://console.example.com")
 	// let in without a token, beside VS Code's and the daemon's own.
@@ -206,6 +210,7 @@ func (c *Config) Validate() error {
 		{"chatIdleSeconds", int64(c.ChatIdleSeconds), -1},
 		{"agentSilenceSeconds", int64(c.AgentSilenceSeconds), -1},
 		{"agentIdleSeconds", int64(c.AgentIdleSeconds), -1},
+		{"clientFileTimeoutSeconds", int64(c.ClientFileTimeoutSeconds), 0},
 		{"maxConnections", int64(c.MaxConnections), 0},
 		{"maxFrameBytes", c.MaxFrameBytes, 0},
 		{"totalOutboxBytes", c.TotalOutboxBytes, 0},

@@ -211,6 +211,8 @@ func Start(ctx context.Context, cfg Config, o Options) (*Daemon, error) {
 		RootToken:       cfg.ConnectionToken,
 		ServerVersion:   Version,
 		Logs:            logs,
+		// 0 is the host's default (30 s).
+		ClientFileTimeout: time.Duration(cfg.ClientFileTimeoutSeconds) * time.Second,
 	})
 	if err != nil {
 		st.Close()

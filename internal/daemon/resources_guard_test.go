@@ -102,7 +102,13 @@ func TestResourcesConfinedToServedPaths(t *testing.T) {
 	}
 	// A relative path and another scheme are refused too.
 	refused("relative", "resourceRead", call("resourceRead", map[string]any{"uri": "file:inside.txt"}))
-	refused("scheme", "resourceRead", call("resourceRead", map[string]any{"uri": "vscode-agent-client://x/etc/passwd"}))
+	refused("scheme", "resourceRead", call("resourceRead", map[string]any{"uri": "ftp://x/etc/passwd"}))
+	// A client's files are its own (TestClientFilesGrants): one that is not
+	// connected is not found, and a path with ".." is refused.
+	if err := call("resourceRead", map[string]any{"uri": "vscode-agent-client://x/file/-/etc/passwd"}); err == nil || err.Code != ahp.CodeNotFound {
+		t.Errorf("a file of a client that is not connected: %v, want %d", err, ahp.CodeNotFound)
+	}
+	refused("client dot-dot", "resourceRead", call("resourceRead", map[string]any{"uri": "vscode-agent-client://x/file/-/tmp/../etc/passwd"}))
 	// A served directory itself is not deleted or moved away.
 	refused("root", "resourceDelete", call("resourceDelete", map[string]any{"uri": ahp.FileURI(e.workDir), "recursive": true}))
 	// The links themselves are inside: deleting one removes the link, not

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/auth"
@@ -41,6 +42,10 @@ type client struct {
 	// the outbox.
 	logs     map[string]*otlp.Subscription
 	logsGone bool
+
+	// fileCalls counts the reverse requests for this client's files that
+	// it has not answered (clientfs.go), bounded by maxClientFileCalls.
+	fileCalls atomic.Int32
 }
 
 func newClient(conn *rpc.Conn, p auth.Principal) *client {

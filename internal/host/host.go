@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/ahpd/ahpd/internal/agent"
 	"github.com/ahpd/ahpd/internal/auth"
@@ -57,6 +58,9 @@ type Options struct {
 	// ahp-otlp://logs/{level} channel is served from it and initialize
 	// advertises it. Nil serves no OTLP channel. The daemon closes it.
 	Logs *otlp.Hub
+	// ClientFileTimeout bounds the wait for a client's answer about its
+	// own files (vscode-agent-client URIs, clientfs.go); 0 is 30 s.
+	ClientFileTimeout time.Duration
 }
 
 // Host is the protocol host. It answers the connections itself (the
@@ -140,6 +144,7 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		principals: opts.Principals, paths: paths, cat: h.cat, sessions: h.sessions, config: h.config, closing: h.closing,
 		mu: lockorder.Mutex{Rank: lockorder.HostBots}}
 	h.res = newResourceDesk(paths, h.bus, h.changesets)
+	h.res.clients = &clientFiles{conns: h.conns, log: log, timeout: opts.ClientFileTimeout}
 	h.terms = &terminalDesk{env: e, terms: e.Terminals, bus: h.bus, cat: h.cat, files: h.res.files, paths: paths, root: h.root}
 	h.own = ownChannels{terms: h.terms, res: h.res}
 	if t := e.Terminals; t != nil {

@@ -62,6 +62,7 @@ type resourceDesk struct {
 	files      *resources.FS
 	bus        *bus.Bus
 	changesets *changesetDesk // a changeset's content is read with resourceRead
+	clients    *clientFiles   // a client's own files, read through it (clientfs.go)
 
 	// mu (rank lockorder.HostWatches) guards watches. subscribeWatch holds
 	// it while the bus subscribes the client (so the bus's lock, rank Bus,
@@ -107,7 +108,7 @@ func (d *resourceDesk) request(ctx context.Context, cl *client, method string, p
 	default:
 		return nil, false, nil
 	}
-	res, err = d.command(cl, method, params)
+	res, err = d.command(ctx, cl, method, params)
 	return res, true, err
 }
 
@@ -145,7 +146,7 @@ var resourceGrants = map[string][]string{
 	methodResourceCopy:        {auth.ResourceRead, auth.ResourceWrite},
 }
 
-func (d *resourceDesk) command(cl *client, method string, params json.RawMessage) (any, error) {
+func (d *resourceDesk) command(ctx context.Context, cl *client, method string, params json.RawMessage) (any, error) {
 	var p resourceParams
 	if err := decodeParams(params, &p); err != nil {
 		return nil, err
@@ -170,6 +171,9 @@ func (d *resourceDesk) command(cl *client, method string, params json.RawMessage
 		if !cl.principal.Can(g) {
 			return nil, ahp.WithData(ahp.Errorf(ahp.ErrPermissionDenied, "%s needs the grant %s", method, g), map[string]any{"grant": g})
 		}
+	}
+	if isClientCommand(p) {
+		return d.clients.command(ctx, cl, method, p) // clientfs.go
 	}
 	fs := d.files
 	switch method {
