@@ -46,6 +46,8 @@ var configFlags = []configFlag{
 	{"closed-chats", "closedChats", "what closing a chat does to its agent conversation: hidden or delete", flagString},
 	{"log-level", "logLevel", "debug, info, warn or error", flagString},
 	{"log-format", "logFormat", "text or json", flagString},
+	{"no-local-endpoint", "noLocalEndpoint", "do not publish ahpd in VS Code's local agent-host endpoint registry", flagBool},
+	{"vscode-user-data", "vscodeUserData", "VS Code user-data directory to publish the local endpoint in (repeatable); default every existing one of Code, Code - Insiders, ...", flagList},
 	{"shutdown-grace-seconds", "shutdownGraceSeconds", "how long a graceful stop may take before it cuts (default 10)", flagString},
 }
 

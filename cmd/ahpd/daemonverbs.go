@@ -61,7 +61,7 @@ func runServe(cmd *cobra.Command, cfg daemon.Config) error {
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(signals)
-	d, err := daemon.Start(context.Background(), cfg, daemon.Options{Logger: log})
+	d, err := daemon.Start(context.Background(), cfg, daemon.Options{Logger: log, VSCodeUserData: daemon.VSCodeUserDataFound()})
 	if err != nil {
 		return err
 	}
@@ -70,6 +70,9 @@ func runServe(cmd *cobra.Command, cfg daemon.Config) error {
 	// VS Code entry; anything else goes after them.
 	fmt.Fprintf(cmd.OutOrStdout(), "vscode settings: \"chat.remoteAgentHosts\": [%s]\n", d.VSCodeEntry())
 	fmt.Fprintf(cmd.OutOrStdout(), "web console: open %s/ in a browser\n", "http"+strings.TrimPrefix(d.URL(), "ws"))
+	for _, p := range d.LocalEndpoints() {
+		fmt.Fprintf(cmd.OutOrStdout(), "vscode local endpoint: %s\n", p)
+	}
 	sig := <-signals
 	grace := time.Duration(cfg.ShutdownGraceSeconds) * time.Second
 	if grace <= 0 {
@@ -80,6 +83,9 @@ func runServe(cmd *cobra.Command, cfg daemon.Config) error {
 		// A second signal: the operator will not wait.
 		s := <-signals
 		log.Warn("second signal: exiting at once", "signal", s.String())
+		// The one step the shortcut keeps: no entry of a dead pid is left
+		// for VS Code to find.
+		d.RemoveLocalEndpoints()
 		os.Exit(exitError)
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), grace)

@@ -95,6 +95,14 @@ type Config struct {
 	// cancelled, clients told, the store flushed, within it. 0 means 10.
 	ShutdownGraceSeconds int `json:"shutdownGraceSeconds,omitempty"`
 
+	// NoLocalEndpoint keeps ahpd out of VS Code's local agent-host endpoint
+	// registry (docs/DAEMON.md, "How local VS Code windows find ahpd").
+	NoLocalEndpoint bool `json:"noLocalEndpoint,omitempty"`
+	// VSCodeUserData are the VS Code user-data directories whose registry
+	// gets ahpd's entry (made when missing). None means every existing
+	// folder of the known VS Code builds that ahpd serve finds.
+	VSCodeUserData []string `json:"vscodeUserData,omitempty"`
+
 	// Agents holds each backend's settings, by provider.
 	Agents map[string]json.RawMessage `json:"agents,omitempty"`
 }
@@ -237,6 +245,14 @@ func (c *Config) Validate() error {
 		if h == "" || strings.ContainsAny(h, "/ ") {
 			return keyErr(fmt.Sprintf("allowedHosts[%d]", i), "%q is not a host name", h)
 		}
+	}
+	for i, p := range c.VSCodeUserData {
+		if strings.TrimSpace(p) == "" {
+			return keyErr(fmt.Sprintf("vscodeUserData[%d]", i), "empty path")
+		}
+	}
+	if c.NoLocalEndpoint && len(c.VSCodeUserData) > 0 {
+		return keyErr("noLocalEndpoint", "excludes vscodeUserData: choose one")
 	}
 	if c.ConnectionToken != "" && c.WithoutConnectionToken {
 		return keyErr("withoutConnectionToken", "excludes connectionToken: choose one")

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -62,6 +63,14 @@ type Daemon struct {
 	// when the daemon stops, so http.Server.Shutdown does not wait on them.
 	toolsCtx  context.Context
 	stopTools context.CancelFunc
+
+	// localToken is the connection token in the daemon's VS Code local
+	// endpoint entries: minted per run, root's grants, "" when the door
+	// needs no token (localendpoint.go, docs/DAEMON.md). localEndpoints are
+	// the entry files written at start; removeLocal removes them once.
+	localToken     string
+	localEndpoints []string
+	removeLocal    sync.Once
 }
 
 // Options are what a caller adds to the configuration: the agents (nil
@@ -69,6 +78,10 @@ type Daemon struct {
 type Options struct {
 	Agents *agent.Registry
 	Logger *slog.Logger
+	// VSCodeUserData are the VS Code user-data folders to publish the
+	// daemon's local endpoint in when the config names none: ahpd serve
+	// passes VSCodeUserDataFound(); nil publishes nowhere.
+	VSCodeUserData []string
 }
 
 // BuiltinAgents is the registry ahpd serve offers: the built-in script
@@ -176,6 +189,17 @@ func Start(ctx context.Context, cfg Config, o Options) (*Daemon, error) {
 	for _, t := range cfg.Tokens {
 		principals[t.Token] = auth.Principal{Sender: t.Principal, Grants: t.Grants}
 	}
+	hostName := deploymentName()
+	localTarget := localEndpointDirs(cfg, o)
+	localToken := ""
+	if len(localTarget.dirs) > 0 && (cfg.ConnectionToken != "" || len(cfg.Tokens) > 0) {
+		// The door needs a token: the local entry carries one of its own,
+		// minted for this run and holding root's grants (docs/DAEMON.md,
+		// "How local VS Code windows find ahpd"). With no token configured
+		// the door needs none and the entry carries "".
+		localToken = newToken()
+		principals[localToken] = auth.Root(hostName)
+	}
 	defaultProvider := "script"
 	if provs := reg.Providers(); len(provs) > 0 {
 		if _, ok := reg.Get(defaultProvider); !ok {
@@ -209,6 +233,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*Daemon, error) {
 		ClosedChats:     cfg.ClosedChats,
 		Principals:      principals,
 		RootToken:       cfg.ConnectionToken,
+		HostName:        hostName,
 		ServerVersion:   Version,
 		Logs:            logs,
 		// 0 is the host's default (30 s).
@@ -223,7 +248,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*Daemon, error) {
 	srv := rpc.NewServer(rpc.Options{
 		Handler:          h,
 		Token:            cfg.ConnectionToken,
-		ExtraTokens:      extraTokens(cfg),
+		ExtraTokens:      append(extraTokens(cfg), nonEmpty(localToken)...),
 		Logger:           log,
 		OutboxBytes:      cfg.OutboxBytes,
 		AllowedOrigins:   cfg.AllowedOrigins,
@@ -244,6 +269,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*Daemon, error) {
 		served: make(chan error, 1),
 		lock:   lock,
 		env:    e, agents: reg, providers: reg.Providers(), started: started,
+		localToken: localToken,
 	}
 	d.toolsCtx, d.stopTools = context.WithCancel(context.Background())
 	d.metricsHandler = d.newMetrics()
@@ -261,7 +287,25 @@ func Start(ctx context.Context, cfg Config, o Options) (*Daemon, error) {
 		}
 		d.served <- err
 	}()
+	d.publishLocalEndpoints(localTarget)
 	return d, nil
+}
+
+// deploymentName names the deployment in root:<name> senders: the
+// machine's host name, else "localhost".
+func deploymentName() string {
+	if hn, err := os.Hostname(); err == nil && hn != "" {
+		return hn
+	}
+	return "localhost"
+}
+
+// nonEmpty is s as a list, empty when s is "".
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
 }
 
 // Addr is the address the daemon listens on.
@@ -300,6 +344,7 @@ func (d *Daemon) Store() *store.Store { return d.store }
 // the store. A turn still running is left as a crash leaves it (a restart
 // ends it with hostRestarted); Shutdown ends it first.
 func (d *Daemon) Close(ctx context.Context) error {
+	d.RemoveLocalEndpoints()
 	d.stopping.Store(true)
 	d.stopTools()
 	defer d.removePIDFile()

@@ -372,6 +372,8 @@ func VersionString() string {
 // stops the actors and flushes the store. ctx bounds it
 // (shutdownGraceSeconds); past it, what is left is cut as Close cuts it.
 func (d *Daemon) Shutdown(ctx context.Context) error {
+	// First, so nobody finds a daemon that is going away.
+	d.RemoveLocalEndpoints()
 	d.stopping.Store(true)
 	d.stopTools()
 	// Closing the listener refuses new connections; the websockets already
