@@ -68,6 +68,12 @@ type Daemon struct {
 type Options struct {
 	Agents *agent.Registry
 	Logger *slog.Logger
+	// Now is the daemon's clock (nil: the wall clock); a test of the
+	// automation scheduler moves it instead of waiting.
+	Now func() time.Time
+	// AutomationTick is how often the scheduler looks for due schedule
+	// triggers (0: every 5 seconds).
+	AutomationTick time.Duration
 }
 
 // BuiltinAgents is the registry ahpd serve offers: the built-in script
@@ -173,6 +179,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*Daemon, error) {
 		Bus:    bus.NewBus(cfg.ReplayLog),
 		Store:  st,
 		Logger: log,
+		Now:    o.Now,
 		Limits: env.Limits{
 			TurnsView:    cfg.TurnsView,
 			ChatIdle:     time.Duration(cfg.ChatIdleSeconds) * time.Second,
@@ -194,6 +201,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*Daemon, error) {
 		RootToken:       cfg.ConnectionToken,
 		ServerVersion:   Version,
 		Logs:            logs,
+		AutomationTick:  o.AutomationTick,
 	})
 	if err != nil {
 		st.Close()
