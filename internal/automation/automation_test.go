@@ -33,6 +33,8 @@ func TestScheduleNextFollowsTheCronGrammar(t *testing.T) {
 		{"1-30/10 0 * * *", "UTC", "2026-12-05T00:12:00Z", "2026-12-05T00:21:00Z"},
 		{"0 0 29 2 *", "UTC", "2026-03-01T00:00:00Z", "2028-02-29T00:00:00Z"},
 		{"30 2 * * *", "Europe/Berlin", "2027-03-27T12:00:00Z", "2027-03-29T00:30:00Z"}, // 02:30 does not occur on 2027-03-28
+		{"30 2 * * *", "Europe/Berlin", "2026-10-25T00:00:00Z", "2026-10-25T00:30:00Z"}, // 02:30 CEST, the first pass
+		{"30 2 * * *", "Europe/Berlin", "2026-10-25T00:30:00Z", "2026-10-26T01:30:00Z"}, // not again at 02:30 CET
 	} {
 		t.Run(tc.expr+" "+tc.zone+" after "+tc.after, func(t *testing.T) {
 			s, err := ParseSchedule(tc.expr, tc.zone)

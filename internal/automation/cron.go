@@ -157,6 +157,12 @@ func (s Schedule) Next(t time.Time) time.Time {
 			t = t.Add(time.Minute)
 			continue
 		}
+		if earlier := t.Add(-time.Hour); earlier.Hour() == t.Hour() && earlier.Day() == t.Day() {
+			// The second pass of an hour a daylight-saving change
+			// repeats: its wall times occurred already.
+			t = t.Add(time.Minute)
+			continue
+		}
 		return t
 	}
 	return time.Time{}
