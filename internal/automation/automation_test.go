@@ -153,7 +153,8 @@ func TestConfigChangeGuardsTheMigrationRecord(t *testing.T) {
 	}{
 		{"enable", Gates{}, map[string]any{EnabledKey: true}, false, Gates{Enabled: true}, ""},
 		{"other keys pass", Gates{Enabled: true}, map[string]any{"telemetryLevel": "off"}, false, Gates{Enabled: true}, ""},
-		{"replace without the key disables", Gates{Enabled: true, Migrated: true}, map[string]any{}, true, Gates{Migrated: true}, ""},
+		{"replace without the key disables", Gates{Enabled: true}, map[string]any{}, true, Gates{}, ""},
+		{"replace may not drop the migration record", Gates{Enabled: true, Migrated: true}, map[string]any{EnabledKey: true}, true, Gates{Enabled: true, Migrated: true}, "cannot be undone"},
 		{"enabled must be a bool", Gates{}, map[string]any{EnabledKey: "yes"}, false, Gates{}, "true or false"},
 		{"migration completes while enabled", Gates{Enabled: true}, map[string]any{MigrationKey: done}, false, Gates{Enabled: true, Migrated: true}, ""},
 		{"migration refused while disabled", Gates{}, map[string]any{MigrationKey: done}, false, Gates{}, "disabled"},
@@ -199,6 +200,9 @@ func TestValidateDefinitions(t *testing.T) {
 			tr.MisfirePolicy = "always"
 			d.Triggers = append(d.Triggers, tr)
 		}, "misfirePolicy"},
+		{"attachments", func(d *ahp.AutomationDefinition) {
+			d.Message.Attachments = []ahp.MessageAttachment{{}}
+		}, "attachments"},
 		{"too large", func(d *ahp.AutomationDefinition) { d.Message.Text = strings.Repeat("x", MaxDefinitionBytes) }, "larger"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

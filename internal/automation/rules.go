@@ -113,6 +113,10 @@ func ConfigChange(cur Gates, patch map[string]any, replace bool) (Gates, string)
 	}
 	v, ok := patch[MigrationKey]
 	if !ok {
+		if replace && cur.Migrated {
+			// A replacement without the record would drop it.
+			return cur, fmt.Sprintf("%s cannot be removed: migration cannot be undone.", MigrationKey)
+		}
 		return next, ""
 	}
 	switch {
@@ -135,6 +139,11 @@ func Validate(def ahp.AutomationDefinition) error {
 	}
 	if def.Message.Origin.Kind != ahp.MessageFromAutomation {
 		return fmt.Errorf("definition.message.origin.kind: must be %q", ahp.MessageFromAutomation)
+	}
+	if len(def.Message.Attachments) > 0 {
+		// A run starts when nobody is connected to hand their bytes over,
+		// and would read what they name as the owner long after: refused.
+		return fmt.Errorf("definition.message.attachments: an automation's message carries none")
 	}
 	if raw, err := json.Marshal(def); err != nil || len(raw) > MaxDefinitionBytes {
 		return fmt.Errorf("definition: larger than %d bytes", MaxDefinitionBytes)

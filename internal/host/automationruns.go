@@ -107,6 +107,7 @@ func (d *automationDesk) begin(ctx context.Context, r runItem, def ahp.Automatio
 	msg.Origin = ahp.MessageOrigin{Kind: ahp.MessageFromAutomation}
 	start := ahp.ChatTurnStarted{TurnID: turn, StartedAt: isoTime(now), Message: msg}
 	if err := c.Dispatch(owner, 0, start); err != nil {
+		w.deliverEnd(runEnd{ahp.RunFailed, err.Error()}) // the watch ends, the run is failed below
 		return "", "", "", fmt.Errorf("start the run's turn: %w", err)
 	}
 	return session, first.URI, turn, nil
@@ -194,6 +195,11 @@ func (w *runWatch) Deliver(method string, params json.RawMessage) {
 	default:
 		return
 	}
+	w.deliverEnd(e)
+}
+
+// deliverEnd keeps the first end; it never waits.
+func (w *runWatch) deliverEnd(e runEnd) {
 	select {
 	case w.end <- e:
 	default: // an end is kept already
