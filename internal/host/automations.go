@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ahpd/ahpd/internal/agent"
@@ -52,8 +53,10 @@ type automationDesk struct {
 	closing         chan struct{}
 	// tick is how often the scheduler looks for due schedule triggers.
 	tick time.Duration
-	// scheduled ends when the scheduler's goroutine has.
+	// scheduled ends when the scheduler's goroutine has; started says
+	// whether it was started.
 	scheduled chan struct{}
+	started   atomic.Bool
 	// watching counts the goroutines waiting for runs to end.
 	watching sync.WaitGroup
 
@@ -138,8 +141,14 @@ func newAutomationDesk(ctx context.Context, d *automationDesk) (*automationDesk,
 		}
 		d.entries = append(d.entries, it)
 	}
-	go d.schedule()
 	return d, nil
+}
+
+// start starts the scheduler; the host calls it once everything it needs
+// is restored.
+func (d *automationDesk) start() {
+	d.started.Store(true)
+	go d.schedule()
 }
 
 // capabilities is initialize's automations: the catalogue, authoring,
@@ -863,9 +872,11 @@ func (d *automationDesk) fireDue(ctx context.Context) {
 	}
 }
 
-// close waits for the scheduler and the run watchers to end (the host's
-// closing channel is closed first).
+// close waits for the scheduler, when it was started, and the run
+// watchers to end (the host's closing channel is closed first).
 func (d *automationDesk) close() {
-	<-d.scheduled
+	if d.started.Load() {
+		<-d.scheduled
+	}
 	d.watching.Wait()
 }

@@ -176,6 +176,7 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	if err := h.sessions.recoverRunningTurns(ctx); err != nil {
 		return nil, err
 	}
+	h.autos.start() // runs start sessions, so once they are restored
 	return h, nil
 }
 
