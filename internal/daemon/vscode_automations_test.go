@@ -578,8 +578,19 @@ func TestAutomationsNeedTheirGrants(t *testing.T) {
 		t.Fatalf("a gate changed without root:configure: %q", rejected.RejectionReason)
 	}
 	nobody.c.MustCall("ping", map[string]any{"channel": ahp.RootURI})
+	// A reconnect restores neither the catalogue nor a run without the
+	// grant: they come back missing, never replayed.
+	back := ahptest.Dial(t, e.d.URL(), "nobody")
+	got := decodeReconnect(t, mustReconnect(t, back, "nobody", 0, ahp.AutomationsURI))
+	if len(got.Missing) != 1 || got.Missing[0] != ahp.AutomationsURI {
+		t.Fatalf("reconnect without automation:read: missing %v", got.Missing)
+	}
 
 	reader.subscribeCatalog()
+	readerBack := ahptest.Dial(t, e.d.URL(), "reader")
+	if got := decodeReconnect(t, mustReconnect(t, readerBack, "reader", 0, ahp.AutomationsURI)); len(got.Missing) != 0 {
+		t.Fatalf("reconnect with automation:read: missing %v", got.Missing)
+	}
 	res := automationResource("grants")
 	rejected = reader.c.AwaitEcho(reader.c.Dispatch(ahp.AutomationsURI, map[string]any{"type": "automation/createRequested", "resource": res, "definition": buildDefinition("x")}))
 	if !strings.Contains(rejected.RejectionReason, "automation:write") {
