@@ -101,6 +101,15 @@ const (
 	ActionAnnotationsEntrySet                 = "annotations/entrySet"
 	ActionAnnotationsEntryRemoved             = "annotations/entryRemoved"
 	ActionResourceWatchChanged                = "resourceWatch/changed"
+	ActionAutomationCreateRequested           = "automation/createRequested"
+	ActionAutomationUpdateRequested           = "automation/updateRequested"
+	ActionAutomationSet                       = "automation/set"
+	ActionAutomationRemoved                   = "automation/removed"
+	ActionAutomationRunLifecycleChanged       = "automationRun/lifecycleChanged"
+	ActionAutomationRunSessionSet             = "automationRun/sessionSet"
+	ActionAutomationRunSessionRemoved         = "automationRun/sessionRemoved"
+	ActionAutomationRunPrimarySessionChanged  = "automationRun/primarySessionChanged"
+	ActionAutomationRunCancelRequested        = "automationRun/cancelRequested"
 )
 
 // ActionType returns "root/agentsChanged".
@@ -936,6 +945,91 @@ func (a ResourceWatchChanged) MarshalJSON() ([]byte, error) {
 	return withType(ActionResourceWatchChanged, plain(a))
 }
 
+// ActionType returns "automation/createRequested".
+func (a AutomationCreateRequested) ActionType() string { return ActionAutomationCreateRequested }
+
+// MarshalJSON writes the action with its "type".
+func (a AutomationCreateRequested) MarshalJSON() ([]byte, error) {
+	type plain AutomationCreateRequested
+	return withType(ActionAutomationCreateRequested, plain(a))
+}
+
+// ActionType returns "automation/updateRequested".
+func (a AutomationUpdateRequested) ActionType() string { return ActionAutomationUpdateRequested }
+
+// MarshalJSON writes the action with its "type".
+func (a AutomationUpdateRequested) MarshalJSON() ([]byte, error) {
+	type plain AutomationUpdateRequested
+	return withType(ActionAutomationUpdateRequested, plain(a))
+}
+
+// ActionType returns "automation/set".
+func (a AutomationSet) ActionType() string { return ActionAutomationSet }
+
+// MarshalJSON writes the action with its "type".
+func (a AutomationSet) MarshalJSON() ([]byte, error) {
+	type plain AutomationSet
+	return withType(ActionAutomationSet, plain(a))
+}
+
+// ActionType returns "automation/removed".
+func (a AutomationRemoved) ActionType() string { return ActionAutomationRemoved }
+
+// MarshalJSON writes the action with its "type".
+func (a AutomationRemoved) MarshalJSON() ([]byte, error) {
+	type plain AutomationRemoved
+	return withType(ActionAutomationRemoved, plain(a))
+}
+
+// ActionType returns "automationRun/lifecycleChanged".
+func (a AutomationRunLifecycleChanged) ActionType() string {
+	return ActionAutomationRunLifecycleChanged
+}
+
+// MarshalJSON writes the action with its "type".
+func (a AutomationRunLifecycleChanged) MarshalJSON() ([]byte, error) {
+	type plain AutomationRunLifecycleChanged
+	return withType(ActionAutomationRunLifecycleChanged, plain(a))
+}
+
+// ActionType returns "automationRun/sessionSet".
+func (a AutomationRunSessionSet) ActionType() string { return ActionAutomationRunSessionSet }
+
+// MarshalJSON writes the action with its "type".
+func (a AutomationRunSessionSet) MarshalJSON() ([]byte, error) {
+	type plain AutomationRunSessionSet
+	return withType(ActionAutomationRunSessionSet, plain(a))
+}
+
+// ActionType returns "automationRun/sessionRemoved".
+func (a AutomationRunSessionRemoved) ActionType() string { return ActionAutomationRunSessionRemoved }
+
+// MarshalJSON writes the action with its "type".
+func (a AutomationRunSessionRemoved) MarshalJSON() ([]byte, error) {
+	type plain AutomationRunSessionRemoved
+	return withType(ActionAutomationRunSessionRemoved, plain(a))
+}
+
+// ActionType returns "automationRun/primarySessionChanged".
+func (a AutomationRunPrimarySessionChanged) ActionType() string {
+	return ActionAutomationRunPrimarySessionChanged
+}
+
+// MarshalJSON writes the action with its "type".
+func (a AutomationRunPrimarySessionChanged) MarshalJSON() ([]byte, error) {
+	type plain AutomationRunPrimarySessionChanged
+	return withType(ActionAutomationRunPrimarySessionChanged, plain(a))
+}
+
+// ActionType returns "automationRun/cancelRequested".
+func (a AutomationRunCancelRequested) ActionType() string { return ActionAutomationRunCancelRequested }
+
+// MarshalJSON writes the action with its "type".
+func (a AutomationRunCancelRequested) MarshalJSON() ([]byte, error) {
+	type plain AutomationRunCancelRequested
+	return withType(ActionAutomationRunCancelRequested, plain(a))
+}
+
 var actionDecoders = map[string]actionDecoder{
 	ActionRootAgentsChanged:                   decodeAs[RootAgentsChanged],
 	ActionRootActiveSessionsChanged:           decodeAs[RootActiveSessionsChanged],
@@ -1034,6 +1128,15 @@ var actionDecoders = map[string]actionDecoder{
 	ActionAnnotationsEntrySet:                 decodeAs[AnnotationsEntrySet],
 	ActionAnnotationsEntryRemoved:             decodeAs[AnnotationsEntryRemoved],
 	ActionResourceWatchChanged:                decodeAs[ResourceWatchChanged],
+	ActionAutomationCreateRequested:           decodeAs[AutomationCreateRequested],
+	ActionAutomationUpdateRequested:           decodeAs[AutomationUpdateRequested],
+	ActionAutomationSet:                       decodeAs[AutomationSet],
+	ActionAutomationRemoved:                   decodeAs[AutomationRemoved],
+	ActionAutomationRunLifecycleChanged:       decodeAs[AutomationRunLifecycleChanged],
+	ActionAutomationRunSessionSet:             decodeAs[AutomationRunSessionSet],
+	ActionAutomationRunSessionRemoved:         decodeAs[AutomationRunSessionRemoved],
+	ActionAutomationRunPrimarySessionChanged:  decodeAs[AutomationRunPrimarySessionChanged],
+	ActionAutomationRunCancelRequested:        decodeAs[AutomationRunCancelRequested],
 }
 
 // ActionIntroducedIn maps each action type to the protocol version that
@@ -1136,6 +1239,15 @@ var ActionIntroducedIn = map[string]string{
 	ActionAnnotationsEntrySet:                 "0.4.0",
 	ActionAnnotationsEntryRemoved:             "0.4.0",
 	ActionResourceWatchChanged:                "0.2.0",
+	ActionAutomationCreateRequested:           "0.8.0",
+	ActionAutomationUpdateRequested:           "0.8.0",
+	ActionAutomationSet:                       "0.8.0",
+	ActionAutomationRemoved:                   "0.8.0",
+	ActionAutomationRunLifecycleChanged:       "0.8.0",
+	ActionAutomationRunSessionSet:             "0.8.0",
+	ActionAutomationRunSessionRemoved:         "0.8.0",
+	ActionAutomationRunPrimarySessionChanged:  "0.8.0",
+	ActionAutomationRunCancelRequested:        "0.8.0",
 }
 
 // clientDispatchable is the 1.0 client-dispatchable set (AHP-1.0.md §12).
@@ -1183,6 +1295,10 @@ var clientDispatchable = map[string]bool{
 	ActionAnnotationsRemoved:                  true,
 	ActionAnnotationsEntrySet:                 true,
 	ActionAnnotationsEntryRemoved:             true,
+	ActionAutomationCreateRequested:           true,
+	ActionAutomationUpdateRequested:           true,
+	ActionAutomationRemoved:                   true,
+	ActionAutomationRunCancelRequested:        true,
 }
 
 // actionGrants is the grant a client needs to dispatch each action that
@@ -1231,4 +1347,8 @@ var actionGrants = map[string]string{
 	ActionAnnotationsRemoved:                  "session:annotate",
 	ActionAnnotationsEntrySet:                 "session:annotate",
 	ActionAnnotationsEntryRemoved:             "session:annotate",
+	ActionAutomationCreateRequested:           "automation:write",
+	ActionAutomationUpdateRequested:           "automation:write",
+	ActionAutomationRemoved:                   "automation:write",
+	ActionAutomationRunCancelRequested:        "automation:run",
 }

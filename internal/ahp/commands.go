@@ -90,6 +90,8 @@ type InitializeResult struct {
 	// Telemetry names the OTLP channels the host serves (internal/otlp):
 	// absent when it serves none.
 	Telemetry *TelemetryCapabilities `json:"telemetry,omitempty"`
+	// Automations advertises the automation catalogue (automations.go).
+	Automations *AutomationCapabilities `json:"automations,omitempty"`
 }
 
 // TelemetryCapabilities is InitializeResult.telemetry: each OTLP signal's

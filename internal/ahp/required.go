@@ -35,13 +35,18 @@ var clientRequired = map[string][]string{
 	ActionChatInputAnswerChanged:      {"requestId", "questionId"},
 	ActionChatInputCompleted:          {"requestId", "response"},
 	ActionSessionTitleChanged:         {"title"},
+	// channels-automation/actions.ts: a definition is complete when created.
+	ActionAutomationCreateRequested: {"resource", "definition", "definition.title", "definition.message",
+		"definition.message.origin", "definition.message.origin.kind", "definition.session", "definition.enabled", "definition.triggers"},
+	ActionAutomationUpdateRequested: {"resource", "changes"},
+	ActionAutomationRemoved:         {"resource"},
 }
 
 // nonEmpty are the required fields that name something, so "" is as
 // missing as absent.
 var nonEmpty = map[string]bool{
 	"turnId": true, "toolCallId": true, "id": true, "requestId": true,
-	"questionId": true, "kind": true, "directory": true,
+	"questionId": true, "kind": true, "directory": true, "resource": true,
 }
 
 // CheckClientAction reports the first field AHP requires of a client's

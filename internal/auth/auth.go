@@ -63,6 +63,17 @@ const HostDiagnose = "host:diagnose"
 // them is a grant of its own, as diagnostics are.
 const HostLogs = "host:logs"
 
+// Automation grants (the ahp-automations:// catalogue and its runs):
+// reading the catalogue, a run and its history; authoring an automation
+// (create, update, remove); and running one by hand or cancelling a run.
+// An automation's runs start sessions as the one who created it, so
+// creating one also needs session:create when it runs.
+const (
+	AutomationRead  = "automation:read"
+	AutomationWrite = "automation:write"
+	AutomationRun   = "automation:run"
+)
+
 // groups maps a group grant to the grants it covers. A session's group
 // covers the chat operations the same way (C-GRANT-05): "session:write"
 // holds every chat write, "session:read" chat reading.

@@ -82,6 +82,12 @@ type Options struct {
 	// daemon's local endpoint in when the config names none: ahpd serve
 	// passes VSCodeUserDataFound(); nil publishes nowhere.
 	VSCodeUserData []string
+	// Now is the daemon's clock (nil: the wall clock); a test of the
+	// automation scheduler moves it instead of waiting.
+	Now func() time.Time
+	// AutomationTick is how often the scheduler looks for due schedule
+	// triggers (0: every 5 seconds).
+	AutomationTick time.Duration
 }
 
 // BuiltinAgents is the registry ahpd serve offers: the built-in script
@@ -213,6 +219,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*Daemon, error) {
 		Bus:    bus.NewBus(cfg.ReplayLog),
 		Store:  st,
 		Logger: log,
+		Now:    o.Now,
 		Limits: env.Limits{
 			TurnsView:    cfg.TurnsView,
 			ChatIdle:     time.Duration(cfg.ChatIdleSeconds) * time.Second,
@@ -238,6 +245,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*Daemon, error) {
 		Logs:            logs,
 		// 0 is the host's default (30 s).
 		ClientFileTimeout: time.Duration(cfg.ClientFileTimeoutSeconds) * time.Second,
+		AutomationTick:    o.AutomationTick,
 	})
 	if err != nil {
 		st.Close()

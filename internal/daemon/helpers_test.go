@@ -25,6 +25,9 @@ type testEnv struct {
 	workDir string
 	// quiet discards the daemon's log instead of keeping it in t.Log.
 	quiet bool
+	// options are the daemon options besides the agents and the logger
+	// (a test's clock, the scheduler's tick).
+	options daemon.Options
 }
 
 type tlogWriter struct{ t testing.TB }
@@ -88,7 +91,9 @@ func (e *testEnv) start() {
 	e.t.Helper()
 	cfg := e.cfg
 	cfg.Paths = append([]string(nil), e.cfg.Paths...)
-	d, err := daemon.Start(context.Background(), cfg, daemon.Options{Agents: e.agents, Logger: e.logger()})
+	o := e.options
+	o.Agents, o.Logger = e.agents, e.logger()
+	d, err := daemon.Start(context.Background(), cfg, o)
 	if err != nil {
 		e.t.Fatalf("start daemon: %v", err)
 	}

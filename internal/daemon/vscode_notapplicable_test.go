@@ -20,17 +20,28 @@ import (
 func TestVSCodeNotApplicable(t *testing.T) {
 	v := newVSCodeEnv(t)
 
-	// automationSuite. Automations are not part of the AHP 1.0.0 surface
-	// ahpd implements (AHP-1.0.md names automation/* only as 0.8.0 history).
+	// automationSuite (cfb12483). It drives an earlier automation design:
+	// one channel per automation, the createAutomation, updateAutomation,
+	// disposeAutomation and listAutomations commands with revisions, and
+	// root/automationAdded notifications, with no gate and a user-origin
+	// message. ahpd serves the design automationsSuite tests (the
+	// ahp-automations:// catalogue with automation/* actions, behind the
+	// root config gates, whose messages come from an automation;
+	// vscode_automations_test.go), which that one contradicts.
 	t.Run("automation definitions support CRUD and subscriptions", func(t *testing.T) {
 		c := v.fresh()
 		defer c.Close()
-		if a, ok := initializeResult(t, c, "automation")["automations"]; ok {
-			t.Fatalf("initialize advertises automations %s", a)
+		var caps struct {
+			Create *struct{} `json:"create"`
+		}
+		if err := json.Unmarshal(initializeResult(t, c, "automation")["automations"], &caps); err != nil || caps.Create == nil {
+			t.Fatalf("initialize does not advertise the automation catalogue: %v", err)
 		}
 		_, err := c.Call("createAutomation", map[string]any{"channel": "ahp-automation:/" + uuid.NewString(), "definition": map[string]any{"title": "x"}})
 		wantCode(t, err, -32601, "")
-		c.MustCall("ping", map[string]any{"channel": ahp.RootURI})
+		_, err = c.Call("listAutomations", map[string]any{"channel": ahp.RootURI})
+		wantCode(t, err, -32601, "")
+		c.Subscribe(ahp.AutomationsURI)
 	})
 
 	// hostFeaturesSuite. CHATS.md C-CHAT-04: every chat works in its

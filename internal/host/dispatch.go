@@ -32,6 +32,7 @@ type dispatcher struct {
 	sessions *sessionDesk
 	attach   *attacher
 	own      ownChannels
+	autos    *automationDesk
 }
 
 // dispatch routes a client action to the owner of its channel. It is
@@ -57,6 +58,16 @@ func (d *dispatcher) dispatch(cl *client, params json.RawMessage) {
 	if d.own.dispatch(cl, p.Channel, a, origin) { // a terminal or a resource watch
 		return
 	}
+	if ahp.IsAutomationsURI(p.Channel) || ahp.IsAutomationRunURI(p.Channel) {
+		if !automationChannelTakes(p.Channel, a.ActionType()) {
+			d.bus.Refuse(cl, p.Channel, a, origin, fmt.Sprintf("%s is not an action of channel %s.", a.ActionType(), p.Channel))
+			return
+		}
+		// Every change to the catalogue and its runs is made on the
+		// catalogue's lane, one at a time (automations.go).
+		d.route(cl, ahp.AutomationsURI, a, origin, func() { d.autos.dispatch(context.Background(), cl, p.Channel, a, origin) })
+		return
+	}
 	if reason := channelRefuses(p.Channel, a.ActionType()); reason != "" {
 		d.bus.Refuse(cl, p.Channel, a, origin, reason)
 		return
@@ -73,6 +84,11 @@ func (d *dispatcher) dispatch(cl *client, params json.RawMessage) {
 		}
 		if g := ahp.GrantFor(a.ActionType()); g != "" && !cl.principal.Can(g) {
 			d.bus.Refuse(cl, p.Channel, a, origin, fmt.Sprintf("Permission denied: %s needs the grant %s.", a.ActionType(), g))
+			return
+		}
+		if rc, _ := a.(ahp.RootConfigChanged); touchesGates(rc) {
+			// The automation gates are stored before the change is told.
+			d.route(cl, ahp.AutomationsURI, a, origin, func() { d.autos.configure(context.Background(), cl, rc, origin) })
 			return
 		}
 		d.root.apply(a, origin)

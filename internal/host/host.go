@@ -54,6 +54,10 @@ type Options struct {
 	// HostName names the deployment in root:<host> senders.
 	HostName      string
 	ServerVersion string
+	// AutomationTick is how often the scheduler looks for due schedule
+	// triggers (0: every 5 seconds); a test makes it short and moves
+	// Env.Now instead of waiting for the wall clock.
+	AutomationTick time.Duration
 	// Logs is the daemon's OTLP log hub (its logger tees into it): the
 	// ahp-otlp://logs/{level} channel is served from it and initialize
 	// advertises it. Nil serves no OTLP channel. The daemon closes it.
@@ -91,17 +95,18 @@ type Host struct {
 	sessions *sessionDesk
 
 	// The request and channel families, each a small type of its own.
-	config     *configDesk    // resolveSessionConfig, sessionConfigCompletions (sessionconfig.go)
-	completer  *completer     // completions (completions.go)
-	res        *resourceDesk  // resource commands and watches (resources.go)
-	terms      *terminalDesk  // terminals (terminals.go)
-	own        ownChannels    // the terminal and watch channels (terminals.go)
-	changesets *changesetDesk // changesets (changesets.go)
-	canv       *canvasKit     // canvases and show_page (canvases.go)
-	bots       *botDesk       // bot commands and the bot backend's host (bots.go)
-	diag       *diagnostics   // the window's network diagnostics (diagnostics.go)
-	tools      *toolDesk      // the host's tools for agents (hosttools.go)
-	logs       *logDesk       // the OTLP log channel (logs.go)
+	config     *configDesk     // resolveSessionConfig, sessionConfigCompletions (sessionconfig.go)
+	completer  *completer      // completions (completions.go)
+	res        *resourceDesk   // resource commands and watches (resources.go)
+	terms      *terminalDesk   // terminals (terminals.go)
+	own        ownChannels     // the terminal and watch channels (terminals.go)
+	changesets *changesetDesk  // changesets (changesets.go)
+	canv       *canvasKit      // canvases and show_page (canvases.go)
+	bots       *botDesk        // bot commands and the bot backend's host (bots.go)
+	diag       *diagnostics    // the window's network diagnostics (diagnostics.go)
+	tools      *toolDesk       // the host's tools for agents (hosttools.go)
+	logs       *logDesk        // the OTLP log channel (logs.go)
+	autos      *automationDesk // the automation catalogue, its runs and scheduler (automations.go)
 
 	closing chan struct{}
 }
@@ -150,7 +155,18 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	if t := e.Terminals; t != nil {
 		t.OnChange(h.terms.changed)
 	}
-	h.actions = &dispatcher{log: log, bus: h.bus, lanes: h.lanes, actors: actors, root: h.root, cat: h.cat,
+	tick := opts.AutomationTick
+	if tick <= 0 {
+		tick = 5 * time.Second
+	}
+	autos, err := newAutomationDesk(ctx, &automationDesk{env: e, log: log, bus: h.bus, lanes: h.lanes, root: h.root,
+		sessions: h.sessions, config: h.config, agents: opts.Agents, principals: opts.Principals,
+		defaultProvider: opts.DefaultProvider, paths: paths, closing: h.closing, tick: tick})
+	if err != nil {
+		return nil, err
+	}
+	h.autos = autos
+	h.actions = &dispatcher{autos: autos, log: log, bus: h.bus, lanes: h.lanes, actors: actors, root: h.root, cat: h.cat,
 		sessions: h.sessions, attach: &attacher{env: e, log: log, sessions: h.sessions}, own: h.own}
 	recs, err := e.Store.Sessions(ctx)
 	if err != nil {
@@ -164,6 +180,7 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	if err := h.sessions.recoverRunningTurns(ctx); err != nil {
 		return nil, err
 	}
+	h.autos.start() // runs start sessions, so once they are restored
 	return h, nil
 }
 
@@ -176,6 +193,7 @@ func (h *Host) Close(ctx context.Context) error {
 		close(h.closing)
 	}
 	h.res.close()
+	h.autos.close()
 	if t := h.opts.Env.Terminals; t != nil {
 		t.Close()
 	}

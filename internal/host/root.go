@@ -71,6 +71,7 @@ func (r *rootDesk) apply(a ahp.Action, origin *ahp.ActionOrigin) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	reduce.Root(&r.state, a)
+	r.keepOnlyKnownConfig()
 	r.bus.Publish(ahp.RootURI, a, origin)
 }
 

@@ -222,6 +222,9 @@ func (h *Host) request(ctx context.Context, cl *client, method string, params js
 	case ahp.MethodSessionConfigCompletions:
 		return h.config.completions(ctx, cl, params)
 	}
+	if res, ok, err := h.autos.request(ctx, cl, method, params); ok { // automations.go
+		return res, err
+	}
 	if res, ok, err := h.res.request(ctx, cl, method, params); ok {
 		return res, err
 	}
@@ -315,6 +318,7 @@ func (h *Host) initialize(ctx context.Context, cl *client, params json.RawMessag
 			CompletionTriggerCharacters: []string{"@", "#", "/"}, // the order VS Code's host says them
 			TerminalCommandPrefix:       "!",
 			Telemetry:                   h.logs.capabilities(),
+			Automations:                 h.autos.capabilities(),
 		}
 		if len(h.opts.Paths) > 0 {
 			res.DefaultDirectory = ahp.FileURI(h.opts.Paths[0])
@@ -348,6 +352,9 @@ func (h *Host) subscribe(ctx context.Context, cl *client, channel string, view *
 	}
 	if changeset.IsChannel(channel) {
 		return h.changesets.subscribe(ctx, cl, channel)
+	}
+	if isAutomationChannel(channel) {
+		return h.autos.subscribe(cl, channel)
 	}
 	if grant := readGrant(channel); !cl.principal.Can(grant) {
 		return ahp.Snapshot{}, ahp.WithData(ahp.Errorf(ahp.ErrPermissionDenied, "reading %s needs the grant %s", channel, grant), map[string]any{"grant": grant})
@@ -474,6 +481,8 @@ func (h *Host) channelExists(ctx context.Context, ch string) bool {
 	switch {
 	case ahp.IsRootURI(ch):
 		return true
+	case isAutomationChannel(ch):
+		return h.autos.exists(ch)
 	case canvas.Is(ch):
 		return h.canv.exists(ctx, ch)
 	case changeset.IsChannel(ch):
@@ -487,12 +496,20 @@ func (h *Host) channelExists(ctx context.Context, ch string) bool {
 	}
 }
 
+func isAutomationChannel(channel string) bool {
+	return ahp.IsAutomationsURI(channel) || ahp.IsAutomationRunURI(channel)
+}
+
 func isAnnotations(channel string) bool { _, ok := ahp.AnnotationsSession(channel); return ok }
 
 // readGrant names the grant that reading a non-root channel needs:
-// chat:turns for a chat, session:state for a session. subscribe and
+// chat:turns for a chat, session:state for a session, automation:read
+// for the automation catalogue and its runs. subscribe and
 // reconnect both ask it, so a restored subscription passes the same check.
 func readGrant(channel string) string {
+	if isAutomationChannel(channel) {
+		return auth.AutomationRead
+	}
 	if ahp.IsChatURI(channel) || canvas.Is(channel) || changeset.IsChannel(channel) {
 		return auth.ChatTurns // a canvas or a changeset is its chat's
 	}

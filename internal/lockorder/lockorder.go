@@ -32,6 +32,12 @@ const (
 	// and the summary changes around it, each with the catalogue update
 	// it says; the catalogue and the bus are taken inside.
 	HostTell
+	// HostAutomations guards the automation catalogue and its runs
+	// (host/automations.go, automationDesk.mu); a change is stored and
+	// published under it and a snapshot taken as the bus subscribes, so
+	// the bus's lock is taken inside. The root desk's is taken after it
+	// is released, never inside.
+	HostAutomations
 	// HostRoot guards the root state (host/root.go, rootDesk.mu); a root
 	// action is reduced and published under it, and a root snapshot taken
 	// as the bus subscribes, so the bus's lock is taken inside.
@@ -75,18 +81,19 @@ const (
 )
 
 var rankNames = [...]string{
-	HostBots:      "HostBots",
-	HostTell:      "HostTell",
-	HostRoot:      "HostRoot",
-	HostSessions:  "HostSessions",
-	HostConns:     "HostConns",
-	HostLanes:     "HostLanes",
-	HostActors:    "HostActors",
-	HostFileIndex: "HostFileIndex",
-	HostWatches:   "HostWatches",
-	Bus:           "Bus",
-	HostClient:    "HostClient",
-	Outbox:        "Outbox",
+	HostBots:        "HostBots",
+	HostTell:        "HostTell",
+	HostAutomations: "HostAutomations",
+	HostRoot:        "HostRoot",
+	HostSessions:    "HostSessions",
+	HostConns:       "HostConns",
+	HostLanes:       "HostLanes",
+	HostActors:      "HostActors",
+	HostFileIndex:   "HostFileIndex",
+	HostWatches:     "HostWatches",
+	Bus:             "Bus",
+	HostClient:      "HostClient",
+	Outbox:          "Outbox",
 }
 
 func (r Rank) String() string {

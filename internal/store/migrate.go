@@ -149,6 +149,37 @@ var migrations = []migration{
 			`CREATE INDEX changeset_files_by_chat ON changeset_files (chat, seq)`,
 		},
 	},
+	{
+		version: 5,
+		name:    "automations",
+		stmts: []string{
+			// The ahp-automations:// catalogue (automations.go): each
+			// automation's definition as the JSON clients sent, who made it
+			// (its runs start sessions as them), and the earliest schedule
+			// occurrence not yet evaluated (NULL: none).
+			`CREATE TABLE automations (
+				resource    TEXT PRIMARY KEY,
+				owner       TEXT NOT NULL,
+				definition  TEXT NOT NULL,
+				created_at  INTEGER NOT NULL,
+				modified_at INTEGER NOT NULL,
+				next_run_at INTEGER
+			) STRICT`,
+			// Each run's state as JSON, newest by seq; request_id makes a
+			// manual run idempotent ('' for a scheduled one). Terminal runs
+			// beyond the history limit are deleted as new ones end.
+			`CREATE TABLE automation_runs (
+				resource   TEXT PRIMARY KEY,
+				automation TEXT NOT NULL REFERENCES automations (resource) ON DELETE CASCADE,
+				seq        INTEGER NOT NULL,
+				request_id TEXT NOT NULL,
+				terminal   INTEGER NOT NULL,
+				state      TEXT NOT NULL
+			) STRICT`,
+			`CREATE INDEX automation_runs_by_automation ON automation_runs (automation, seq DESC)`,
+			`CREATE UNIQUE INDEX automation_runs_by_request ON automation_runs (automation, request_id) WHERE request_id != ''`,
+		},
+	},
 }
 
 // migrate brings the schema up to the last of migs, one transaction per
