@@ -191,6 +191,15 @@ type Failure struct {
 
 func (f *Failure) Error() string { return f.Message }
 
+// Wait is what Host.Open returns when the turn's backend cannot open yet:
+// every agent process the host allows runs (maxAgentProcesses). The turn
+// does not fail: it waits unsent, Notice said in it as a
+// systemNotification part, until the host calls SlotFree (or a stop ends
+// it, unsent).
+type Wait struct{ Notice string }
+
+func (w *Wait) Error() string { return w.Notice }
+
 // Active is the engine's record of the running turn.
 type Active struct {
 	ID      string
@@ -199,6 +208,9 @@ type Active struct {
 	Route   Route
 	// Sent: the prompt was handed to the backend (steering may be handed).
 	Sent bool
+	// WaitsForSlot: the prompt waits unsent for the host to open its
+	// backend (Host.Open said Wait).
+	WaitsForSlot bool
 	// Conv is the conversation the turn was handed to, nil until then;
 	// Caps are its backend's.
 	Conv agent.Conversation
@@ -211,6 +223,8 @@ type Active struct {
 	lastKind       string
 	nextPart       int
 	tools          map[string]bool
+	// slotNoticed: the turn said it waits for an agent process.
+	slotNoticed bool
 	// clientRun are the turn's calls a client runs (agent.ToolCall.Client).
 	clientRun map[string]bool
 }
@@ -524,6 +538,10 @@ func modelOf(m ahp.Message) string {
 // backend reports that end (C-TURN-104).
 func (e *Engine) send(t *Active, turn agent.Turn) {
 	conv, caps, err := e.host.Open(t.Route)
+	if w, ok := err.(*Wait); ok {
+		e.waitForSlot(t, turn, w.Notice)
+		return
+	}
 	if err != nil {
 		e.endTurn(failureEnd(err, "agentUnavailable"))
 		return
@@ -542,6 +560,38 @@ func (e *Engine) send(t *Active, turn agent.Turn) {
 	e.host.Sent(t.ID, t.Route)
 	// C-TURN-41: steering is handed at the turn's start.
 	e.handSteering()
+}
+
+// waitForSlot keeps the running turn's prompt unsent until the host has a
+// backend for it, and says why in the turn, once.
+func (e *Engine) waitForSlot(t *Active, turn agent.Turn, notice string) {
+	e.unsent = &turn
+	t.WaitsForSlot = true
+	if t.slotNoticed {
+		return
+	}
+	t.slotNoticed = true
+	t.lastKind = ahp.PartSystemNotification
+	e.Apply(ahp.ChatResponsePart{TurnID: t.ID, Part: ahp.SystemNotificationPart(notice, nil)}, nil)
+}
+
+// WaitsForSlot reports whether the running turn waits for the host to
+// open its backend (Host.Open said Wait).
+func (e *Engine) WaitsForSlot() bool {
+	t := e.active
+	return t != nil && t.WaitsForSlot && !t.Sent && e.unsent != nil && e.unsent.ID == t.ID
+}
+
+// SlotFree: the host can open the backend a waiting turn needs now; the
+// turn is sent (Open is asked again). Nothing happens when no turn waits.
+func (e *Engine) SlotFree() {
+	if !e.WaitsForSlot() {
+		return
+	}
+	t, turn := e.active, *e.unsent
+	e.unsent = nil
+	t.WaitsForSlot = false
+	e.send(t, turn)
 }
 
 func failureEnd(err error, errorType string) agent.End {
