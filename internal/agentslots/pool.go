@@ -39,10 +39,18 @@ func New(max int, log *slog.Logger) *Pool {
 }
 
 // Max is the number of slots; 0 or less: no limit.
-func (p *Pool) Max() int { return p.slots.max }
+func (p *Pool) Max() int {
+	if p == nil {
+		return 0
+	}
+	return p.slots.max
+}
 
 // Stats are how many members hold a slot and how many wait for one.
 func (p *Pool) Stats() (holding, waiting int) {
+	if p == nil {
+		return 0, 0
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.slots.holders), len(p.slots.queue)
