@@ -140,6 +140,18 @@ func (m *Member) Declined() {
 	p.deliver(effs)
 }
 
+// CloseWanted reports whether the pool still wants the member to close its
+// idle agent: a close request is out for it and was not taken back (the
+// turn it was for stopped waiting).
+func (m *Member) CloseWanted() bool {
+	if m == nil {
+		return false
+	}
+	m.pool.mu.Lock()
+	defer m.pool.mu.Unlock()
+	return m.closing
+}
+
 // Holding reports whether the member holds a slot.
 func (m *Member) Holding() bool {
 	if m == nil {

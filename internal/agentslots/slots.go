@@ -58,8 +58,8 @@ type effect struct {
 // The invariants, after every operation:
 //   - at most max members hold a slot (max <= 0: no limit);
 //   - a member waits only while every slot is held, in FIFO order;
-//   - there are at least as many close requests out as members waiting,
-//     as long as idle members are left to ask (asked: closing).
+//   - there are as many close requests out as members waiting, as long
+//     as idle members are left to ask (asked: closing), and never more.
 type slots struct {
 	max int
 	// holders are the members holding a slot.
@@ -163,6 +163,18 @@ func (s *slots) settle(effs []effect) []effect {
 	}
 	if len(s.queue) == 0 {
 		s.queue = nil
+	}
+	// A request left the queue (a stop, its chat closed): the close
+	// requests beyond what still waits are taken back, so no agent is
+	// ended for nobody (Member.CloseWanted).
+	for m := range s.holders {
+		if s.closing <= len(s.queue) {
+			break
+		}
+		if m.closing {
+			m.closing = false
+			s.closing--
+		}
 	}
 	for s.closing < len(s.queue) {
 		m := s.leastRecentlyUsedIdle()

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -21,6 +23,8 @@ type slotsCase struct {
 	granted []string
 	holding []string
 	waiting []string
+	// closing lists the members a close request is out for at the end.
+	closing []string
 }
 
 func TestSlotRules(t *testing.T) {
@@ -39,25 +43,25 @@ func TestSlotRules(t *testing.T) {
 			granted: []string{"a"}, effects: []string{"grant b"}, holding: []string{"b"}, waiting: []string{"c"}},
 		{name: "the least recently used idle agent is asked to close",
 			max: 2, steps: []string{"acquire a", "acquire b", "idle b", "idle a", "acquire c"},
-			granted: []string{"a", "b"}, effects: []string{"close b"}, holding: []string{"a", "b"}, waiting: []string{"c"}},
+			granted: []string{"a", "b"}, effects: []string{"close b"}, holding: []string{"a", "b"}, waiting: []string{"c"}, closing: []string{"b"}},
 		{name: "its release grants the waiting member",
 			max: 2, steps: []string{"acquire a", "acquire b", "idle b", "idle a", "acquire c", "release b"},
 			effects: []string{"close b", "grant c"}, holding: []string{"a", "c"}},
 		{name: "an agent busy again is not asked; the next idle one is",
 			max: 2, steps: []string{"acquire a", "acquire b", "idle a", "idle b", "busy a", "acquire c"},
-			effects: []string{"close b"}, holding: []string{"a", "b"}, waiting: []string{"c"}},
+			effects: []string{"close b"}, holding: []string{"a", "b"}, waiting: []string{"c"}, closing: []string{"b"}},
 		{name: "a declined close asks the next least recently used idle agent",
 			max: 3, steps: []string{"acquire a", "acquire b", "acquire x", "idle a", "idle b", "acquire c", "decline a"},
-			effects: []string{"close a", "close b"}, holding: []string{"a", "b", "x"}, waiting: []string{"c"}},
+			effects: []string{"close a", "close b"}, holding: []string{"a", "b", "x"}, waiting: []string{"c"}, closing: []string{"b"}},
 		{name: "an agent turning idle while a request waits is asked at once",
 			max: 1, steps: []string{"acquire a", "acquire b", "idle a"},
-			effects: []string{"close a"}, holding: []string{"a"}, waiting: []string{"b"}},
+			effects: []string{"close a"}, holding: []string{"a"}, waiting: []string{"b"}, closing: []string{"a"}},
 		{name: "one close request per waiting member, not more",
 			max: 3, steps: []string{"acquire a", "acquire b", "acquire x", "idle a", "idle b", "idle x", "acquire c"},
-			effects: []string{"close a"}, holding: []string{"a", "b", "x"}, waiting: []string{"c"}},
+			effects: []string{"close a"}, holding: []string{"a", "b", "x"}, waiting: []string{"c"}, closing: []string{"a"}},
 		{name: "two waiting members ask two idle agents",
 			max: 2, steps: []string{"acquire a", "acquire b", "idle b", "idle a", "acquire c", "acquire d"},
-			effects: []string{"close b", "close a"}, holding: []string{"a", "b"}, waiting: []string{"c", "d"}},
+			effects: []string{"close b", "close a"}, holding: []string{"a", "b"}, waiting: []string{"c", "d"}, closing: []string{"a", "b"}},
 		{name: "slots go to the queue in FIFO order",
 			max: 1, steps: []string{"acquire a", "acquire b", "acquire c", "acquire d", "release a", "release b"},
 			effects: []string{"grant b", "grant c"}, holding: []string{"c"}, waiting: []string{"d"}},
@@ -69,7 +73,16 @@ func TestSlotRules(t *testing.T) {
 			effects: []string{"grant b"}, holding: []string{"b"}, waiting: []string{"c"}},
 		{name: "a member asked to close that releases for another reason still frees its slot once",
 			max: 1, steps: []string{"acquire a", "idle a", "acquire b", "release a", "idle b", "acquire c"},
-			effects: []string{"close a", "grant b", "close b"}, holding: []string{"b"}, waiting: []string{"c"}},
+			effects: []string{"close a", "grant b", "close b"}, holding: []string{"b"}, waiting: []string{"c"}, closing: []string{"b"}},
+		{name: "a close request is taken back when the request it was for leaves the queue",
+			max: 1, steps: []string{"acquire a", "idle a", "acquire b", "release b"},
+			effects: []string{"close a"}, holding: []string{"a"}},
+		{name: "of two close requests, one is taken back when one of two waiting leaves",
+			max: 2, steps: []string{"acquire a", "acquire b", "idle a", "idle b", "acquire c", "acquire d", "release d"},
+			effects: []string{"close a", "close b"}, holding: []string{"a", "b"}, waiting: []string{"c"}, closing: []string{"x"}},
+		{name: "an agent idle again after its close request was taken back can be asked again",
+			max: 1, steps: []string{"acquire a", "idle a", "acquire b", "release b", "acquire c"},
+			effects: []string{"close a", "close a"}, holding: []string{"a"}, waiting: []string{"c"}, closing: []string{"a"}},
 		{name: "no limit: everyone holds",
 			max: 0, steps: []string{"acquire a", "acquire b", "acquire c"},
 			granted: []string{"a", "b", "c"}, holding: []string{"a", "b", "c"}},
@@ -120,13 +133,28 @@ func TestSlotRules(t *testing.T) {
 			if !slices.Equal(effects, tc.effects) {
 				t.Errorf("effects %v, want %v", effects, tc.effects)
 			}
-			var holders, waiting []string
+			var holders, waiting, closing []string
 			for name, m := range members {
 				if m.state == holding {
 					holders = append(holders, name)
 				}
+				if m.closing {
+					closing = append(closing, name)
+				}
 			}
 			slices.Sort(holders)
+			slices.Sort(closing)
+			if len(closing) != s.closing {
+				t.Errorf("%d members are closing, the count says %d", len(closing), s.closing)
+			}
+			// Which of several is taken back is not a rule: "x" stands
+			// for any one.
+			if len(tc.closing) == 1 && tc.closing[0] == "x" && len(closing) == 1 {
+				closing = tc.closing
+			}
+			if !slices.Equal(closing, tc.closing) {
+				t.Errorf("closing %v, want %v", closing, tc.closing)
+			}
 			for _, m := range s.queue {
 				waiting = append(waiting, m.name)
 			}
@@ -221,4 +249,77 @@ func TestNilMemberAlwaysHolds(t *testing.T) {
 	m.Idle(true)
 	m.Declined()
 	m.Release()
+}
+
+// TestPoolUnderConcurrentChats: twelve actors, each with a mailbox of its
+// own, use a pool of three from their own goroutines: each turn asks a
+// slot, waits for its grant when none is free, works, goes idle, and
+// closes its agent when the pool asks. Every turn runs, never more than
+// three hold a slot, and at the end nobody waits.
+func TestPoolUnderConcurrentChats(t *testing.T) {
+	const chats, turns, slotsMax = 12, 20, 3
+	p := New(slotsMax, nil)
+	var running atomic.Int32
+	var wg sync.WaitGroup
+	for i := range chats {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			inbox := make(chan func(), 64)
+			post := func(fn func()) error {
+				select {
+				case inbox <- fn:
+					return nil
+				default:
+					return errors.New("inbox full")
+				}
+			}
+			var m *Member
+			open, granted := false, false
+			m = p.Join(fmt.Sprintf("chat%d", i), post,
+				func() { granted = true },
+				func() {
+					if !m.CloseWanted() {
+						return
+					}
+					if open {
+						open = false
+						running.Add(-1)
+						m.Release()
+					}
+				})
+			for range turns {
+				if !open {
+					granted = m.Acquire()
+					for !granted {
+						(<-inbox)()
+						if !granted && !m.Waiting() && !m.Holding() {
+							granted = m.Acquire() // a grant the pool could not post
+						}
+					}
+					open = true
+					if n := running.Add(1); n > slotsMax {
+						t.Errorf("%d agents open at once, max %d", n, slotsMax)
+					}
+				}
+				m.Idle(false)
+				for len(inbox) > 0 {
+					(<-inbox)()
+				}
+				m.Idle(true)
+			}
+			if open {
+				open = false
+				running.Add(-1)
+			}
+			m.Release()
+			for len(inbox) > 0 {
+				(<-inbox)()
+			}
+		}()
+	}
+	wg.Wait()
+	if h, w := p.Stats(); h != 0 || w != 0 {
+		t.Fatalf("after every chat left: %d hold, %d wait", h, w)
+	}
 }

@@ -69,6 +69,9 @@ func (s *agentSlot) granted() { s.c.eng.SlotFree() }
 // otherwise.
 func (s *agentSlot) closeRequested() {
 	c := s.c
+	if !s.m.CloseWanted() {
+		return // the turn it was for no longer waits
+	}
 	if !c.idle.agentEndable() {
 		s.idle = false
 		s.m.Declined()
