@@ -61,7 +61,7 @@ func (s *agentSlot) release() {
 // granted runs on the actor when the pool gave the chat the slot it waited
 // for: the waiting turn is sent (a turn stopped meanwhile needs none, and
 // settle gives it back).
-func (s *agentSlot) granted() { s.c.eng.SlotFree() }
+func (s *agentSlot) granted() { s.c.eng.Slot().Free() }
 
 // closeRequested runs on the actor when the pool asks the chat to close
 // its agent, the least recently used idle one, for a turn that waits: it
@@ -93,13 +93,13 @@ func (s *agentSlot) settle() {
 	c := s.c
 	if c.backends.conv == nil {
 		switch {
-		case !c.eng.WaitsForSlot():
+		case !c.eng.Slot().Waiting():
 			s.release()
 		case !s.m.Holding() && !s.m.Waiting():
 			// The pool could not hand the chat its grant (its mailbox was
 			// full) and gave the slot on: ask again.
 			if s.acquire() == nil {
-				c.eng.SlotFree()
+				c.eng.Slot().Free()
 			}
 		}
 		return

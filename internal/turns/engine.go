@@ -191,14 +191,6 @@ type Failure struct {
 
 func (f *Failure) Error() string { return f.Message }
 
-// Wait is what Host.Open returns when the turn's backend cannot open yet:
-// every agent process the host allows runs (maxAgentProcesses). The turn
-// does not fail: it waits unsent, Notice said in it as a
-// systemNotification part, until the host calls SlotFree (or a stop ends
-// it, unsent).
-type Wait struct{ Notice string }
-
-func (w *Wait) Error() string { return w.Notice }
 
 // Active is the engine's record of the running turn.
 type Active struct {
@@ -539,7 +531,7 @@ func modelOf(m ahp.Message) string {
 func (e *Engine) send(t *Active, turn agent.Turn) {
 	conv, caps, err := e.host.Open(t.Route)
 	if w, ok := err.(*Wait); ok {
-		e.waitForSlot(t, turn, w.Notice)
+		e.Slot().begin(t, turn, w.Notice)
 		return
 	}
 	if err != nil {
@@ -560,38 +552,6 @@ func (e *Engine) send(t *Active, turn agent.Turn) {
 	e.host.Sent(t.ID, t.Route)
 	// C-TURN-41: steering is handed at the turn's start.
 	e.handSteering()
-}
-
-// waitForSlot keeps the running turn's prompt unsent until the host has a
-// backend for it, and says why in the turn, once.
-func (e *Engine) waitForSlot(t *Active, turn agent.Turn, notice string) {
-	e.unsent = &turn
-	t.WaitsForSlot = true
-	if t.slotNoticed {
-		return
-	}
-	t.slotNoticed = true
-	t.lastKind = ahp.PartSystemNotification
-	e.Apply(ahp.ChatResponsePart{TurnID: t.ID, Part: ahp.SystemNotificationPart(notice, nil)}, nil)
-}
-
-// WaitsForSlot reports whether the running turn waits for the host to
-// open its backend (Host.Open said Wait).
-func (e *Engine) WaitsForSlot() bool {
-	t := e.active
-	return t != nil && t.WaitsForSlot && !t.Sent && e.unsent != nil && e.unsent.ID == t.ID
-}
-
-// SlotFree: the host can open the backend a waiting turn needs now; the
-// turn is sent (Open is asked again). Nothing happens when no turn waits.
-func (e *Engine) SlotFree() {
-	if !e.WaitsForSlot() {
-		return
-	}
-	t, turn := e.active, *e.unsent
-	e.unsent = nil
-	t.WaitsForSlot = false
-	e.send(t, turn)
 }
 
 func failureEnd(err error, errorType string) agent.End {

@@ -13,7 +13,7 @@ func waitForSlot(h *harness) { h.openErr = &Wait{Notice: "all agent processes bu
 func slotFree(h *harness) {
 	h.openErr = nil
 	h.note("slot free")
-	h.e.SlotFree()
+	h.e.Slot().Free()
 }
 
 // TestTurnWaitsForAnAgentSlot: a turn whose backend cannot open yet (every
@@ -27,8 +27,8 @@ func TestTurnWaitsForAnAgentSlot(t *testing.T) {
 			want:  []string{"tell turnStarted t1", "open agent", "tell responsePart t1"},
 			none:  []string{"send", "tell error", "ended"},
 			check: func(t *testing.T, h *harness) {
-				if !h.e.WaitsForSlot() || !h.e.Busy() {
-					t.Fatalf("WaitsForSlot %v, Busy %v: want both", h.e.WaitsForSlot(), h.e.Busy())
+				if !h.e.Slot().Waiting() || !h.e.Busy() {
+					t.Fatalf("WaitsForSlot %v, Busy %v: want both", h.e.Slot().Waiting(), h.e.Busy())
 				}
 				parts := h.e.State().ActiveTurn.ResponseParts
 				if len(parts) != 1 || parts[0].Kind != ahp.PartSystemNotification || parts[0].Content != "all agent processes busy" {
@@ -39,7 +39,7 @@ func TestTurnWaitsForAnAgentSlot(t *testing.T) {
 			steps: []step{waitForSlot, start("t1", "hi"), mark, slotFree, say("t1", "hello"), done("t1")},
 			want:  []string{"slot free", "open agent", "send agent t1 hi", "tell responsePart t1", "tell turnComplete t1"},
 			check: func(t *testing.T, h *harness) {
-				if h.e.WaitsForSlot() {
+				if h.e.Slot().Waiting() {
 					t.Fatal("still waits after the turn ran")
 				}
 				parts := h.e.State().Turns[0].ResponseParts
@@ -48,11 +48,11 @@ func TestTurnWaitsForAnAgentSlot(t *testing.T) {
 				}
 			}},
 		{id: "a second wait says nothing more",
-			steps: []step{waitForSlot, start("t1", "hi"), mark, func(h *harness) { h.e.SlotFree() }},
+			steps: []step{waitForSlot, start("t1", "hi"), mark, func(h *harness) { h.e.Slot().Free() }},
 			want:  []string{"open agent"},
 			none:  []string{"tell responsePart", "send"},
 			check: func(t *testing.T, h *harness) {
-				if !h.e.WaitsForSlot() {
+				if !h.e.Slot().Waiting() {
 					t.Fatal("the turn no longer waits")
 				}
 			}},
@@ -61,8 +61,8 @@ func TestTurnWaitsForAnAgentSlot(t *testing.T) {
 			want:  []string{"tell turnCancelled t1", "ended t1 cancelled", "slot free"},
 			none:  []string{"send", "open"},
 			check: func(t *testing.T, h *harness) {
-				if h.e.WaitsForSlot() || h.e.Busy() {
-					t.Fatalf("WaitsForSlot %v, Busy %v after the stop", h.e.WaitsForSlot(), h.e.Busy())
+				if h.e.Slot().Waiting() || h.e.Busy() {
+					t.Fatalf("WaitsForSlot %v, Busy %v after the stop", h.e.Slot().Waiting(), h.e.Busy())
 				}
 			}},
 		{id: "a turn sent behind a waiting one waits behind it",
