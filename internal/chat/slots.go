@@ -7,6 +7,10 @@ import (
 	"github.com/ahpd/ahpd/internal/turns"
 )
 
+// SlotWaitMetaKey is the _meta key of the systemNotification part a turn
+// waiting for an agent process says; its value is maxAgentProcesses.
+const SlotWaitMetaKey = "ahpd.waitingForAgentProcess"
+
 // agentSlot is the chat's place among the daemon's agent process slots
 // (internal/agentslots, maxAgentProcesses): the chat holds a slot while
 // its agent conversation is open, a turn that finds none free waits for
@@ -45,7 +49,10 @@ func (s *agentSlot) acquire() error {
 		return nil
 	}
 	max := s.c.cfg.Env.AgentSlots.Max()
-	return &turns.Wait{Notice: fmt.Sprintf("Waiting for an agent process: all %d the host runs at once (maxAgentProcesses) are busy. This turn starts when one is free.", max)}
+	return &turns.Wait{
+		Notice: fmt.Sprintf("Waiting for an agent process: all %d the host runs at once (maxAgentProcesses) are busy. This turn starts when one is free.", max),
+		Meta:   map[string]any{SlotWaitMetaKey: max},
+	}
 }
 
 // release gives the slot back (or leaves the queue) once the agent

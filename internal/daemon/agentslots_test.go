@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/chat"
 	"github.com/ahpd/ahpd/internal/daemon"
 	"github.com/ahpd/ahpd/internal/testutil/ahptest"
 	"github.com/ahpd/ahpd/internal/testutil/fakemodel"
@@ -96,11 +97,19 @@ func awaitMetric(t *testing.T, e *testEnv, name string, want float64) {
 	}
 }
 
-// slotNotice is the systemNotification part of a turn waiting for an agent
-// process, "" when it has none.
+// isSlotNotice reports whether p is the notice of a turn waiting for one
+// of 2 agent processes: a systemNotification naming maxAgentProcesses,
+// marked in its _meta.
+func isSlotNotice(p ahp.ResponsePart) bool {
+	return p.Kind == ahp.PartSystemNotification && strings.Contains(p.Content, "maxAgentProcesses") &&
+		p.Meta[chat.SlotWaitMetaKey] == float64(2)
+}
+
+// slotNotice is the notice part of a turn waiting for an agent process, ""
+// when it has none.
 func slotNotice(tr ahp.Turn) string {
 	for _, p := range tr.ResponseParts {
-		if p.Kind == ahp.PartSystemNotification && strings.Contains(p.Content, "maxAgentProcesses") {
+		if isSlotNotice(p) {
 			return p.Content
 		}
 	}
@@ -116,7 +125,7 @@ func awaitSlotNotice(t *testing.T, c *ahptest.Client, chat, id string) {
 			return false
 		}
 		var part ahp.ResponsePart
-		return e.Field("part", &part) == nil && part.Kind == ahp.PartSystemNotification && strings.Contains(part.Content, "maxAgentProcesses")
+		return e.Field("part", &part) == nil && isSlotNotice(part)
 	})
 }
 

@@ -531,7 +531,7 @@ func modelOf(m ahp.Message) string {
 func (e *Engine) send(t *Active, turn agent.Turn) {
 	conv, caps, err := e.host.Open(t.Route)
 	if w, ok := err.(*Wait); ok {
-		e.Slot().begin(t, turn, w.Notice)
+		e.Slot().begin(t, turn, w)
 		return
 	}
 	if err != nil {

@@ -8,9 +8,13 @@ import (
 // Wait is what Host.Open returns when the turn's backend cannot open yet:
 // every agent process the host allows runs (maxAgentProcesses). The turn
 // does not fail: it waits unsent, Notice said in it as a
-// systemNotification part, until the host calls Slot().Free (or a stop
-// ends it, unsent).
-type Wait struct{ Notice string }
+// systemNotification part (with Meta as its _meta, for a client to tell
+// it from others without reading it), until the host calls Slot().Free
+// (or a stop ends it, unsent).
+type Wait struct {
+	Notice string
+	Meta   map[string]any
+}
 
 func (w *Wait) Error() string { return w.Notice }
 
@@ -25,7 +29,7 @@ func (e *Engine) Slot() SlotWait { return SlotWait{e} }
 
 // begin keeps the running turn's prompt unsent until the host has a
 // backend for it, and says why in the turn, once.
-func (w SlotWait) begin(t *Active, turn agent.Turn, notice string) {
+func (w SlotWait) begin(t *Active, turn agent.Turn, why *Wait) {
 	e := w.e
 	e.unsent = &turn
 	t.WaitsForSlot = true
@@ -34,7 +38,7 @@ func (w SlotWait) begin(t *Active, turn agent.Turn, notice string) {
 	}
 	t.slotNoticed = true
 	t.lastKind = ahp.PartSystemNotification
-	e.Apply(ahp.ChatResponsePart{TurnID: t.ID, Part: ahp.SystemNotificationPart(notice, nil)}, nil)
+	e.Apply(ahp.ChatResponsePart{TurnID: t.ID, Part: ahp.SystemNotificationPart(why.Notice, why.Meta)}, nil)
 }
 
 // Waiting reports whether the running turn waits for the host to open
