@@ -191,7 +191,6 @@ type Failure struct {
 
 func (f *Failure) Error() string { return f.Message }
 
-
 // Active is the engine's record of the running turn.
 type Active struct {
 	ID      string
