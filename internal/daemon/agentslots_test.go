@@ -138,7 +138,9 @@ func awaitSlotNotice(t *testing.T, c *ahptest.Client, chat, id string) {
 //     notice in the turn; a stop ends it cancelled and takes it out of
 //     the queue; the next one waits and runs once a slot frees;
 //   - every conversation resumed after its process was ended resumes
-//     (the fake's [history], replayed from -state).
+//     (the fake's [history], replayed from -state);
+//   - a turn whose session is disposed while it waits leaves the queue,
+//     and no agent is ended for it.
 func TestMaxAgentProcesses(t *testing.T) {
 	bin := fakemodel.Build(t, "acpagent")
 	entry, _ := json.Marshal([]map[string]any{{"name": "fake-acp", "command": bin, "args": []string{"-state", t.TempDir()}}})
@@ -246,6 +248,36 @@ func TestMaxAgentProcesses(t *testing.T) {
 		run(B, "b4", "[history]")
 		if got := answer(B, "b4"); got != "not loaded" {
 			t.Errorf("B's process should have been kept, but it answered %q", got)
+		}
+	})
+
+	t.Run("a session disposed while its turn waits leaves the queue", func(t *testing.T) {
+		gateA, gateB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+		startTurn(a, A, "a5", "[wait:"+gateA+"]")
+		awaitTyped(t, a, A, "chat/responsePart", "a5")
+		startTurn(a, B, "b5", "[wait:"+gateB+"]")
+		awaitTyped(t, a, B, "chat/responsePart", "b5")
+		const sess = "ahp-session:/acc0de00-0000-4000-8000-000000000359"
+		a.MustCall("createSession", map[string]any{"channel": sess, "provider": "fake-acp"})
+		D := sessionState(t, a, sess).DefaultChat
+		a.Subscribe(D)
+		startTurn(a, D, "d1", "hello")
+		awaitSlotNotice(t, a, D, "d1")
+		awaitMetric(t, e, "ahpd_agent_slots_waiting", 1)
+		a.MustCall("disposeSession", map[string]any{"channel": sess})
+		awaitMetric(t, e, "ahpd_agent_slots_waiting", 0)
+		writeFile(t, gateA, "")
+		writeFile(t, gateB, "")
+		for chat, id := range map[string]string{A: "a5", B: "b5"} {
+			if end := awaitEnd(t, a, chat, id); end.Type() != "chat/turnComplete" {
+				t.Fatalf("%s ended with %s: %s", id, end.Type(), end.Action)
+			}
+		}
+		// Nobody waits: both agents stay. A's is still the process that
+		// resumed its conversation for a4 (a new one would load 5 turns).
+		run(A, "a6", "[history]")
+		if got := answer(A, "a6"); got != "loaded 3 turns" {
+			t.Errorf("A's process was ended for a turn that no longer waited: it answered %q, want loaded 3 turns (a4's process)", got)
 		}
 	})
 
