@@ -122,7 +122,7 @@ func TestConfigFileKeysSurviveFlags(t *testing.T) {
 // config check refuses negative bounds and bad origins with exit 2.
 func TestConfigCheckRefusesBadBounds(t *testing.T) {
 	for _, body := range []string{
-		`{"replayLog":-1}`, `{"turnsView":-5}`, `{"chatIdleSeconds":-2}`, `{"agentSilenceSeconds":-2}`, `{"maxConnections":-1}`,
+		`{"replayLog":-1}`, `{"turnsView":-5}`, `{"chatIdleSeconds":-2}`, `{"agentSilenceSeconds":-2}`, `{"maxAgentProcesses":-2}`, `{"maxConnections":-1}`,
 		`{"maxFrameBytes":-1}`, `{"allowedOrigins":["evil.example"]}`,
 		`{"allowedHosts":["a b"]}`,
 		`{"tokens":[{"token":"t","principal":"root:evil","grants":["*"]}]}`,

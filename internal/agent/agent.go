@@ -49,6 +49,11 @@ type Capabilities struct {
 	// (the ! command backend, C-TURN-27). Otherwise a failure pauses the
 	// queue (C-TURN-33).
 	FailureGoesOn bool
+	// Process: each open conversation runs an OS process of its own (an
+	// agent CLI), so it counts against maxAgentProcesses
+	// (internal/agentslots) from Open to Close. In-process backends and
+	// the host's own (! commands, host commands) do not.
+	Process bool
 }
 
 // Model is one model a backend offers.

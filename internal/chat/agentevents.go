@@ -36,5 +36,6 @@ func (be *backends) gone(err error) {
 		_ = be.conv.Close()
 		be.conv = nil
 	}
+	c.slot.release()
 	c.eng.ConversationGone(gone, agent.End{Outcome: agent.OutcomeError, ErrorType: "agentExited", Message: err.Error()})
 }

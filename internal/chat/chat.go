@@ -151,6 +151,8 @@ type Chat struct {
 	silence silence
 	// idle unloads the chat when it is idle (idle.go).
 	idle idler
+	// slot is the chat's place among the agent process slots (slots.go).
+	slot agentSlot
 	// rewind cuts the chat back at a client's truncation (truncate.go).
 	rewind rewind
 	// attachments writes a message's attachments (attachments.go).
@@ -182,12 +184,14 @@ func Open(ctx context.Context, cfg Config) (*Chat, error) {
 	c.changesets = changesets{c: c}
 	c.silence = silence{c: c}
 	c.idle = idler{c: c}
+	c.slot = agentSlot{c: c}
 	c.rewind = rewind{c: c}
 	c.attachments = attachments{c: c}
 	c.directories = directories{c: c}
 	if cfg.Agent != nil {
 		c.backends.caps = cfg.Agent.Capabilities()
 	}
+	c.slot.join()
 	recs, err := cfg.Env.Store.Turns(ctx, cfg.URI)
 	if err != nil {
 		return nil, fmt.Errorf("open chat %s: %w", cfg.URI, err)
@@ -309,6 +313,9 @@ func (c *Chat) run(crashed *store.TurnRecord) {
 		agentIdle = agentTimer.C
 	}
 	for {
+		// What the agent process slots know of this chat follows what the
+		// last step did (slots.go).
+		c.slot.settle()
 		var events, shellEvents, hostEvents <-chan agent.Event
 		if c.backends.conv != nil {
 			events = c.backends.conv.Events()

@@ -121,8 +121,14 @@ func (be *backends) ensure() error {
 			p.Mode = agent.OpenNew
 		}
 	}
+	// A process of the agent's own counts against maxAgentProcesses: the
+	// turn waits for a slot rather than fail (slots.go).
+	if err := c.slot.acquire(); err != nil {
+		return err
+	}
 	conv, err := c.cfg.Agent.Open(context.Background(), p)
 	if err != nil {
+		c.slot.release()
 		return fmt.Errorf("open %s conversation (%s): %w", c.cfg.Provider, p.Mode, err)
 	}
 	be.conv = conv
@@ -159,9 +165,17 @@ func (be *backends) hasTurns() bool {
 	return false
 }
 
-// close ends the backend process of this chat; the next turn
-// opens it again.
+// close ends the backend process of this chat and gives its process
+// slot back; the next turn opens it again.
 func (be *backends) close() {
+	be.shut()
+	be.c.slot.release()
+}
+
+// shut ends the backend process of this chat and keeps its process slot,
+// for a conversation opened again at once (new directories); the actor's
+// loop gives the slot back when none is opened (agentSlot.settle).
+func (be *backends) shut() {
 	c := be.c
 	if be.conv == nil {
 		return
@@ -173,7 +187,9 @@ func (be *backends) close() {
 	be.conv = nil
 }
 
-// closeAll ends every conversation of the chat as its actor ends.
+// closeAll ends every conversation of the chat as its actor ends, and
+// gives its process slot back (or takes a turn that waited for one out of
+// the queue).
 func (be *backends) closeAll() {
 	be.closeShell()
 	be.closeHostCommands()
@@ -183,6 +199,7 @@ func (be *backends) closeAll() {
 		}
 		be.conv = nil
 	}
+	be.c.slot.release()
 }
 
 // deleteConversation closes the agent conversation and deletes it in the
@@ -193,6 +210,7 @@ func (be *backends) deleteConversation(ctx context.Context) {
 		_ = be.conv.Close()
 		be.conv = nil
 	}
+	c.slot.release()
 	if c.cfg.Agent == nil || !be.caps.Delete || c.record.ConversationID == "" {
 		return
 	}

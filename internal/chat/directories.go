@@ -41,7 +41,7 @@ func (ds *directories) change(cl Client, origin *ahp.ActionOrigin, a ahp.Action)
 	c.cfg.Directories = paths
 	c.backends.closeShell() // the next ! command runs in the new first directory
 	if c.backends.conv != nil {
-		c.backends.close()
+		c.backends.shut() // its process slot goes to the new process
 		if err := c.backends.ensure(); err != nil {
 			c.log.Warn("restart chat in its new directories", "err", err)
 		}

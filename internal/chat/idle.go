@@ -85,13 +85,22 @@ func (il *idler) agentTimeout() time.Duration {
 // its next turn opens the conversation again, resumed. An agent that
 // cannot resume is kept: ending it would lose the conversation.
 func (il *idler) endIdleAgent() {
-	c := il.c
-	be := &c.backends
-	if be.conv == nil || !be.caps.Resume || c.eng.Busy() || c.workers.running() {
+	if !il.agentEndable() {
 		return
 	}
-	c.log.Info("agent idle: ending its process; the next turn resumes it", "idle", il.agentTimeout())
-	be.close()
+	il.c.log.Info("agent idle: ending its process; the next turn resumes it", "idle", il.agentTimeout())
+	il.c.backends.close()
+}
+
+// agentEndable reports whether the chat's agent conversation is open and
+// could end now without losing anything: it can resume, and it has no
+// work (no turn running or waiting on it, no worker, nothing the backend
+// holds). endIdleAgent and the agent slots' close requests (slots.go)
+// end only such a one.
+func (il *idler) agentEndable() bool {
+	c := il.c
+	be := &c.backends
+	return be.conv != nil && be.caps.Resume && !c.eng.Busy() && !c.workers.running()
 }
 
 func (il *idler) timeout() time.Duration {

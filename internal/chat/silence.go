@@ -87,7 +87,10 @@ func (sl *silence) check() {
 	c.backends.conv = nil
 	// Killed off the actor's goroutine: a process that stopped answering
 	// may take its kill grace, and nobody waits on this actor for that.
+	// Its process slot is given back now, on the actor, so a late release
+	// can never give back the slot of the conversation opened next.
 	go killConversation(conv)
+	c.slot.release()
 	c.eng.ConversationGone(conv, agent.End{
 		Outcome:   agent.OutcomeError,
 		ErrorType: "agentSilent",

@@ -20,9 +20,18 @@ import (
 // not counted): the agent processes the in-process daemon started.
 func childrenRunning(t *testing.T, bin string) int {
 	t.Helper()
-	des, err := os.ReadDir("/proc")
+	n, err := countChildren(bin)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return n
+}
+
+// countChildren is childrenRunning for a goroutine other than the test's.
+func countChildren(bin string) (int, error) {
+	des, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
 	}
 	me, n := strconv.Itoa(os.Getpid()), 0
 	for _, de := range des {
@@ -42,7 +51,7 @@ func childrenRunning(t *testing.T, bin string) int {
 			n++
 		}
 	}
-	return n
+	return n, nil
 }
 
 // TestIdleAgentsEndWhileWatched: three chats a client watches, each with

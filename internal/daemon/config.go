@@ -63,6 +63,13 @@ type Config struct {
 	// the conversation. Only agents that can resume are ended. 0 means
 	// 600; -1 never.
 	AgentIdleSeconds int `json:"agentIdleSeconds,omitempty"`
+	// MaxAgentProcesses is how many agent processes (claude, pi, acp
+	// conversations; not script, cofold, bot or ! commands) run at once.
+	// Past it the least recently used idle agent is ended first (its chat
+	// resumes it on its next turn), and a turn that finds every one busy
+	// waits, saying so in the turn, until one is free. 0 means the
+	// machine's default (DefaultMaxAgentProcesses); -1 no limit.
+	MaxAgentProcesses int `json:"maxAgentProcesses,omitempty"`
 
 	// AttachmentFetchLimitBytes is the largest resource only a client holds
 	// that the host asks that client for; one whose size hint is over it is
@@ -219,6 +226,7 @@ func (c *Config) Validate() error {
 		{"agentSilenceSeconds", int64(c.AgentSilenceSeconds), -1},
 		{"agentIdleSeconds", int64(c.AgentIdleSeconds), -1},
 		{"clientFileTimeoutSeconds", int64(c.ClientFileTimeoutSeconds), 0},
+		{"maxAgentProcesses", int64(c.MaxAgentProcesses), -1},
 		{"maxConnections", int64(c.MaxConnections), 0},
 		{"maxFrameBytes", c.MaxFrameBytes, 0},
 		{"totalOutboxBytes", c.TotalOutboxBytes, 0},

@@ -216,10 +216,11 @@ func Start(ctx context.Context, cfg Config, o Options) (*Daemon, error) {
 	// and every chat.
 	started := time.Now()
 	e := env.New(env.Env{
-		Bus:    bus.NewBus(cfg.ReplayLog),
-		Store:  st,
-		Logger: log,
-		Now:    o.Now,
+		Bus:        bus.NewBus(cfg.ReplayLog),
+		Store:      st,
+		Logger:     log,
+		Now:        o.Now,
+		AgentSlots: agentSlots(cfg, log),
 		Limits: env.Limits{
 			TurnsView:    cfg.TurnsView,
 			ChatIdle:     time.Duration(cfg.ChatIdleSeconds) * time.Second,

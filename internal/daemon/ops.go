@@ -214,6 +214,8 @@ func (d *Daemon) newMetrics() http.Handler {
 		gauge("ahpd_otlp_log_subscriptions", "OTLP log channel subscriptions open now (ahp-otlp://logs/{level}).", func() float64 { return float64(d.logs.Stats().Subscribers) }),
 		counter("ahpd_otlp_log_records_dropped_total", "Log records an OTLP log subscriber lost to its full buffer.", func() float64 { return float64(d.logs.Stats().Dropped) }),
 		gauge("ahpd_store_pending_ops", "Store writes queued and not yet done.", func() float64 { return float64(d.store.Stats().Pending) }),
+		gauge("ahpd_agent_slots_held", "Agent process slots held (maxAgentProcesses): chats whose agent conversation is open.", func() float64 { n, _ := d.env.AgentSlots.Stats(); return float64(n) }),
+		gauge("ahpd_agent_slots_waiting", "Chats whose turn waits for an agent process slot.", func() float64 { _, n := d.env.AgentSlots.Stats(); return float64(n) }),
 		&agentProcs{d: d, desc: prometheus.NewDesc("ahpd_agent_processes", "Agent processes running as the daemon's children, by provider.", []string{"provider"}, nil)},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

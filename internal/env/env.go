@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/ahpd/ahpd/internal/agentslots"
 	"github.com/ahpd/ahpd/internal/bus"
 	"github.com/ahpd/ahpd/internal/store"
 	"github.com/ahpd/ahpd/internal/terminal"
@@ -25,6 +26,10 @@ type Env struct {
 	// Terminals are the host's terminals: those clients open and those
 	// ! commands run in (internal/terminal). Nil: New makes one.
 	Terminals *terminal.Registry
+	// AgentSlots bound how many agent processes run at once
+	// (maxAgentProcesses); every chat whose agent runs a process takes a
+	// slot from it while its conversation is open. Nil: no bound.
+	AgentSlots *agentslots.Pool
 }
 
 // Limits bound what a chat keeps and how long it waits.

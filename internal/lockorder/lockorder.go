@@ -56,6 +56,11 @@ const (
 	// HostActors guards the index of live chat actors (host/lanes.go);
 	// nothing is taken inside it.
 	HostActors
+	// AgentSlots guards the agent process slots (agentslots.Pool.mu): who
+	// holds a slot, who waits, which idle agent is asked to close. A chat
+	// actor takes it holding no other; what the pool decides is posted to
+	// the chats after it is released, and nothing is taken inside it.
+	AgentSlots
 	// HostFileIndex guards the completions' recent listings of working
 	// directories (host/completions.go); held for the map only, a
 	// directory is walked outside it, and nothing is taken inside it.
@@ -89,6 +94,7 @@ var rankNames = [...]string{
 	HostConns:       "HostConns",
 	HostLanes:       "HostLanes",
 	HostActors:      "HostActors",
+	AgentSlots:      "AgentSlots",
 	HostFileIndex:   "HostFileIndex",
 	HostWatches:     "HostWatches",
 	Bus:             "Bus",

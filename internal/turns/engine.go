@@ -199,6 +199,9 @@ type Active struct {
 	Route   Route
 	// Sent: the prompt was handed to the backend (steering may be handed).
 	Sent bool
+	// WaitsForSlot: the prompt waits unsent for the host to open its
+	// backend (Host.Open said Wait).
+	WaitsForSlot bool
 	// Conv is the conversation the turn was handed to, nil until then;
 	// Caps are its backend's.
 	Conv agent.Conversation
@@ -211,6 +214,8 @@ type Active struct {
 	lastKind       string
 	nextPart       int
 	tools          map[string]bool
+	// slotNoticed: the turn said it waits for an agent process.
+	slotNoticed bool
 	// clientRun are the turn's calls a client runs (agent.ToolCall.Client).
 	clientRun map[string]bool
 }
@@ -524,6 +529,10 @@ func modelOf(m ahp.Message) string {
 // backend reports that end (C-TURN-104).
 func (e *Engine) send(t *Active, turn agent.Turn) {
 	conv, caps, err := e.host.Open(t.Route)
+	if w, ok := err.(*Wait); ok {
+		e.Slot().begin(t, turn, w)
+		return
+	}
 	if err != nil {
 		e.endTurn(failureEnd(err, "agentUnavailable"))
 		return

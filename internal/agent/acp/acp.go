@@ -214,9 +214,9 @@ func writeFileAtomic(path string, b []byte) error {
 // Capabilities: one turn at a time, resumable (session/load or
 // session/resume where the agent has it; a new session otherwise). ACP has
 // no standard way to add words to a running prompt, so no steering; no
-// fork, rewind or side chats.
+// fork, rewind or side chats. Each conversation runs the agent's process.
 func (a *Agent) Capabilities() agent.Capabilities {
-	return agent.Capabilities{OneTurnAtATime: true, Resume: true, Delete: true}
+	return agent.Capabilities{OneTurnAtATime: true, Resume: true, Delete: true, Process: true}
 }
 
 // Open returns the chat's conversation; its process starts with the first

@@ -128,9 +128,10 @@ func (c *Claude) Info(ctx context.Context) agent.Info {
 }
 
 // Capabilities: steering (at the next tool call, C-TURN-60), fork, rewind,
-// resume, delete and side chats. The CLI queues prompts itself, so the
-// backend takes a turn sent while another runs and hands it over once the
-// CLI has answered the one in front (C-TURN-78).
+// resume, delete and side chats, one CLI process per conversation. The CLI
+// queues prompts itself, so the backend takes a turn sent while another
+// runs and hands it over once the CLI has answered the one in front
+// (C-TURN-78).
 func (c *Claude) Capabilities() agent.Capabilities {
 	return agent.Capabilities{
 		Steering:       true,
@@ -142,6 +143,7 @@ func (c *Claude) Capabilities() agent.Capabilities {
 		Resume:         true,
 		Subagents:      true,
 		SideChat:       true,
+		Process:        true,
 	}
 }
 

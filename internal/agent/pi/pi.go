@@ -228,8 +228,8 @@ func (p *Pi) Info(ctx context.Context) agent.Info {
 // Capabilities: steering into the running turn before the model's next
 // call (C-TURN-80), one turn at a time (C-TURN-103), fork and rewind at a
 // turn's last session entry, resume and delete of its session file, and
-// side chats (the host's words go into the prompt, C-TURN-111). pi's RPC
-// cannot take a steering message back.
+// side chats (the host's words go into the prompt, C-TURN-111); one
+// process per conversation. pi's RPC cannot take a steering message back.
 func (p *Pi) Capabilities() agent.Capabilities {
 	return agent.Capabilities{
 		Steering:       true,
@@ -239,6 +239,7 @@ func (p *Pi) Capabilities() agent.Capabilities {
 		Delete:         true,
 		Resume:         true,
 		SideChat:       true,
+		Process:        true,
 	}
 }
 
