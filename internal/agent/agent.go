@@ -74,6 +74,13 @@ type Info struct {
 	DisplayName string
 	Description string
 	Models      []Model
+	// DefaultModel is the model a session that names none runs on, as the
+	// backend's configuration says (agents.<name>.defaultModel, or the
+	// model its env names); "" when nothing is configured, and the first
+	// of Models is the fallback. It may be missing from Models (an agent
+	// that lists only its own models): the session config offers it
+	// anyway.
+	DefaultModel string
 	// Commands are the slash commands a session of this backend offers
 	// (what a / completes to); a backend may learn them once it ran.
 	Commands []Command

@@ -23,7 +23,7 @@ func acpAgents(cfg Config) ([]agent.Agent, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&entries); err != nil {
-		return nil, fmt.Errorf("%w: agents.acp: want a list of {name, displayName, command, args, env}: %v", ErrUsage, err)
+		return nil, fmt.Errorf("%w: agents.acp: want a list of {name, displayName, command, args, env, defaultModel}: %v", ErrUsage, err)
 	}
 	seen := make(map[string]bool, len(entries))
 	var out []agent.Agent

@@ -61,9 +61,11 @@ func For(info agent.Info, ctx Context) Schema {
 		KeyIsolation: {Type: "string", Title: "Isolation", Description: "Where the session works: its working directory itself.",
 			Enum: []string{IsolationFolder}, EnumLabels: []string{"Folder"}, Default: IsolationFolder},
 	}}
-	if len(info.Models) > 0 {
-		p := Property{Type: "string", Title: "Model", Default: info.Models[0].ID}
-		for _, m := range info.Models {
+	if models := modelChoices(info); len(models) > 0 {
+		// The backend's configured default wins over the order of a list
+		// (a learned list, or a provider's /models, names its own first).
+		p := Property{Type: "string", Title: "Model", Default: models[0].ID}
+		for _, m := range models {
 			label := m.Name
 			if label == "" {
 				label = m.ID
@@ -82,6 +84,25 @@ func For(info agent.Info, ctx Context) Schema {
 			Description: "The git branch of the working directory.", EnumDynamic: true}
 	}
 	return s
+}
+
+// modelChoices are the models a session of info may name, the default
+// first: the configured DefaultModel (offered even when the list leaves it
+// out), then the backend's list in its order.
+func modelChoices(info agent.Info) []agent.Model {
+	d := info.DefaultModel
+	if d == "" {
+		return info.Models
+	}
+	out := []agent.Model{{ID: d, Name: d}}
+	for _, m := range info.Models {
+		if m.ID == d {
+			out[0] = m
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 // Resolve returns the values a session with the given client values

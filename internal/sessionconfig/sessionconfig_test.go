@@ -82,3 +82,38 @@ func TestRankBranches(t *testing.T) {
 		}
 	}
 }
+
+// TestModelDefaultIsTheBackendsConfigured: the backend's configured
+// default model is the model property's default, whatever order its list
+// has, and is offered even when the list (learned from the agent) leaves
+// it out; with none configured the first listed model is the fallback.
+// (Issue 35 §1.)
+func TestModelDefaultIsTheBackendsConfigured(t *testing.T) {
+	listed := []agent.Model{{ID: "auto", Name: "Auto"}, {ID: "pro", Name: "Pro"}, {ID: "flash"}}
+	for _, tc := range []struct {
+		name        string
+		info        agent.Info
+		wantDefault string
+		wantEnum    []string
+		wantLabels  []string
+	}{
+		{"nothing configured: the first listed", agent.Info{Models: listed}, "auto",
+			[]string{"auto", "pro", "flash"}, []string{"Auto", "Pro", "flash"}},
+		{"configured and listed", agent.Info{Models: listed, DefaultModel: "pro"}, "pro",
+			[]string{"pro", "auto", "flash"}, []string{"Pro", "Auto", "flash"}},
+		{"configured, not in the learned list", agent.Info{Models: listed, DefaultModel: "anthropic/claude-x"}, "anthropic/claude-x",
+			[]string{"anthropic/claude-x", "auto", "pro", "flash"}, []string{"anthropic/claude-x", "Auto", "Pro", "flash"}},
+		{"configured, nothing learned yet", agent.Info{DefaultModel: "fake-large"}, "fake-large",
+			[]string{"fake-large"}, []string{"fake-large"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, ok := For(tc.info, Context{}).Properties[KeyModel]
+			if !ok || m.Default != tc.wantDefault || !reflect.DeepEqual(m.Enum, tc.wantEnum) || !reflect.DeepEqual(m.EnumLabels, tc.wantLabels) {
+				t.Errorf("model property %+v (present %v); want default %q, enum %v, labels %v", m, ok, tc.wantDefault, tc.wantEnum, tc.wantLabels)
+			}
+			if got := Model(Resolve(For(tc.info, Context{}), nil)); got != tc.wantDefault {
+				t.Errorf("a session naming no model resolves to %q, want %q", got, tc.wantDefault)
+			}
+		})
+	}
+}

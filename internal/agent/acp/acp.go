@@ -53,6 +53,10 @@ type Options struct {
 	Args    []string `json:"args,omitempty"`
 	// Env is laid over the daemon's environment: KEY=VALUE entries.
 	Env []string `json:"env,omitempty"`
+	// DefaultModel is the model a session that names none runs on (the
+	// agent is told it when its session starts); empty: the agent's own.
+	// It is offered whether or not the agent lists it.
+	DefaultModel string `json:"defaultModel,omitempty"`
 	// StateDir holds one file per conversation naming the agent's session
 	// id. Empty: kept in memory only (a restart starts new sessions).
 	StateDir string `json:"-"`
@@ -150,6 +154,7 @@ func (a *Agent) Info(ctx context.Context) agent.Info {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	info.Models = append([]agent.Model(nil), a.learned.Models...)
+	info.DefaultModel = a.opts.DefaultModel
 	info.Commands = append([]agent.Command(nil), a.learned.Commands...)
 	if a.learned.Info != "" {
 		info.Description += " (" + a.learned.Info + ")"

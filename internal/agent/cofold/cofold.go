@@ -94,10 +94,11 @@ func (a *Agent) Info(ctx context.Context) agent.Info {
 	models := append([]agent.Model(nil), a.models...)
 	a.mu.Unlock()
 	return agent.Info{
-		Provider:    Provider,
-		DisplayName: "cofold",
-		Description: "ahpd's built-in coding agent, on any OpenAI-compatible or Anthropic endpoint",
-		Models:      models,
+		Provider:     Provider,
+		DisplayName:  "cofold",
+		Description:  "ahpd's built-in coding agent, on any OpenAI-compatible or Anthropic endpoint",
+		Models:       models,
+		DefaultModel: a.settings.DefaultModel,
 		Config: []agent.ConfigProperty{{
 			Key:         PermissionModeKey,
 			Title:       "Permission mode",

@@ -214,10 +214,11 @@ func (o Options) modelsSorted() []string {
 // Info describes the backend; Unavailable says why when the CLI is missing.
 func (p *Pi) Info(ctx context.Context) agent.Info {
 	info := agent.Info{
-		Provider:    Provider,
-		DisplayName: "pi",
-		Description: "the pi coding agent (pi --mode rpc)",
-		Models:      p.opts.models(),
+		Provider:     Provider,
+		DisplayName:  "pi",
+		Description:  "the pi coding agent (pi --mode rpc)",
+		Models:       p.opts.models(),
+		DefaultModel: p.opts.DefaultModel,
 	}
 	if _, err := p.opts.binary(); err != nil {
 		info.Unavailable = err.Error()
