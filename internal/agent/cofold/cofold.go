@@ -24,9 +24,13 @@ import (
 // Provider is cofold's provider id.
 const Provider = "cofold"
 
-// modelsTimeout bounds the GET /models of every provider together, the
-// first time the agents list is built.
+// modelsTimeout bounds the GET /models of every provider together.
 const modelsTimeout = 3 * time.Second
+
+// modelsRefresh is how old the providers' model lists may grow before the
+// next Info asks again, in the background: a model a provider adds is
+// offered within minutes, without a restart and without a turn waiting.
+const modelsRefresh = 5 * time.Minute
 
 // Store is where cofold keeps its conversations: ahpd's own SQLite
 // (internal/store's Store.Cofold implements it).
@@ -44,18 +48,24 @@ type Agent struct {
 	settings Settings
 	apis     map[string]modelAPI
 
-	// mu guards store, models and listed.
+	// mu guards store, models, listed, listedAt and listing.
 	mu    sync.Mutex
 	store Store
-	// models are the configured models and, once listed, what each
-	// provider's GET /models said.
+	// models are the configured models and what each provider's GET
+	// /models said last (listed, by provider).
 	models []agent.Model
-	listed bool
+	listed map[string][]string
+	// listedAt is when the lists were last asked for (zero: never);
+	// listing is true while they are being asked for.
+	listedAt time.Time
+	listing  bool
+	// now is the clock (time.Now; a test moves it).
+	now func() time.Time
 }
 
 // New builds cofold from its settings (ParseSettings).
 func New(s Settings) *Agent {
-	a := &Agent{settings: s, apis: make(map[string]modelAPI), store: newMemStore()}
+	a := &Agent{settings: s, apis: make(map[string]modelAPI), store: newMemStore(), listed: map[string][]string{}, now: time.Now}
 	for _, p := range s.Providers {
 		switch p.API {
 		case "anthropic":
@@ -86,10 +96,25 @@ func (a *Agent) currentStore() Store {
 func (a *Agent) Provider() string { return Provider }
 
 // Info lists cofold with its models: "<provider>/<model>" for each
-// configured model, and what each provider's GET /models lists (asked
-// once, bounded by modelsTimeout).
+// configured model, and what each provider's GET /models lists. The first
+// call asks the providers and waits for them (bounded by modelsTimeout:
+// the agents list built at start names their models); a later call finding
+// the lists older than modelsRefresh asks again in the background and
+// answers with what it has, so no turn waits on a provider.
 func (a *Agent) Info(ctx context.Context) agent.Info {
-	a.listModels(ctx)
+	a.mu.Lock()
+	first := a.listedAt.IsZero() && !a.listing
+	stale := !a.listedAt.IsZero() && !a.listing && a.now().Sub(a.listedAt) >= modelsRefresh
+	if first || stale {
+		a.listing = true
+	}
+	a.mu.Unlock()
+	switch {
+	case first:
+		a.listModels(ctx)
+	case stale:
+		go a.listModels(context.WithoutCancel(ctx))
+	}
 	a.mu.Lock()
 	models := append([]agent.Model(nil), a.models...)
 	a.mu.Unlock()
@@ -124,44 +149,45 @@ func (a *Agent) modeOf(config map[string]string) string {
 	return a.settings.mode()
 }
 
-// listModels asks every provider for its models, once.
+// listModels asks every provider for its models (a.listing was set by its
+// caller) and rebuilds the list: the configured models, then what each
+// provider lists now. A provider whose listing failed keeps what it listed
+// before; a model a provider no longer lists is no longer offered.
 func (a *Agent) listModels(ctx context.Context) {
-	a.mu.Lock()
-	if a.listed {
-		a.mu.Unlock()
-		return
-	}
-	a.listed = true
-	a.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, modelsTimeout)
 	defer cancel()
 	type listing struct {
 		provider string
 		ids      []string
+		err      error
 	}
 	got := make(chan listing, len(a.settings.Providers))
 	for _, p := range a.settings.Providers {
 		go func() {
 			ids, err := a.apis[p.Name].listModels(ctx)
-			if err != nil {
-				ids = nil
-			}
-			got <- listing{p.Name, ids}
+			got <- listing{p.Name, ids, err}
 		}()
 	}
-	byProvider := map[string][]string{}
+	fresh := map[string][]string{}
+	failed := map[string]bool{}
 	for range a.settings.Providers {
 		l := <-got
-		byProvider[l.provider] = l.ids
+		fresh[l.provider], failed[l.provider] = l.ids, l.err != nil
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	for name, ids := range fresh {
+		if !failed[name] {
+			a.listed[name] = ids
+		}
+	}
+	a.models = configuredModels(a.settings)
 	seen := map[string]bool{}
 	for _, m := range a.models {
 		seen[m.ID] = true
 	}
 	for _, p := range a.settings.Providers {
-		for _, id := range byProvider[p.Name] {
+		for _, id := range a.listed[p.Name] {
 			full := p.Name + "/" + id
 			if !seen[full] {
 				seen[full] = true
@@ -169,6 +195,7 @@ func (a *Agent) listModels(ctx context.Context) {
 			}
 		}
 	}
+	a.listedAt, a.listing = a.now(), false
 }
 
 func configuredModels(s Settings) []agent.Model {
