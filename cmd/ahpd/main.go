@@ -102,7 +102,8 @@ func newRoot() *cobra.Command {
 		newServe(), newStart(), newStop(), newRestart(), newStatus(),
 		newConfig(), newVersion(), newCompletion(root), newDoctor(),
 		newSessions(), newSend(), newWatch(),
-		newBot(), // bot.go
+		newBot(),       // bot.go
+		newWorktrees(), // worktrees.go
 	)
 	return root
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/bus"
 	"github.com/ahpd/ahpd/internal/canvas"
+	"github.com/ahpd/ahpd/internal/changeset"
 	"github.com/ahpd/ahpd/internal/chat"
 	"github.com/ahpd/ahpd/internal/session"
 )
@@ -32,6 +33,7 @@ type dispatcher struct {
 	sessions *sessionDesk
 	attach   *attacher
 	own      ownChannels
+	git      *gitDesk
 }
 
 // dispatch routes a client action to the owner of its channel. It is
@@ -55,6 +57,12 @@ func (d *dispatcher) dispatch(cl *client, params json.RawMessage) {
 		return
 	}
 	if d.own.dispatch(cl, p.Channel, a, origin) { // a terminal or a resource watch
+		return
+	}
+	if ch, ok := changeset.ParseSessionChannel(p.Channel); ok {
+		// A git session's changeset takes a review mark, stored off the
+		// read loop (gitchangesets.go).
+		d.route(cl, p.Channel, a, origin, func() { d.git.dispatch(cl, p.Channel, ch, a, origin) })
 		return
 	}
 	if reason := channelRefuses(p.Channel, a.ActionType()); reason != "" {

@@ -85,7 +85,7 @@ func For(info agent.Info, ctx Context) Schema {
 	if ctx.Repository {
 		s.Properties[KeyIsolation] = Property{Type: "string", Title: "Isolation",
 			Description: "Where the session works: its working directory itself, or a git worktree of its own on a new branch.",
-			Enum: []string{IsolationFolder, IsolationWorktree}, EnumLabels: []string{"Folder", "Worktree"}, Default: IsolationFolder}
+			Enum:        []string{IsolationFolder, IsolationWorktree}, EnumLabels: []string{"Folder", "Worktree"}, Default: IsolationFolder}
 		s.Properties[KeyBranch] = Property{Type: "string", Title: "Branch",
 			Description: "The git branch of the working directory; a worktree session branches from it.", EnumDynamic: true}
 	}

@@ -181,6 +181,16 @@ func (g GitRecords) Turn(ctx context.Context, session, turn string) (TurnSnapsho
 	return t, true, nil
 }
 
+// HasTurns reports whether a snapshot of any turn of the session was taken.
+func (g GitRecords) HasTurns(ctx context.Context, session string) (bool, error) {
+	var n int
+	err := g.s.db.queryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM turn_snapshots WHERE session = ? LIMIT 1)`, session).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("read turns of %s: %w", session, err)
+	}
+	return n > 0, nil
+}
+
 // SetReviewed marks files of a session's changesets reviewed, or clears
 // the mark.
 func (g GitRecords) SetReviewed(ctx context.Context, session string, files []string, reviewed bool) error {
