@@ -70,7 +70,7 @@ func (g *gitDesk) subscribe(ctx context.Context, cl *client, channel string, ch 
 	}
 	seq := g.bus.Subscribe(cl, channel)
 	g.refresh(ch.Session)
-	return ahp.Snapshot{Resource: channel, State: raw, FromSeq: seq}, nil
+	return ahp.Snapshot{Resource: channel, State: json.RawMessage(raw), FromSeq: seq}, nil
 }
 
 // dispatch takes a client's action on a session changeset channel, off
