@@ -269,6 +269,22 @@ func (g *gitDesk) onTurn(session, chatURI, turn string, start bool) {
 	}
 	if !start {
 		g.refresh(session)
+		return
+	}
+	// The session has run a turn now: its full catalogue is told before
+	// the turn is (the session's mailbox keeps the order), so a client
+	// that saw the turn end sees the catalogue.
+	if s, ok := g.cat.session(session); ok {
+		s.SetGitState(changeset.SessionCatalogue(session, true, rec.Branch), nil, nil)
+	}
+}
+
+// opened queues a first refresh of a git session that just opened, so
+// its git state (_meta.git) and changes summary are told without anyone
+// subscribing to a changeset.
+func (g *gitDesk) opened(ctx context.Context, session string) {
+	if g.record(ctx, session) != nil {
+		g.refresh(session)
 	}
 }
 
@@ -334,7 +350,33 @@ func (g *gitDesk) recompute(session string) {
 	if changes, err := g.changes(ctx, rec, changeset.SessionChannel{Session: session, Kind: changeset.KindBranch}); err == nil {
 		summary = summarize(changes)
 	}
-	s.SetGitState(changeset.SessionCatalogue(session, g.materialized(ctx, session), rec.Branch), summary)
+	s.SetGitState(changeset.SessionCatalogue(session, g.materialized(ctx, session), rec.Branch), g.gitMeta(ctx, rec), summary)
+}
+
+// gitMeta is the session's git state as VS Code's host carries it in
+// SessionState._meta.git: its branch, the branch it was made from, its
+// upstream and the commits between them, its uncommitted files.
+func (g *gitDesk) gitMeta(ctx context.Context, rec *store.SessionGit) map[string]any {
+	meta := map[string]any{}
+	if b, err := gitwork.CurrentBranch(ctx, rec.Dir); err == nil && b != "" {
+		meta["branchName"] = b
+	} else if err == nil {
+		meta["isDetachedHead"] = true
+	}
+	if rec.Worktree != "" {
+		if base, err := gitwork.CurrentBranch(ctx, rec.SourceRepo); err == nil && base != "" {
+			meta["baseBranchName"] = base
+		}
+	}
+	if u, ok, err := gitwork.UpstreamOf(ctx, rec.Dir); err == nil && ok {
+		meta["upstreamBranchName"] = u.Name
+		meta["incomingChanges"] = float64(u.Behind)
+		meta["outgoingChanges"] = float64(u.Ahead)
+	}
+	if changes, err := gitwork.Changes(ctx, rec.Dir, "HEAD"); err == nil {
+		meta["uncommittedChanges"] = float64(len(changes))
+	}
+	return meta
 }
 
 // summarize is a changes summary of changes (listSessions' changes).

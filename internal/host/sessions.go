@@ -493,6 +493,7 @@ func (d *sessionDesk) open(ctx context.Context, r store.SessionRecord, announced
 		return nil, err
 	}
 	d.cat.add(uri, s, sum, recs, announced)
+	d.git.opened(ctx, uri) // gitsessions.go
 	return s, nil
 }
 

@@ -611,16 +611,27 @@ func (s *Session) chatTurnHook(uri string) func(turn string, start bool) {
 }
 
 // SetGitState takes what the host computed of a git session: its
-// changeset catalogue (session/changesetsChanged when it differs) and
-// the summary of its changes (listSessions' changes). It never blocks:
-// the session's actor applies it.
-func (s *Session) SetGitState(catalogue []ahp.Changeset, changes *ahp.ChangesSummary) {
+// changeset catalogue (session/changesetsChanged when it differs), its git
+// state (SessionState._meta.git, VS Code's well-known key: branch,
+// upstream, incoming and outgoing commits; session/metaChanged) and the
+// summary of its changes (listSessions' changes); a nil git state or
+// summary leaves the one the session has. All three are derived from git,
+// so none is stored. It never blocks: the session's actor applies it.
+func (s *Session) SetGitState(catalogue []ahp.Changeset, git map[string]any, changes *ahp.ChangesSummary) {
 	s.tell("git state", func() {
 		if !reflect.DeepEqual(s.state.Changesets, catalogue) {
 			s.apply(ahp.SessionChangesetsChanged{Changesets: catalogue}, nil)
 		}
-		if reflect.DeepEqual(s.state.Changes, changes) {
-			return
+		if git != nil && !reflect.DeepEqual(s.state.Meta["git"], git) {
+			meta := maps.Clone(s.state.Meta)
+			if meta == nil {
+				meta = map[string]any{}
+			}
+			meta["git"] = git
+			s.apply(ahp.SessionMetaChanged{Meta: meta}, nil)
+		}
+		if changes == nil || reflect.DeepEqual(s.state.Changes, changes) {
+			return // nil: not computed this time
 		}
 		before := s.summary()
 		s.state.Changes = changes
