@@ -3,8 +3,6 @@ package changeset
 import (
 	"encoding/base64"
 	"strings"
-
-	"github.com/ahpd/ahpd/internal/ahp"
 )
 
 // A git session's changesets (VS Code's changesetUri.ts shapes), nested
@@ -88,28 +86,6 @@ func ParseSessionChannel(uri string) (SessionChannel, bool) {
 	return ch, true
 }
 
-// SessionCatalogue is a git session's SessionState.changesets: before its
-// first turn only its uncommitted changes (VS Code's host advertises a new
-// session so); once a turn ran, its branch changes (reviewable), its
-// uncommitted changes, everything since it began, and the per-turn and
-// compare templates.
-func SessionCatalogue(session string, materialized bool, branchDescription string) []ahp.Changeset {
-	uncommitted := ahp.Changeset{Label: "Uncommitted Changes", Description: "Show uncommitted changes in this session",
-		URITemplate: SessionURI(session, KindUncommitted), ChangeKind: KindUncommitted}
-	if !materialized {
-		return []ahp.Changeset{uncommitted}
-	}
-	return []ahp.Changeset{
-		{Label: "Branch Changes", Description: branchDescription, URITemplate: SessionURI(session, KindBranch), ChangeKind: KindBranch,
-			Capabilities: map[string]any{"review": map[string]any{}}},
-		uncommitted,
-		{Label: "Session Changes", Description: "Show all changes made in this session", URITemplate: SessionURI(session, KindSession), ChangeKind: KindSession},
-		{Label: "This Turn", Description: "Show changes made in this turn", URITemplate: SessionTurnURI(session, "{turnId}"), ChangeKind: KindTurn},
-		{Label: "Compare Turns", Description: "Show changes made between different turns",
-			URITemplate: SessionCompareURI(session, "{originalTurnId}", "{modifiedTurnId}"), ChangeKind: KindCompare},
-	}
-}
-
 // GitContentScheme names a blob of a git session's repository, read with
 // resourceRead: ahp-changeset-git:/<base64url(session)>/<object id>.
 const GitContentScheme = "ahp-changeset-git"
@@ -153,43 +129,3 @@ const (
 	ScopeChangeset = "changeset"
 	ScopeResource  = "resource"
 )
-
-// SessionOperations are what a session changeset of kind offers: the
-// uncommitted changes a whole-changeset commit and a per-file discard
-// once there are any, and a sync once the branch has commits its upstream
-// lacks; a turn's and the session's changes a per-file or whole undo
-// (back to how the turn, or the session, found the files).
-func SessionOperations(kind string, files int, outgoing int) []ahp.ChangesetOperation {
-	var ops []ahp.ChangesetOperation
-	switch kind {
-	case KindUncommitted:
-		if files > 0 {
-			ops = append(ops,
-				ahp.ChangesetOperation{ID: OpCommit, Label: "Commit", Description: "Commit these changes", Scopes: []string{ScopeChangeset}, Icon: "check", Status: "idle"},
-				ahp.ChangesetOperation{ID: OpDiscard, Label: "Discard Changes", Description: "Return the file to its committed contents", Scopes: []string{ScopeResource}, Icon: "discard", Status: "idle"})
-		}
-		if outgoing > 0 {
-			ops = append(ops, ahp.ChangesetOperation{ID: OpSync, Label: "Sync", Description: "Pull from the upstream branch, then push", Scopes: []string{ScopeChangeset}, Icon: "sync", Status: "idle"})
-		}
-	case KindTurn, KindSession:
-		if files > 0 {
-			ops = append(ops, ahp.ChangesetOperation{ID: OpUndo, Label: "Undo", Description: "Restore the files as they were before", Scopes: []string{ScopeChangeset, ScopeResource}, Icon: "discard", Status: "idle"})
-		}
-	}
-	return ops
-}
-
-// Offers reports whether ops hold operation id for a target of scope
-// (ScopeChangeset for no target).
-func Offers(ops []ahp.ChangesetOperation, id, scope string) bool {
-	for _, o := range ops {
-		if o.ID == id {
-			for _, s := range o.Scopes {
-				if s == scope {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}

@@ -236,8 +236,10 @@ func TestVSCodeChangesets(t *testing.T) {
 	cs("a branch with an upstream and no outgoing commits omits sync", func(t *testing.T, c *csCase) {
 		ws, _ := c.remoteWorkspace()
 		sess := c.sessionIn(ws)
-		c.gitStateWhere(sess, func(git map[string]any) bool { return git["upstreamBranchName"] != nil && git["outgoingChanges"] == 0.0 })
-		if c.state(sess+"/changeset/uncommitted").offers("sync") {
+		c.gitStateWhere(sess, func(git map[string]any) bool {
+			return git["upstreamBranchName"] != nil && git["outgoingChanges"] == 0.0
+		})
+		if c.state(sess + "/changeset/uncommitted").offers("sync") {
 			t.Fatal("an up-to-date branch offers sync")
 		}
 	})

@@ -160,7 +160,7 @@ func (g *gitDesk) invoke(ctx context.Context, cl *client, p invokeChangesetParam
 	if !slices.ContainsFunc(st.Operations, func(o ahp.ChangesetOperation) bool { return o.ID == p.OperationID }) {
 		return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.operationId: %s offers no operation %q now", p.Channel, p.OperationID)
 	}
-	if !changeset.Offers(st.Operations, p.OperationID, scope) {
+	if !offers(st.Operations, p.OperationID, scope) {
 		return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.target: %s offers %s for a %s target only, not a %s", p.Channel, p.OperationID, otherScope(scope), scope)
 	}
 	var paths []string

@@ -234,7 +234,7 @@ func (g *gitDesk) catalogueAtOpen(ctx context.Context, session string) []ahp.Cha
 	if rec == nil {
 		return nil
 	}
-	return changeset.SessionCatalogue(session, g.materialized(ctx, session), rec.Branch)
+	return sessionCatalogue(session, g.materialized(ctx, session), rec.Branch)
 }
 
 // materialized reports whether a turn of the session ran.
@@ -275,7 +275,7 @@ func (g *gitDesk) onTurn(session, chatURI, turn string, start bool) {
 	// the turn is (the session's mailbox keeps the order), so a client
 	// that saw the turn end sees the catalogue.
 	if s, ok := g.cat.session(session); ok {
-		s.SetGitState(changeset.SessionCatalogue(session, true, rec.Branch), nil, nil)
+		s.SetGitState(sessionCatalogue(session, true, rec.Branch), nil, nil)
 	}
 }
 
@@ -350,7 +350,7 @@ func (g *gitDesk) recompute(session string) {
 	if changes, err := g.changes(ctx, rec, changeset.SessionChannel{Session: session, Kind: changeset.KindBranch}); err == nil {
 		summary = summarize(changes)
 	}
-	s.SetGitState(changeset.SessionCatalogue(session, g.materialized(ctx, session), rec.Branch), g.gitMeta(ctx, rec), summary)
+	s.SetGitState(sessionCatalogue(session, g.materialized(ctx, session), rec.Branch), g.gitMeta(ctx, rec), summary)
 }
 
 // gitMeta is the session's git state as VS Code's host carries it in
@@ -501,7 +501,7 @@ func (g *gitDesk) compute(ctx context.Context, rec *store.SessionGit, ch changes
 			outgoing = u.Ahead
 		}
 	}
-	st.Operations = changeset.SessionOperations(ch.Kind, len(st.Files), outgoing)
+	st.Operations = sessionOperations(ch.Kind, len(st.Files), outgoing)
 	return st
 }
 
