@@ -277,3 +277,64 @@ func TestGitChangesetGrants(t *testing.T) {
 		t.Fatal("the plain session is missing")
 	}
 }
+
+// TestGitSessionSurvivesRestart: after a restart a worktree session still
+// works in its worktree, its turns' changesets are still computed from
+// the snapshots taken before it, its catalogue is still the full one, and
+// a new turn's ! command still runs in the worktree.
+func TestGitSessionSurvivesRestart(t *testing.T) {
+	e := newEnv(t)
+	repo := gitRepo(t, filepath.Join(e.workDir, "repo"))
+	c := e.client("before")
+	sess, def, dir := worktreeSession(t, c, "ahp-session:/d0000000-0000-4000-8000-000000000001", repo, "main")
+	sendTurn(t, c, def, "t1", "!printf 'one\\n' > one.txt")
+	e.restart()
+
+	c = e.client("after")
+	raw, _ := c.Subscribe(sess)
+	var st ahp.SessionState
+	if err := json.Unmarshal(raw, &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.WorkingDirectories) != 1 || st.WorkingDirectories[0] != ahp.FileURI(dir) || len(st.Changesets) != 5 {
+		t.Fatalf("after restart: directories %v, catalogue %+v", st.WorkingDirectories, st.Changesets)
+	}
+	if cs := changesetOf(t, c, sess+"/changeset/turn/t1"); cs.Status != ahp.ChangesetReady || fileNamed(cs, "one.txt") == nil {
+		t.Fatalf("turn t1 after restart: %+v", cs)
+	}
+	c.Subscribe(def)
+	sendTurn(t, c, def, "t2", "!printf 'two\\n' > two.txt")
+	if !fileExists(filepath.Join(dir, "two.txt")) || fileExists(filepath.Join(repo, "two.txt")) {
+		t.Fatal("after restart the ! command ran outside the worktree")
+	}
+	cs := changesetOf(t, c, sess+"/changeset/turn/t2")
+	if fileNamed(cs, "two.txt") == nil || fileNamed(cs, "one.txt") != nil {
+		t.Fatalf("turn t2: %+v", cs)
+	}
+}
+
+// TestFolderSessionKeepsToolCallChangesets: a session in a folder that is
+// not a git repository is no git session: it has no session changesets
+// (its chats keep the changesets taken from their edit tool calls), and a
+// ! command's file is in none.
+func TestFolderSessionKeepsToolCallChangesets(t *testing.T) {
+	e := newEnv(t)
+	c := e.client("folder")
+	sess, def := e.createSession(c, "ahp-session:/e0000000-0000-4000-8000-000000000001")
+	c.Subscribe(def)
+	sendTurn(t, c, def, "t1", "!printf 'x\\n' > folder.txt")
+	raw, _ := c.Subscribe(sess)
+	var st ahp.SessionState
+	if err := json.Unmarshal(raw, &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Changesets) != 0 || st.Meta["git"] != nil {
+		t.Fatalf("a folder session advertises git changesets %+v, meta %v", st.Changesets, st.Meta)
+	}
+	_, err := c.Call("subscribe", map[string]any{"channel": sess + "/changeset/uncommitted"})
+	wantCode(t, err, ahp.CodeSessionNotFound, "")
+	chatRaw, _ := c.Subscribe(def)
+	if cs := chatState(t, chatRaw); len(cs.Changesets) != 0 {
+		t.Fatalf("a ! command's file is in the chat's tool-call changesets: %+v", cs.Changesets)
+	}
+}
