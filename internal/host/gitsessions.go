@@ -40,9 +40,13 @@ import (
 
 // Bounds of a git session's changesets.
 const (
-	// gitCallTimeout bounds the git work of one snapshot, one changeset's
-	// computation or one operation.
+	// gitCallTimeout bounds the git work of one changeset's computation or
+	// one operation.
 	gitCallTimeout = time.Minute
+	// turnSnapshotTimeout bounds a turn's snapshot, which the chat's actor
+	// waits for (the start's must be taken before the backend runs); past
+	// it the turn has no changeset of its own, and the log says so.
+	turnSnapshotTimeout = 30 * time.Second
 	// maxChangesetFiles bounds the files a changeset lists; past it the
 	// rest are left out and the state says so (_meta).
 	maxChangesetFiles = 2000
@@ -128,7 +132,10 @@ func (g *gitDesk) prepare(ctx context.Context, session, dir string, requested, v
 			rec.Base = "" // an unborn branch: its changes count from the empty tree
 		}
 		if rec.Start, err = gitwork.Snapshot(ctx, top); err != nil {
-			return "", nil, fmt.Errorf("create session %s: snapshot of %s: %w", session, top, err)
+			// A tree git cannot snapshot in time is still a folder to work
+			// in: the session goes on as a folder session, and says why.
+			g.log.Warn("git session: no snapshot of the work tree; the session keeps its chats' changesets only", "dir", top, "err", err)
+			return dir, nil, nil
 		}
 		return dir, rec, nil
 	}
@@ -247,7 +254,7 @@ func (g *gitDesk) materialized(ctx context.Context, session string) bool {
 // starts or ends; it runs on the chat's actor, before the turn's start is
 // told (so before its backend is handed anything) and after its end.
 func (g *gitDesk) onTurn(session, chatURI, turn string, start bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), gitCallTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), turnSnapshotTimeout)
 	defer cancel()
 	rec := g.record(ctx, session)
 	if rec == nil || turn == "" {
