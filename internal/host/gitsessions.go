@@ -100,6 +100,9 @@ func (g *gitDesk) prepare(ctx context.Context, session, dir string, requested, v
 		}
 		return dir, nil, nil
 	}
+	if wantWorktree && g.root == "" {
+		return "", nil, ahp.Errorf(ahp.ErrInvalidParams, "params.config.isolation: this daemon has no worktrees folder")
+	}
 	if err := gitwork.Available(); err != nil {
 		if wantWorktree {
 			return "", nil, ahp.Errorf(ahp.ErrInvalidParams, "params.config.isolation: worktree: %v", err)
@@ -153,8 +156,8 @@ func (g *gitDesk) prepare(ctx context.Context, session, dir string, requested, v
 	rec.Dir, rec.SourceRepo, rec.Worktree, rec.WorktreeRoot = wt.Path, top, wt.Path, g.root
 	rec.Branch, rec.Base, rec.Start = wt.Branch, wt.Head, wt.Head
 	work := wt.Path
-	if rel, err := filepath.Rel(top, dir); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
-		work = filepath.Join(wt.Path, rel) // the same folder of the worktree
+	if rel, err := filepath.Rel(top, dir); err == nil && rel != "." && !strings.HasPrefix(rel, "..") && dirExists(filepath.Join(wt.Path, rel)) {
+		work = filepath.Join(wt.Path, rel) // the same folder of the worktree (a folder git does not track is not in it)
 	}
 	return work, rec, nil
 }
