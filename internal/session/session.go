@@ -619,7 +619,10 @@ func (s *Session) chatTurnHook(uri string) func(turn string, start bool) {
 // so none is stored. It never blocks: the session's actor applies it.
 func (s *Session) SetGitState(catalogue []ahp.Changeset, git map[string]any, changes *ahp.ChangesSummary) {
 	s.tell("git state", func() {
-		if !reflect.DeepEqual(s.state.Changesets, catalogue) {
+		// The catalogue only grows while the session lives: a refresh
+		// computed before the session's first turn began may arrive after
+		// that turn's start told the full one, and must not take it back.
+		if len(catalogue) >= len(s.state.Changesets) && !reflect.DeepEqual(s.state.Changesets, catalogue) {
 			s.apply(ahp.SessionChangesetsChanged{Changesets: catalogue}, nil)
 		}
 		if git != nil && !reflect.DeepEqual(s.state.Meta["git"], git) {
