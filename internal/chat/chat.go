@@ -110,6 +110,10 @@ type Config struct {
 	// session.
 	OpenWorker func(WorkerOpen)
 	Relay      func(from *Chat, uri string, fn func(*Chat))
+	// GitChangesets: the chat's session works in git, and its changesets,
+	// computed from the work tree, hold what the chat's turns changed;
+	// the chat keeps none of its own from its edit tool calls.
+	GitChangesets bool
 	// OnTurn is told that a turn starts (start) or ended, on the actor's
 	// goroutine, before the action is stored and published: a git
 	// session's host snapshots the work tree there, before the turn's

@@ -26,8 +26,10 @@ func TestWorktreeBashToolClaude(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.Subscribe(st.DefaultChat)
+	written := filepath.Join(dir, "written.txt")
 	a.Dispatch(st.DefaultChat, turnStarted("t1", `make a file with the shell `+
-		`[[call Bash {"command":"printf 'bash\\n' > bash.txt","description":"make bash.txt"}]]`))
+		`[[call Bash {"command":"printf 'bash\\n' > bash.txt","description":"make bash.txt"}]] `+
+		`[[call Write {"file_path":"`+written+`","content":"written\n"}]]`))
 	if end := csConfirmAll(t, a, st.DefaultChat, "t1"); end.Type() != "chat/turnComplete" {
 		t.Fatalf("t1 ended %s: %s", end.Type(), end.Raw)
 	}
@@ -36,8 +38,14 @@ func TestWorktreeBashToolClaude(t *testing.T) {
 			fileExists(filepath.Join(dir, "bash.txt")), fileExists(filepath.Join(repo, "bash.txt")))
 	}
 	for _, ch := range []string{sess + "/changeset/session", sess + "/changeset/turn/t1"} {
-		if cs := changesetOf(t, a, ch); fileNamed(cs, "bash.txt") == nil {
+		if cs := changesetOf(t, a, ch); fileNamed(cs, "bash.txt") == nil || fileNamed(cs, "written.txt") == nil {
 			t.Fatalf("%s: %+v", ch, cs)
 		}
+	}
+	// The session's changesets hold the Write call's file too: the chat
+	// keeps no tool-call changesets of its own beside them.
+	raw, _ := a.Subscribe(st.DefaultChat)
+	if cs := chatState(t, raw); len(cs.Changesets) != 0 {
+		t.Fatalf("a git session's chat lists changesets of its own: %+v", cs.Changesets)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ahpd/ahpd/internal/ahp"
@@ -79,6 +80,11 @@ type gitDesk struct {
 	watched map[string]map[string]bool
 	// pending: a refresh of the session is queued on its lane.
 	pending map[string]bool
+	// closed: the host is closing; no refresh is queued any more.
+	closed bool
+	// refreshing counts the refreshes queued or running, so the host's
+	// Close waits for their git calls before the daemon goes.
+	refreshing sync.WaitGroup
 }
 
 func newGitDesk(e *env.Env, log *slog.Logger, b *bus.Bus, l *lanes, cat *catalogue, root string) *gitDesk {
@@ -303,17 +309,35 @@ func (g *gitDesk) opened(ctx context.Context, session string) {
 // takes every call made before it runs.
 func (g *gitDesk) refresh(session string) {
 	g.mu.Lock()
-	if g.pending[session] {
+	if g.pending[session] || g.closed {
 		g.mu.Unlock()
 		return
 	}
 	g.pending[session] = true
+	g.refreshing.Add(1)
 	g.mu.Unlock()
-	if !g.lanes.push(gitLane(session), func() { g.recompute(session) }) {
+	if !g.lanes.push(gitLane(session), func() { defer g.refreshing.Done(); g.recompute(session) }) {
 		g.mu.Lock()
 		delete(g.pending, session)
 		g.mu.Unlock()
+		g.refreshing.Done()
 		g.log.Warn("git session: lanes full; its changesets refresh on its next change", "session", session)
+	}
+}
+
+// close queues no more refreshes and waits, within ctx, for those queued
+// or running to end (their git calls are bounded).
+func (g *gitDesk) close(ctx context.Context) error {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+	done := make(chan struct{})
+	go func() { g.refreshing.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("git refreshes still running: %w", ctx.Err())
 	}
 }
 

@@ -198,6 +198,11 @@ func (h *Host) Close(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	// The chats' last turn ends queued refreshes of git sessions: their
+	// git calls end before the daemon does.
+	if err := h.git.close(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 

@@ -409,6 +409,8 @@ func (s *Session) tryOpenChat(ctx context.Context, uri string) (*chat.Chat, <-ch
 		HostTools: s.cfg.HostTools,
 		Canvases:  s.cfg.Canvases,
 		OnTurn:    s.chatTurnHook(uri),
+		// A git session's changesets are its own, from the work tree.
+		GitChangesets: s.cfg.Changesets != nil,
 		OnSummary: func(cs ahp.ChatSummary) {
 			s.tell("summary of "+cs.Resource, func() { s.chatSummaryChanged(cs) })
 		},
