@@ -142,6 +142,9 @@ func TestWorktreeSessionKeepsItsWorkApart(t *testing.T) {
 	}
 
 	sendTurn(t, c, def, "t1", "!printf 'made\\n' > made.txt && printf 'changed\\n' > seed.txt")
+	if pins := gitIn(t, repo, "for-each-ref", "--format=%(refname)", "refs/ahpd/"); strings.Count(pins, "\n") != 1 {
+		t.Fatalf("the turn's two snapshots are not pinned from git gc: %q", pins)
+	}
 	if !fileExists(filepath.Join(dir, "made.txt")) {
 		t.Fatal("the ! command did not run in the worktree")
 	}
@@ -172,6 +175,9 @@ func TestWorktreeSessionKeepsItsWorkApart(t *testing.T) {
 	c.MustCall("disposeSession", map[string]any{"channel": sess})
 	if !fileExists(filepath.Join(dir, "made.txt")) {
 		t.Fatal("disposing the session deleted its uncommitted work")
+	}
+	if pins := gitIn(t, repo, "for-each-ref", "refs/ahpd/"); pins != "" {
+		t.Fatalf("the disposed session's snapshots are still pinned: %q", pins)
 	}
 	items := listWorktrees(t, c, "x-ahpd/listWorktrees")
 	if len(items) != 1 || items[0]["path"] != dir || items[0]["kept"] != "dirty" || items[0]["live"] != false {

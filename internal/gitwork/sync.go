@@ -64,3 +64,34 @@ func Sync(ctx context.Context, dir string) error {
 	_, err := run(ctx, dir, opts{}, "push", "--quiet")
 	return err
 }
+
+// UnpinAll deletes every refs/ahpd/<prefix>/… ref (Pin's, under one
+// folder: a session's), and returns how many it deleted.
+func UnpinAll(ctx context.Context, dir, prefix string) (int, error) {
+	if err := ValidateBranchName(prefix); err != nil {
+		return 0, err
+	}
+	top, err := TopLevel(ctx, dir)
+	if err != nil {
+		return 0, err
+	}
+	out, err := run(ctx, top, opts{}, "for-each-ref", "--format=%(refname)", "refs/ahpd/"+prefix+"/")
+	if err != nil {
+		return 0, err
+	}
+	var script strings.Builder
+	n := 0
+	for _, ref := range strings.Split(string(out), "\n") {
+		if ref != "" {
+			fmt.Fprintf(&script, "delete %s\n", ref)
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if _, err := run(ctx, top, opts{stdin: []byte(script.String())}, "update-ref", "--stdin"); err != nil {
+		return 0, err
+	}
+	return n, nil
+}

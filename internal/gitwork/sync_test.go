@@ -64,3 +64,27 @@ func TestUpstreamAndSync(t *testing.T) {
 		t.Fatal("a failed Sync lost the local commit")
 	}
 }
+
+// TestUnpinAll deletes the pins under one prefix and no other.
+func TestUnpinAll(t *testing.T) {
+	repo := newRepo(t, nil)
+	ctx := ctxT(t)
+	head := gitT(t, repo, "rev-parse", "HEAD")
+	for _, name := range []string{"sessions/a/start", "sessions/a/turns/1-end", "sessions/ab/start"} {
+		if err := Pin(ctx, repo, name, head); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := UnpinAll(ctx, repo, "sessions/a"); err != nil || n != 2 {
+		t.Fatalf("UnpinAll: %d %v", n, err)
+	}
+	if left := gitT(t, repo, "for-each-ref", "--format=%(refname)", "refs/ahpd/"); left != "refs/ahpd/sessions/ab/start" {
+		t.Fatalf("left %q", left)
+	}
+	if n, err := UnpinAll(ctx, repo, "sessions/a"); err != nil || n != 0 {
+		t.Fatalf("UnpinAll again: %d %v", n, err)
+	}
+	if _, err := UnpinAll(ctx, repo, "../x"); err == nil {
+		t.Error("UnpinAll with a bad prefix succeeded")
+	}
+}

@@ -2,6 +2,8 @@ package host
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -146,6 +148,7 @@ func (g *gitDesk) prepare(ctx context.Context, session, dir string, requested, v
 			g.log.Warn("git session: no snapshot of the work tree; the session keeps its chats' changesets only", "dir", top, "err", err)
 			return dir, nil, nil
 		}
+		g.pin(ctx, rec, "start", rec.Start)
 		return dir, rec, nil
 	}
 	from := sessionconfig.Branch(values)
@@ -274,6 +277,11 @@ func (g *gitDesk) onTurn(session, chatURI, turn string, start bool) {
 		g.log.Warn("git session: snapshot of a turn", "session", session, "turn", turn, "start", start, "err", err)
 		return
 	}
+	phase := "end"
+	if start {
+		phase = "start"
+	}
+	g.pin(ctx, rec, "turns/"+shortHash(turn)+"-"+phase, snap)
 	if start {
 		err = g.env.Store.Git().PutTurnStart(ctx, session, chatURI, turn, snap)
 	} else {
@@ -301,6 +309,24 @@ func (g *gitDesk) onTurn(session, chatURI, turn string, start bool) {
 func (g *gitDesk) opened(ctx context.Context, session string) {
 	if g.record(ctx, session) != nil {
 		g.refresh(session)
+	}
+}
+
+// pinPrefix is the folder of refs/ahpd/ that keeps a session's snapshots
+// from git gc while the session lives (gitwork.Pin): a hash of the
+// session's URI, which is a valid ref name whatever the URI holds.
+func pinPrefix(session string) string { return "sessions/" + shortHash(session) }
+
+func shortHash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:8])
+}
+
+// pin keeps snapshot from git gc under the session's pins; a failure is
+// logged (the snapshot lives two weeks unpinned).
+func (g *gitDesk) pin(ctx context.Context, rec *store.SessionGit, name, snapshot string) {
+	if err := gitwork.Pin(ctx, rec.Dir, pinPrefix(rec.Session)+"/"+name, snapshot); err != nil {
+		g.log.Warn("git session: pin a snapshot", "session", rec.Session, "name", name, "err", err)
 	}
 }
 
@@ -590,14 +616,19 @@ func (g *gitDesk) dispose(ctx context.Context, session string) {
 	if err != nil || !found {
 		return
 	}
+	ctx, cancel := context.WithTimeout(ctx, gitCallTimeout)
+	defer cancel()
+	if dirExists(r.Dir) {
+		if _, err := gitwork.UnpinAll(ctx, r.Dir, pinPrefix(session)); err != nil {
+			g.log.Warn("dispose session: unpin its snapshots", "session", session, "err", err)
+		}
+	}
 	if r.Worktree == "" {
 		if err := g.env.Store.Git().Delete(ctx, session); err != nil {
 			g.log.Warn("forget a disposed session's git record", "session", session, "err", err)
 		}
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, gitCallTimeout)
-	defer cancel()
 	removal, err := gitwork.RemoveWorktree(ctx, r.WorktreeRoot, r.Worktree, r.Base)
 	switch {
 	case err != nil:
