@@ -594,11 +594,8 @@ type csCase struct {
 	v *vscodeEnv
 }
 
-var csWorkspaces = 0
-
 // newDir is a fresh folder under the served one.
 func (c *csCase) newDir(prefix string) string {
-	csWorkspaces++
 	dir := filepath.Join(c.v.dir, prefix+"-"+uuid.NewString()[:8])
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		c.t.Fatal(err)
