@@ -104,6 +104,7 @@ func newRoot() *cobra.Command {
 		newSessions(), newSend(), newWatch(),
 		newBot(),        // bot.go
 		newAutomation(), // automation.go
+		newWorktrees(),  // worktrees.go
 	)
 	return root
 }

@@ -29,6 +29,9 @@ func DiffSessionSummary(a, b SessionSummary) (PartialSessionSummary, bool) {
 	if !slices.Equal(a.WorkingDirectories, b.WorkingDirectories) {
 		p.WorkingDirectories, any = b.WorkingDirectories, true
 	}
+	if b.Changes != nil && !reflect.DeepEqual(a.Changes, b.Changes) {
+		p.Changes, any = b.Changes, true
+	}
 	return p, any
 }
 

@@ -369,11 +369,14 @@ type ToolDefinition struct {
 
 // Changeset advertises a subscribable changeset view.
 type Changeset struct {
-	Label       string         `json:"label"`
-	URITemplate string         `json:"uriTemplate"`
-	ChangeKind  string         `json:"changeKind"`
-	Description string         `json:"description,omitempty"`
-	Meta        map[string]any `json:"_meta,omitempty"`
+	Label       string `json:"label"`
+	URITemplate string `json:"uriTemplate"`
+	ChangeKind  string `json:"changeKind"`
+	Description string `json:"description,omitempty"`
+	// Capabilities say what a client may do on it ({"review": {}}: mark
+	// its files reviewed).
+	Capabilities map[string]any `json:"capabilities,omitempty"`
+	Meta         map[string]any `json:"_meta,omitempty"`
 }
 
 // Session input request kinds (SessionInputRequest.Kind).

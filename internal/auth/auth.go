@@ -49,7 +49,16 @@ const ResourceClients = "resource:clients"
 const (
 	ChangesetReview = "changeset:review"
 	ChangesetUndo   = "changeset:undo"
+	// ChangesetCommit commits a git session's changes and syncs its
+	// branch with its upstream (pull, then push): it writes the
+	// repository's history and reaches its remote, so no group holds it.
+	ChangesetCommit = "changeset:commit"
 )
+
+// HostWorktrees lets a connection list the worktrees the host made for
+// sessions and prune the ones kept after their session ended (ahpd
+// worktrees): it names every session's repository and removes worktrees.
+const HostWorktrees = "host:worktrees"
 
 // HostDiagnose lets a connection run the host's network diagnostics (the
 // window's troubleshooting pane): what the host reaches, and a fetch of a

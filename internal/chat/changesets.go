@@ -98,6 +98,9 @@ type captureKey struct{ call, path string }
 
 // track takes one agent event into the changeset record.
 func (cs *changesets) track(ev agent.Event) {
+	if cs.c.cfg.GitChangesets {
+		return // the session's changesets, from git, hold every change
+	}
 	switch ev.Kind {
 	case agent.EventToolReady:
 		if ev.ToolCall != nil {

@@ -110,6 +110,15 @@ type Config struct {
 	// session.
 	OpenWorker func(WorkerOpen)
 	Relay      func(from *Chat, uri string, fn func(*Chat))
+	// GitChangesets: the chat's session works in git, and its changesets,
+	// computed from the work tree, hold what the chat's turns changed;
+	// the chat keeps none of its own from its edit tool calls.
+	GitChangesets bool
+	// OnTurn is told that a turn starts (start) or ended, on the actor's
+	// goroutine, before the action is stored and published: a git
+	// session's host snapshots the work tree there, before the turn's
+	// backend is handed anything and after it is done. nil for none.
+	OnTurn func(turn string, start bool)
 }
 
 // Chat is one chat actor.
@@ -434,9 +443,29 @@ func (c *Chat) tell(a ahp.Action, origin *ahp.ActionOrigin) {
 		c.cfg.Env.Bus.Publish(c.cfg.URI, a, origin)
 		return
 	}
+	c.turnHook(a)
 	c.durable.storeBeforeTelling(a)
 	c.cfg.Env.Bus.Publish(c.cfg.URI, a, origin)
 	c.summaryChanged()
+}
+
+// turnHook tells cfg.OnTurn of a turn's start and end.
+func (c *Chat) turnHook(a ahp.Action) {
+	if c.cfg.OnTurn == nil {
+		return
+	}
+	switch a := a.(type) {
+	case ahp.ChatTurnStarted:
+		c.cfg.OnTurn(a.TurnID, true)
+	case ahp.ChatTurnComplete:
+		c.cfg.OnTurn(a.TurnID, false)
+	case ahp.ChatTurnCancelled:
+		c.cfg.OnTurn(a.TurnID, false)
+	case ahp.ChatError:
+		if a.TurnID != "" {
+			c.cfg.OnTurn(a.TurnID, false)
+		}
+	}
 }
 
 // refuse answers a client's action with a refusal, to that client alone.

@@ -27,6 +27,10 @@ type Config struct {
 	DataDir string `json:"dataDir,omitempty"`
 	// Paths are the served directories; the first is the default directory.
 	Paths []string `json:"paths,omitempty"`
+	// WorktreesDir is where a session asked for isolation "worktree" gets
+	// its git worktree (one folder per session); empty means
+	// <dataDir>/worktrees. It is served to the sessions working there.
+	WorktreesDir string `json:"worktreesDir,omitempty"`
 
 	ConnectionToken        string `json:"connectionToken,omitempty"`
 	ConnectionTokenFile    string `json:"connectionTokenFile,omitempty"`
@@ -140,6 +144,14 @@ func Defaults() Config {
 		// C-ATT-15: 32 MiB unless the config says otherwise.
 		AttachmentFetchLimitBytes: attach.DefaultFetchLimit,
 	}
+}
+
+// worktreesDir is WorktreesDir, or <dataDir>/worktrees.
+func (c Config) worktreesDir() string {
+	if c.WorktreesDir != "" {
+		return c.WorktreesDir
+	}
+	return filepath.Join(c.DataDir, "worktrees")
 }
 
 func defaultDataDir() string {

@@ -238,6 +238,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*Daemon, error) {
 		DefaultProvider: defaultProvider,
 		AgentSettings:   cfg.Agents,
 		Paths:           cfg.Paths,
+		WorktreesDir:    cfg.worktreesDir(),
 		ClosedChats:     cfg.ClosedChats,
 		Principals:      principals,
 		RootToken:       cfg.ConnectionToken,

@@ -282,6 +282,27 @@ func TestVSCodeHostFeatures(t *testing.T) {
 		}
 		return out
 	}
+	conformanceCase(t, "session configuration resolves and completes git branches", func(t *testing.T) {
+		dir, _ := workspace()
+		gitRepo(t, dir, []string{"branch", "feature/coverage-target"})
+		var resolved struct {
+			Schema struct {
+				Properties map[string]struct {
+					EnumDynamic bool `json:"enumDynamic"`
+				} `json:"properties"`
+			} `json:"schema"`
+			Values map[string]any `json:"values"`
+		}
+		raw := v.c.MustCall("resolveSessionConfig", map[string]any{"channel": ahp.RootURI, "provider": "script",
+			"workingDirectory": ahp.FileURI(dir), "config": map[string]any{"isolation": "worktree"}})
+		if err := json.Unmarshal(raw, &resolved); err != nil {
+			t.Fatal(err)
+		}
+		if resolved.Values["isolation"] != "worktree" || !resolved.Schema.Properties["branch"].EnumDynamic {
+			t.Fatalf("resolveSessionConfig in a repository: %s", raw)
+		}
+		sameJSON(t, "items", branches(t, &dir, "coverage-target"), []map[string]any{{"value": "feature/coverage-target", "label": "feature/coverage-target"}})
+	})
 	conformanceCase(t, "branch completions without a working directory are empty", func(t *testing.T) {
 		workspace()
 		if got := branches(t, nil, ""); len(got) != 0 {

@@ -67,15 +67,6 @@ func TestVSCodeNotApplicable(t *testing.T) {
 			t.Fatalf("file completions did not come from the served path: %s", res)
 		}
 	})
-	// hostFeaturesSuite. It resolves isolation "worktree"; ahpd offers only
-	// "folder" (no backend of ours prepares git worktrees).
-	t.Run("session configuration resolves and completes git branches", func(t *testing.T) {
-		raw := v.c.MustCall("resolveSessionConfig", map[string]any{"channel": ahp.RootURI, "provider": "script", "workingDirectory": ahp.FileURI(v.dir), "config": map[string]any{"isolation": "worktree"}})
-		if !strings.Contains(string(raw), `"isolation"`) || strings.Contains(string(raw), `"worktree"`) {
-			t.Fatalf("resolveSessionConfig does not answer isolation as folder only: %s", raw)
-		}
-	})
-
 	// clientFilesystemSuite. No backend of ours loads client plugins, so the
 	// host never fetches one; the active client and its customizations are
 	// taken and kept, and a turn runs without a reverse request.

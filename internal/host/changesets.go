@@ -27,6 +27,7 @@ const methodInvokeChangesetOperation = "invokeChangesetOperation"
 type changesetDesk struct {
 	env      *env.Env
 	sessions *sessionDesk
+	git      *gitDesk // a git session's changesets (gitchangesets.go)
 }
 
 // subscribe answers a subscription to a changeset channel.
@@ -79,6 +80,10 @@ func (d *changesetDesk) request(ctx context.Context, cl *client, method string, 
 	}
 	if p.OperationID == "" {
 		return nil, true, ahp.Errorf(ahp.ErrInvalidParams, "params.operationId: required")
+	}
+	if sc, ok := changeset.ParseSessionChannel(p.Channel); ok {
+		res, err := d.git.invoke(ctx, cl, p, sc)
+		return res, true, err
 	}
 	ch, ok := changeset.ParseChannel(p.Channel)
 	if !ok {

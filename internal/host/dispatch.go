@@ -13,6 +13,7 @@ import (
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/bus"
 	"github.com/ahpd/ahpd/internal/canvas"
+	"github.com/ahpd/ahpd/internal/changeset"
 	"github.com/ahpd/ahpd/internal/chat"
 	"github.com/ahpd/ahpd/internal/session"
 )
@@ -33,6 +34,7 @@ type dispatcher struct {
 	attach   *attacher
 	own      ownChannels
 	autos    *automationDesk
+	git      *gitDesk
 }
 
 // dispatch routes a client action to the owner of its channel. It is
@@ -66,6 +68,12 @@ func (d *dispatcher) dispatch(cl *client, params json.RawMessage) {
 		// Every change to the catalogue and its runs is made on the
 		// catalogue's lane, one at a time (automations.go).
 		d.route(cl, ahp.AutomationsURI, a, origin, func() { d.autos.dispatch(context.Background(), cl, p.Channel, a, origin) })
+		return
+	}
+	if ch, ok := changeset.ParseSessionChannel(p.Channel); ok {
+		// A git session's changeset takes a review mark, stored off the
+		// read loop (gitchangesets.go).
+		d.route(cl, p.Channel, a, origin, func() { d.git.dispatch(cl, p.Channel, ch, a, origin) })
 		return
 	}
 	if reason := channelRefuses(p.Channel, a.ActionType()); reason != "" {

@@ -18,6 +18,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/ahpd/ahpd/internal/agent"
@@ -44,6 +46,11 @@ type Options struct {
 	// Paths are the served directories (local paths); the first is the
 	// default directory.
 	Paths []string
+	// WorktreesDir is where sessions asked for isolation "worktree" get
+	// their git worktrees (gitsessions.go); it is served beside Paths, so
+	// a session, its terminals and its files work there. Empty: no
+	// worktree isolation.
+	WorktreesDir string
 	// ClosedChats: "hidden" | "delete".
 	ClosedChats string
 	// Principals maps connection tokens to who they are and what they may
@@ -101,6 +108,7 @@ type Host struct {
 	terms      *terminalDesk   // terminals (terminals.go)
 	own        ownChannels     // the terminal and watch channels (terminals.go)
 	changesets *changesetDesk  // changesets (changesets.go)
+	git        *gitDesk        // sessions in git, their worktrees and changesets (gitsessions.go)
 	canv       *canvasKit      // canvases and show_page (canvases.go)
 	bots       *botDesk        // bot commands and the bot backend's host (bots.go)
 	diag       *diagnostics    // the window's network diagnostics (diagnostics.go)
@@ -132,17 +140,26 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 		logs:    &logDesk{hub: opts.Logs, log: log},
 	}
 	paths := servedPaths(opts.Paths)
+	if opts.WorktreesDir != "" {
+		root, err := worktreesRoot(opts.WorktreesDir)
+		if err != nil {
+			return nil, err
+		}
+		opts.WorktreesDir = root
+		paths = append(slices.Clone(paths), root)
+	}
 	actors := newActors()
+	h.git = newGitDesk(e, log, h.bus, h.lanes, h.cat, opts.WorktreesDir)
 	h.root = newRootDesk(ctx, h.bus, opts.Agents)
 	h.config = &configDesk{log: log, agents: opts.Agents, defaultProvider: opts.DefaultProvider, paths: paths}
 	h.sessions = &sessionDesk{env: e, log: log, bus: h.bus, agents: opts.Agents, settings: opts.AgentSettings,
 		defaultProvider: opts.DefaultProvider, closedChats: opts.ClosedChats, paths: paths,
-		tell: lockorder.Mutex{Rank: lockorder.HostTell}, cat: h.cat, actors: actors, root: h.root, config: h.config}
+		tell: lockorder.Mutex{Rank: lockorder.HostTell}, cat: h.cat, actors: actors, root: h.root, config: h.config, git: h.git}
 	h.tools = &toolDesk{env: e, cat: h.cat, sessions: h.sessions}
 	h.tools.server = hosttools.New(h, log)
 	h.canv = newCanvasKit(h.sessions, h.tools.origin)
 	h.sessions.tools, h.sessions.canvases = h.tools, h.canv.plugins
-	h.changesets = &changesetDesk{env: e, sessions: h.sessions}
+	h.changesets = &changesetDesk{env: e, sessions: h.sessions, git: h.git}
 	h.completer = &completer{env: e, agents: opts.Agents, sessions: h.sessions, files: newFileIndex()}
 	h.diag = newDiagnostics(opts.ServerVersion, opts.Agents, h.tools)
 	h.bots = &botDesk{env: e, log: log, bus: h.bus, agents: opts.Agents, defaultProvider: opts.DefaultProvider,
@@ -167,7 +184,7 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	}
 	h.autos = autos
 	h.actions = &dispatcher{autos: autos, log: log, bus: h.bus, lanes: h.lanes, actors: actors, root: h.root, cat: h.cat,
-		sessions: h.sessions, attach: &attacher{env: e, log: log, sessions: h.sessions}, own: h.own}
+		sessions: h.sessions, attach: &attacher{env: e, log: log, sessions: h.sessions}, own: h.own, git: h.git}
 	recs, err := e.Store.Sessions(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("restore sessions: %w", err)
@@ -204,6 +221,11 @@ func (h *Host) Close(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	// The chats' last turn ends queued refreshes of git sessions: their
+	// git calls end before the daemon does.
+	if err := h.git.close(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -217,6 +239,23 @@ func (h *Host) OpenChats(ctx context.Context) int {
 		}
 	}
 	return n
+}
+
+// worktreesRoot makes the worktrees folder (private to the daemon's user)
+// and returns it absolute, its symlinks resolved.
+func worktreesRoot(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("worktrees folder %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(abs, 0o700); err != nil {
+		return "", fmt.Errorf("worktrees folder: %w", err)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", fmt.Errorf("worktrees folder: %w", err)
+	}
+	return real, nil
 }
 
 // servedPaths are the daemon's served directories (local paths); the first

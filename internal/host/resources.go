@@ -154,6 +154,9 @@ func (d *resourceDesk) command(ctx context.Context, cl *client, method string, p
 	if err := requireChannel(p.Channel, true); err != nil {
 		return nil, err
 	}
+	if method == methodResourceRead && changeset.IsGitContent(p.URI) {
+		return d.changesets.git.readContent(context.Background(), cl, p.URI, p.Encoding) // gitchangesets.go
+	}
 	if method == methodResourceRead && changeset.IsContent(p.URI) {
 		return d.changesets.readContent(context.Background(), cl, p.URI, p.Encoding) // changesets.go
 	}

@@ -234,6 +234,9 @@ func (h *Host) request(ctx context.Context, cl *client, method string, params js
 	if res, ok, err := h.changesets.request(ctx, cl, method, params); ok {
 		return res, err
 	}
+	if res, ok, err := h.git.request(ctx, cl, method, params); ok { // gitworktrees.go
+		return res, err
+	}
 	if res, ok, err := h.bots.request(ctx, cl, method, params); ok {
 		return res, err
 	}
@@ -355,6 +358,9 @@ func (h *Host) subscribe(ctx context.Context, cl *client, channel string, view *
 	}
 	if isAutomationChannel(channel) {
 		return h.autos.subscribe(cl, channel)
+	}
+	if ch, ok := changeset.ParseSessionChannel(channel); ok {
+		return h.git.subscribe(ctx, cl, channel, ch) // gitchangesets.go
 	}
 	if grant := readGrant(channel); !cl.principal.Can(grant) {
 		return ahp.Snapshot{}, ahp.WithData(ahp.Errorf(ahp.ErrPermissionDenied, "reading %s needs the grant %s", channel, grant), map[string]any{"grant": grant})
@@ -487,6 +493,9 @@ func (h *Host) channelExists(ctx context.Context, ch string) bool {
 		return h.canv.exists(ctx, ch)
 	case changeset.IsChannel(ch):
 		return h.changesets.exists(ctx, ch)
+	case changeset.IsSessionChannel(ch):
+		sc, _ := changeset.ParseSessionChannel(ch)
+		return h.git.exists(ctx, sc)
 	case ahp.IsChatURI(ch):
 		_, _, err := h.sessions.resolveChat(ctx, ch)
 		return err == nil
@@ -510,7 +519,7 @@ func readGrant(channel string) string {
 	if isAutomationChannel(channel) {
 		return auth.AutomationRead
 	}
-	if ahp.IsChatURI(channel) || canvas.Is(channel) || changeset.IsChannel(channel) {
+	if ahp.IsChatURI(channel) || canvas.Is(channel) || changeset.IsChannel(channel) || changeset.IsSessionChannel(channel) {
 		return auth.ChatTurns // a canvas or a changeset is its chat's
 	}
 	return auth.SessionState

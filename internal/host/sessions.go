@@ -58,6 +58,7 @@ type sessionDesk struct {
 	config   *configDesk
 	tools    *toolDesk
 	canvases *canvas.Plugins
+	git      *gitDesk
 }
 
 // createSession makes a session under the URI the client chose, with its
@@ -154,7 +155,25 @@ func (d *sessionDesk) createSession(ctx context.Context, cl *client, params json
 		return nil, fmt.Errorf("create session %s: config: %w", p.Channel, err)
 	}
 	rec.Config = raw
+	// A session in a git repository is a git session; one asked for a
+	// worktree works in a new one, made here, before it is stored or
+	// announced (gitsessions.go).
+	workDir, gitRec, err := d.git.prepare(ctx, p.Channel, firstDir, p.Config, values)
+	if err != nil {
+		return nil, err
+	}
+	if workDir != firstDir {
+		progress(cl, p.ProgressToken, 1, "worktree made at "+workDir)
+		rec.WorkingDirectories = append([]string{ahp.FileURI(workDir)}, rec.WorkingDirectories[1:]...)
+	}
+	if gitRec != nil {
+		if err := d.git.put(ctx, gitRec); err != nil {
+			d.git.abandon(ctx, gitRec)
+			return nil, fmt.Errorf("create session %s: %w", p.Channel, err)
+		}
+	}
 	if err := d.env.Store.PutSession(ctx, rec); err != nil {
+		d.git.abandon(ctx, gitRec)
 		return nil, fmt.Errorf("create session %s: %w", p.Channel, err)
 	}
 	progress(cl, p.ProgressToken, 2, "session stored; opening its chat")
@@ -280,6 +299,9 @@ func (d *sessionDesk) disposeSession(ctx context.Context, cl *client, params jso
 	if err := d.env.Store.DeleteSession(ctx, p.Channel); err != nil {
 		return nil, fmt.Errorf("dispose session %s: %w", p.Channel, err)
 	}
+	// A worktree of its own goes when nothing would be lost; one holding
+	// changes or commits is kept and recorded (ahpd worktrees).
+	d.git.dispose(ctx, p.Channel)
 	d.bus.DropChannel(p.Channel)
 	for _, c := range chats {
 		d.bus.DropChannel(c)
@@ -456,6 +478,8 @@ func (d *sessionDesk) open(ctx context.Context, r store.SessionRecord, announced
 		Canvases:    d.canvases,
 		OnSummary:   func(sum ahp.SessionSummary) { d.summaryChanged(uri, sum) },
 		OnChatIndex: func(chat string, added bool) { d.cat.indexChat(chat, uri, added) },
+		Changesets:  d.git.catalogueAtOpen(ctx, uri),
+		OnTurn:      func(chat, turn string, start bool) { d.git.onTurn(uri, chat, turn, start) },
 	})
 	if err != nil {
 		return nil, err
@@ -469,6 +493,7 @@ func (d *sessionDesk) open(ctx context.Context, r store.SessionRecord, announced
 		return nil, err
 	}
 	d.cat.add(uri, s, sum, recs, announced)
+	d.git.opened(ctx, uri) // gitsessions.go
 	return s, nil
 }
 

@@ -65,6 +65,10 @@ const (
 	// directories (host/completions.go); held for the map only, a
 	// directory is walked outside it, and nothing is taken inside it.
 	HostFileIndex
+	// HostGit guards the git sessions' records, the changeset channels
+	// watched and the refreshes queued (host/gitsessions.go); held for the
+	// maps only: git runs, and the bus and lanes are taken, outside it.
+	HostGit
 	// HostWatches guards the host's resource watches (host/resources.go);
 	// a client is subscribed to a watch, and a watch's subscribers are
 	// counted, under it, so the bus's lock is taken inside.
@@ -96,6 +100,7 @@ var rankNames = [...]string{
 	HostActors:      "HostActors",
 	AgentSlots:      "AgentSlots",
 	HostFileIndex:   "HostFileIndex",
+	HostGit:         "HostGit",
 	HostWatches:     "HostWatches",
 	Bus:             "Bus",
 	HostClient:      "HostClient",

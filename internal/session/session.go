@@ -55,6 +55,13 @@ type Config struct {
 	HostTools func(chat string) (*agent.HostTools, func(), error)
 	// Canvases are the host's canvas plugins (chat.Config).
 	Canvases canvas.Keeper
+	// Changesets is the session's changeset catalogue as it opens (a git
+	// session's; nil for none).
+	Changesets []ahp.Changeset
+	// OnTurn is told, on the chat actor's goroutine, that a turn of one of
+	// the session's chats starts (start) or ended, before clients hear it
+	// (chat.Config.OnTurn); nil for none.
+	OnTurn func(chat, turn string, start bool)
 }
 
 // Session is one session actor.
@@ -115,6 +122,7 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 		ActiveClients:      []ahp.ActiveClient{},
 		Chats:              []ahp.ChatSummary{},
 		DefaultChat:        cfg.Record.DefaultChat,
+		Changesets:         cfg.Changesets,
 	}
 	if len(cfg.Record.Config) > 0 {
 		var c ahp.SessionConfig
@@ -276,6 +284,7 @@ func (s *Session) summary() ahp.SessionSummary {
 		CreatedAt:          st.CreatedAt,
 		ModifiedAt:         st.ModifiedAt,
 		DefaultChat:        st.DefaultChat,
+		Changes:            st.Changes,
 	}
 	for _, c := range st.Chats {
 		if c.ModifiedAt > sum.ModifiedAt {
@@ -399,6 +408,9 @@ func (s *Session) tryOpenChat(ctx context.Context, uri string) (*chat.Chat, <-ch
 		},
 		HostTools: s.cfg.HostTools,
 		Canvases:  s.cfg.Canvases,
+		OnTurn:    s.chatTurnHook(uri),
+		// A git session's changesets are its own, from the work tree.
+		GitChangesets: s.cfg.Changesets != nil,
 		OnSummary: func(cs ahp.ChatSummary) {
 			s.tell("summary of "+cs.Resource, func() { s.chatSummaryChanged(cs) })
 		},
@@ -590,4 +602,46 @@ func (s *Session) renameStoredChat(e *chatEntry, title string) {
 		cs.Title = title
 		s.chatSummaryChanged(cs)
 	}
+}
+
+// chatTurnHook is chat uri's OnTurn: the session's, naming the chat.
+func (s *Session) chatTurnHook(uri string) func(turn string, start bool) {
+	if s.cfg.OnTurn == nil {
+		return nil
+	}
+	return func(turn string, start bool) { s.cfg.OnTurn(uri, turn, start) }
+}
+
+// SetGitState takes what the host computed of a git session: its
+// changeset catalogue (session/changesetsChanged when it differs), its git
+// state (SessionState._meta.git, VS Code's well-known key: branch,
+// upstream, incoming and outgoing commits; session/metaChanged) and the
+// summary of its changes (listSessions' changes); a nil git state or
+// summary leaves the one the session has. All three are derived from git,
+// so none is stored. It never blocks: the session's actor applies it.
+func (s *Session) SetGitState(catalogue []ahp.Changeset, git map[string]any, changes *ahp.ChangesSummary) {
+	s.tell("git state", func() {
+		// The catalogue only grows while the session lives: a refresh
+		// computed before the session's first turn began may arrive after
+		// that turn's start told the full one, and must not take it back.
+		if len(catalogue) >= len(s.state.Changesets) && !reflect.DeepEqual(s.state.Changesets, catalogue) {
+			s.apply(ahp.SessionChangesetsChanged{Changesets: catalogue}, nil)
+		}
+		if git != nil && !reflect.DeepEqual(s.state.Meta["git"], git) {
+			meta := maps.Clone(s.state.Meta)
+			if meta == nil {
+				meta = map[string]any{}
+			}
+			meta["git"] = git
+			s.apply(ahp.SessionMetaChanged{Meta: meta}, nil)
+		}
+		if changes == nil || reflect.DeepEqual(s.state.Changes, changes) {
+			return // nil: not computed this time
+		}
+		before := s.summary()
+		s.state.Changes = changes
+		if after := s.summary(); s.cfg.OnSummary != nil && !reflect.DeepEqual(before, after) {
+			s.cfg.OnSummary(after)
+		}
+	})
 }

@@ -17,17 +17,22 @@ import (
 const (
 	// KeyModel picks the backend's model.
 	KeyModel = "model"
-	// KeyIsolation says where the session works; ahpd works in the folder
-	// it was given ("folder").
+	// KeyIsolation says where the session works: in the folder it was
+	// given ("folder"), or, in a git repository, in a worktree of its own
+	// on a new branch ("worktree").
 	KeyIsolation = "isolation"
 	// KeyBranch is the git branch of the working directory a session
 	// starts from; its values are dynamic (sessionConfigCompletions).
 	KeyBranch = "branch"
 )
 
-// IsolationFolder is the only isolation ahpd offers: the session works in
-// its working directory itself.
-const IsolationFolder = "folder"
+// The isolations: the session works in its working directory itself
+// (IsolationFolder), or in a git worktree the host makes for it on a new
+// branch from KeyBranch (IsolationWorktree, offered in a repository).
+const (
+	IsolationFolder   = "folder"
+	IsolationWorktree = "worktree"
+)
 
 // Schema is a session configuration schema: a JSON Schema object whose
 // properties are strings, as AHP's SessionConfigSchema.
@@ -80,8 +85,11 @@ func For(info agent.Info, ctx Context) Schema {
 			Enum: slices.Clone(c.Enum), EnumLabels: slices.Clone(c.EnumLabels), Default: c.Default}
 	}
 	if ctx.Repository {
+		s.Properties[KeyIsolation] = Property{Type: "string", Title: "Isolation",
+			Description: "Where the session works: its working directory itself, or a git worktree of its own on a new branch.",
+			Enum:        []string{IsolationFolder, IsolationWorktree}, EnumLabels: []string{"Folder", "Worktree"}, Default: IsolationFolder}
 		s.Properties[KeyBranch] = Property{Type: "string", Title: "Branch",
-			Description: "The git branch of the working directory.", EnumDynamic: true}
+			Description: "The git branch of the working directory; a worktree session branches from it.", EnumDynamic: true}
 	}
 	return s
 }
@@ -189,4 +197,16 @@ func RankBranches(branches []string, current, defaultBranch, query string) []Ite
 		}
 	}
 	return items
+}
+
+// Isolation is the isolation values name ("" when none).
+func Isolation(values map[string]any) string {
+	v, _ := values[KeyIsolation].(string)
+	return v
+}
+
+// Branch is the branch values name ("" when none).
+func Branch(values map[string]any) string {
+	v, _ := values[KeyBranch].(string)
+	return v
 }

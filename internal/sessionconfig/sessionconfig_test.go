@@ -26,6 +26,16 @@ func TestForDescribesTheBackend(t *testing.T) {
 	if b := For(info, Context{Repository: true}).Properties[KeyBranch]; !b.EnumDynamic {
 		t.Fatalf("branch %+v", b)
 	}
+	if i := For(info, Context{}).Properties[KeyIsolation]; !reflect.DeepEqual(i.Enum, []string{IsolationFolder}) {
+		t.Fatalf("a folder that is no repository offers isolation %v", i.Enum)
+	}
+	if i := For(info, Context{Repository: true}).Properties[KeyIsolation]; !reflect.DeepEqual(i.Enum, []string{IsolationFolder, IsolationWorktree}) || i.Default != IsolationFolder {
+		t.Fatalf("a repository offers isolation %+v", i)
+	}
+	worktree := Resolve(For(info, Context{Repository: true}), map[string]any{KeyIsolation: IsolationWorktree, KeyBranch: "main"})
+	if Isolation(worktree) != IsolationWorktree || Branch(worktree) != "main" {
+		t.Fatalf("a repository's worktree choice resolves to %v", worktree)
+	}
 	if _, ok := For(agent.Info{}, Context{}).Properties[KeyModel]; ok {
 		t.Fatal("a backend with no models offers a model")
 	}

@@ -180,6 +180,46 @@ var migrations = []migration{
 			`CREATE UNIQUE INDEX automation_runs_by_request ON automation_runs (automation, request_id) WHERE request_id != ''`,
 		},
 	},
+	{
+		version: 6,
+		name:    "sessions in git",
+		stmts: []string{
+			// A session that works in a git work tree (gitwork.go): where,
+			// the commit its branch changes are counted from, and the
+			// snapshot of its work tree when it began. A row outlives its
+			// session when the session's worktree was kept (kept says why),
+			// so ahpd worktrees can list it.
+			`CREATE TABLE session_git (
+				session       TEXT PRIMARY KEY,
+				dir           TEXT NOT NULL,
+				source_repo   TEXT NOT NULL,
+				worktree      TEXT NOT NULL,
+				worktree_root TEXT NOT NULL,
+				branch        TEXT NOT NULL,
+				base          TEXT NOT NULL,
+				start         TEXT NOT NULL,
+				created_at    INTEGER NOT NULL,
+				disposed_at   INTEGER NOT NULL,
+				kept          TEXT NOT NULL
+			) STRICT`,
+			// The work tree's snapshot as each turn began and ended.
+			`CREATE TABLE turn_snapshots (
+				session  TEXT NOT NULL,
+				turn     TEXT NOT NULL,
+				chat     TEXT NOT NULL,
+				start    TEXT NOT NULL,
+				end_snap TEXT NOT NULL,
+				PRIMARY KEY (session, turn)
+			) STRICT`,
+			// Which files of a git session's changesets a client marked
+			// reviewed, by file id.
+			`CREATE TABLE changeset_reviews (
+				session  TEXT NOT NULL,
+				file     TEXT NOT NULL,
+				PRIMARY KEY (session, file)
+			) STRICT`,
+		},
+	},
 }
 
 // migrate brings the schema up to the last of migs, one transaction per
