@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"runtime/debug"
@@ -198,7 +199,9 @@ func (c *Conn) closeWith(reason CloseReason, err error, announce func()) {
 		c.cancel()
 	})
 	if won {
-		if _, graceful := reason.closeCode(); !graceful {
+		// A frame over the limit leaves the client's bytes unread: the
+		// socket closes once they are drained (finishWrites).
+		if _, graceful := reason.closeCode(); !graceful && reason != CloseMessageTooBig {
 			// Unblocks a write stuck on a client that does not read, and
 			// the reader. Safe from any goroutine (gorilla: Close may be
 			// called concurrently with all other methods).
@@ -494,6 +497,11 @@ func (c *Conn) writeFailed(err error) {
 // any other close drops the queue. Every close ends with the socket closed.
 func (c *Conn) finishWrites() {
 	defer c.ws.Close()
+	if c.reason == CloseMessageTooBig {
+		// gorilla sent the 1009 close frame as it refused the frame.
+		c.drainUnread()
+		return
+	}
 	frames := c.out.take(nil)
 	code, graceful := c.reason.closeCode()
 	if !graceful || !c.writeFrames(frames, time.Now().Add(c.srv.opts.WriteTimeout)) {
@@ -509,6 +517,31 @@ func (c *Conn) finishWrites() {
 	case <-c.readLoopDone:
 	case <-t.C:
 	}
+}
+
+// drainUnreadMax bounds what drainUnread throws away.
+const drainUnreadMax = 4 << 20
+
+// drainUnread reads and discards what the client sent after the frame that
+// was over the limit (the rest of that frame, at least), for up to
+// closeGrace and drainUnreadMax bytes, so the close that follows is a FIN:
+// closing a socket with unread bytes makes the kernel answer with a reset,
+// and a client still writing its big frame would then lose the 1009 close
+// frame sent before it. It reads once the read loop has returned.
+func (c *Conn) drainUnread() {
+	t := time.NewTimer(closeGrace)
+	defer t.Stop()
+	select {
+	case <-c.readLoopDone:
+	case <-t.C:
+		return
+	}
+	nc := c.ws.UnderlyingConn()
+	if tc, ok := nc.(interface{ CloseWrite() error }); ok {
+		_ = tc.CloseWrite() // the close frame is out; tell the client nothing follows
+	}
+	_ = nc.SetReadDeadline(time.Now().Add(closeGrace))
+	_, _ = io.CopyN(io.Discard, nc, drainUnreadMax)
 }
 
 // panicOnBugs makes bug panic; this package's tests set it
