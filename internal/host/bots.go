@@ -425,7 +425,7 @@ func (d *botDesk) WorkChat(ctx context.Context, b store.BotRecord) (string, erro
 		b = cur
 	}
 	if b.Session != "" {
-		if s, ok := d.cat.session(b.Session); ok {
+		if s, ok := d.cat.live(ctx, b.Session); ok {
 			def, err := s.DefaultChat(ctx)
 			if err != nil {
 				return "", err
@@ -443,7 +443,10 @@ func (d *botDesk) WorkChat(ctx context.Context, b store.BotRecord) (string, erro
 	if err != nil {
 		return "", err
 	}
-	s, _ := d.cat.session(uri)
+	s, ok := d.cat.live(ctx, uri)
+	if !ok {
+		return "", fmt.Errorf("%w: work session %s", ahp.ErrResourceNotFound, uri)
+	}
 	return s.DefaultChat(ctx)
 }
 

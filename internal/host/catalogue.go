@@ -15,8 +15,10 @@ import (
 	"github.com/ahpd/ahpd/internal/store"
 )
 
-// catalogue is the sessions catalogue: the live session actors by URI, the
-// last summary each reported, and the index of their chats. It holds no
+// catalogue is the sessions catalogue: every session the host holds, by
+// its last summary, the index of their chats, and the actors of those that
+// are open. A stored session is listed from its records at start and opens
+// when something needs its actor (live). It holds no
 // session state, only which actor owns what; and it says who is
 // registering a session found in a backend's catalogue, so two clients
 // naming one at once register it once.
@@ -40,6 +42,9 @@ type catalogue struct {
 	// not told, so no client hears of a change to a session before the
 	// session itself (announce).
 	unannounced map[string]bool
+	// load opens a stored session that is not open (sessionDesk.load),
+	// set once at construction.
+	load func(ctx context.Context, uri string) (*session.Session, bool)
 }
 
 func newCatalogue() *catalogue {
@@ -72,11 +77,46 @@ func (c *catalogue) all() []*session.Session {
 	return out
 }
 
-// count is how many sessions are live.
+// count is how many sessions the host holds, open or not.
 func (c *catalogue) count() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.sessions)
+	return len(c.summaries.byURI)
+}
+
+// known reports whether the host holds session uri, open or not.
+func (c *catalogue) known(uri string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.sessions[uri]; ok {
+		return true
+	}
+	_, ok := c.summaries.get(uri)
+	return ok
+}
+
+// live returns the actor of session uri, opening the stored session when
+// it is not open; ok is false when the host holds no such session. It may
+// read the store: never call it from a connection's read loop.
+func (c *catalogue) live(ctx context.Context, uri string) (*session.Session, bool) {
+	if s, ok := c.session(uri); ok {
+		return s, true
+	}
+	if !c.known(uri) || c.load == nil {
+		return nil, false
+	}
+	return c.load(ctx, uri)
+}
+
+// addStored lists a stored session that is not open: its summary and its
+// chats (start-up reads them from the store, Summarize).
+func (c *catalogue) addStored(uri string, sum ahp.SessionSummary, chats []store.ChatRecord) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.summaries.put(uri, sum)
+	for _, ch := range chats {
+		c.chats[ch.URI] = uri
+	}
 }
 
 // add lists a session that has just started: its actor, its summary and
@@ -94,16 +134,17 @@ func (c *catalogue) add(uri string, s *session.Session, sum ahp.SessionSummary, 
 	}
 }
 
-// remove forgets a session and its chats; ok is false when it was not
-// live. The chats are those the index held for it.
+// remove forgets a session and its chats; ok is false when the host did
+// not hold it, s is nil when it was not open. The chats are those the
+// index held for it.
 func (c *catalogue) remove(uri string) (s *session.Session, chats []string, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s, ok = c.sessions[uri]
-	if ok {
-		delete(c.sessions, uri)
-		c.summaries.drop(uri)
-	}
+	s, open := c.sessions[uri]
+	_, stored := c.summaries.get(uri)
+	ok = open || stored
+	delete(c.sessions, uri)
+	c.summaries.drop(uri)
 	for ch, su := range c.chats {
 		if su == uri {
 			chats = append(chats, ch)
@@ -254,7 +295,7 @@ func (c *catalogue) register(ctx context.Context, uri string) (live *session.Ses
 // on the backend's conversation, and read back from its transcript when
 // the chat opens.
 func (d *sessionDesk) orCatalogue(ctx context.Context, uri string) (*session.Session, bool) {
-	if s, ok := d.cat.session(uri); ok {
+	if s, ok := d.cat.live(ctx, uri); ok {
 		return s, true
 	}
 	id, ok := ahp.SessionID(uri)
@@ -270,8 +311,8 @@ func (d *sessionDesk) orCatalogue(ctx context.Context, uri string) (*session.Ses
 	}
 	defer done()
 	if _, found, err := d.env.Store.Session(ctx, uri); err != nil || found {
-		// A stored session is live from start-up; one found now is being
-		// disposed.
+		// A stored session the catalogue holds was opened by live; one it
+		// does not hold is being disposed.
 		return nil, false
 	}
 	providers := d.agents.Providers()
@@ -344,4 +385,71 @@ func (d *sessionDesk) registerFromCatalogue(ctx context.Context, uri, provider s
 	d.announce(uri, sum)
 	d.log.Info("registered a session from the catalogue", "session", uri, "provider", provider, "conversation", info.ID)
 	return s, nil
+}
+
+// load opens session uri, which the catalogue lists from its records and
+// which is not open (catalogue.live): once, however many ask at a time
+// (the catalogue's registration claim).
+func (d *sessionDesk) load(ctx context.Context, uri string) (*session.Session, bool) {
+	s, done, err := d.cat.register(ctx, uri)
+	if err != nil {
+		return nil, false
+	}
+	if s != nil {
+		return s, true
+	}
+	defer done()
+	rec, found, err := d.env.Store.Session(ctx, uri)
+	if err != nil {
+		d.log.Error("open a stored session", "session", uri, "err", err)
+		return nil, false
+	}
+	if !found || !d.cat.known(uri) {
+		return nil, false // disposed meanwhile
+	}
+	s, err = d.open(ctx, rec, true)
+	if err != nil {
+		d.log.Error("open a stored session", "session", uri, "err", err)
+		return nil, false
+	}
+	return s, true
+}
+
+// restore lists every stored session from its records, without opening
+// it, in two queries whatever the history; sessions in git open at once
+// (their summary's changes come from git), and so does every session with
+// a turn left running (recoverRunningTurns). Everything else opens when
+// something needs it.
+func (d *sessionDesk) restore(ctx context.Context) error {
+	recs, err := d.env.Store.Sessions(ctx)
+	if err != nil {
+		return fmt.Errorf("restore sessions: %w", err)
+	}
+	chats, err := d.env.Store.OpenChatsBySession(ctx)
+	if err != nil {
+		return fmt.Errorf("restore sessions: %w", err)
+	}
+	inGit, err := d.env.Store.Git().Sessions(ctx)
+	if err != nil {
+		return fmt.Errorf("restore sessions: %w", err)
+	}
+	eager := make(map[string]bool, len(inGit))
+	for _, uri := range inGit {
+		eager[uri] = true
+	}
+	for _, r := range recs {
+		if eager[r.URI] {
+			if _, err := d.open(ctx, r, true); err != nil {
+				d.log.Error("restore session", "session", r.URI, "err", err)
+			}
+			continue
+		}
+		sum, err := session.Summarize(r, chats[r.URI])
+		if err != nil {
+			d.log.Error("restore session", "session", r.URI, "err", err)
+			continue
+		}
+		d.cat.addStored(r.URI, sum, chats[r.URI])
+	}
+	return nil
 }

@@ -125,10 +125,11 @@ func (d *dispatcher) dispatch(cl *client, params json.RawMessage) {
 			}
 		})
 	default:
-		if !d.lanes.idle(p.Channel) {
+		if !d.lanes.idle(p.Channel) || !d.sessionOpen(p.Channel) {
 			// A request on this channel (a subscribe, a createChat) is
 			// still on its lane: the action goes behind it, in the order
-			// the client sent them.
+			// the client sent them. A stored session that is not open
+			// opens there too, off this read loop.
 			d.route(cl, p.Channel, a, origin, func() { d.toSession(cl, p, a, origin) })
 			return
 		}
@@ -136,12 +137,24 @@ func (d *dispatcher) dispatch(cl *client, params json.RawMessage) {
 	}
 }
 
+// sessionOpen reports whether the session a session or annotations
+// channel names has its actor (or does not exist: the refusal needs no
+// store).
+func (d *dispatcher) sessionOpen(channel string) bool {
+	if sess, ok := ahp.AnnotationsSession(channel); ok {
+		channel = sess
+	}
+	_, open := d.cat.session(channel)
+	return open || !d.cat.known(channel)
+}
+
 // toSession hands an action on a session or annotations channel to
-// the session's actor (a chat action goes on to its default chat).
+// the session's actor (a chat action goes on to its default chat),
+// opening a stored session that is not open.
 func (d *dispatcher) toSession(cl *client, p ahp.DispatchActionParams, a ahp.Action, origin *ahp.ActionOrigin) {
 	ctx := context.Background()
 	if sess, ok := ahp.AnnotationsSession(p.Channel); ok {
-		s, ok := d.cat.session(sess)
+		s, ok := d.cat.live(ctx, sess)
 		if !ok {
 			d.bus.Refuse(cl, p.Channel, a, origin, fmt.Sprintf("%s: %s", ahp.ErrResourceNotFound.Message, p.Channel))
 			return
@@ -151,7 +164,7 @@ func (d *dispatcher) toSession(cl *client, p ahp.DispatchActionParams, a ahp.Act
 		}
 		return
 	}
-	s, ok := d.cat.session(p.Channel)
+	s, ok := d.cat.live(ctx, p.Channel)
 	if !ok {
 		d.bus.Refuse(cl, p.Channel, a, origin, fmt.Sprintf("%s: %s", ahp.ErrResourceNotFound.Message, p.Channel))
 		return

@@ -185,14 +185,9 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	h.autos = autos
 	h.actions = &dispatcher{autos: autos, log: log, bus: h.bus, lanes: h.lanes, actors: actors, root: h.root, cat: h.cat,
 		sessions: h.sessions, attach: &attacher{env: e, log: log, sessions: h.sessions}, own: h.own, git: h.git}
-	recs, err := e.Store.Sessions(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("restore sessions: %w", err)
-	}
-	for _, r := range recs {
-		if _, err := h.sessions.open(ctx, r, true); err != nil {
-			h.log.Error("restore session", "session", r.URI, "err", err)
-		}
+	h.cat.load = h.sessions.load
+	if err := h.sessions.restore(ctx); err != nil {
+		return nil, err
 	}
 	if err := h.sessions.recoverRunningTurns(ctx); err != nil {
 		return nil, err

@@ -500,8 +500,7 @@ func (h *Host) channelExists(ctx context.Context, ch string) bool {
 		_, _, err := h.sessions.resolveChat(ctx, ch)
 		return err == nil
 	default:
-		_, ok := h.cat.session(ch)
-		return ok
+		return h.cat.known(ch)
 	}
 }
 

@@ -122,14 +122,14 @@ func (d *sessionDesk) createSession(ctx context.Context, cl *client, params json
 		if f.Session == p.Channel {
 			return nil, fmt.Errorf("%w: %s cannot fork onto itself", ahp.ErrSessionAlreadyExists, p.Channel)
 		}
-		if _, ok := d.cat.session(f.Session); !ok {
+		if !d.cat.known(f.Session) {
 			return nil, fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, f.Session)
 		}
 		return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.fork: sessions are not forked since AHP 0.9; fork a chat with createChat and a fork source")
 	}
 	progress(cl, p.ProgressToken, 1, "checking the "+provider+" agent")
 	d.root.probeAgents(ctx)
-	if _, exists := d.cat.session(p.Channel); exists {
+	if d.cat.known(p.Channel) {
 		return nil, fmt.Errorf("%w: %s", ahp.ErrSessionAlreadyExists, p.Channel)
 	}
 	if _, found, err := d.env.Store.Session(ctx, p.Channel); err != nil {
@@ -238,7 +238,10 @@ func firstChatURI(sessionURI string) string {
 // (C-FIRST-16).
 func (d *sessionDesk) resolveChat(ctx context.Context, uri string) (*session.Session, *chat.Chat, error) {
 	notFound := fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, uri)
-	_, s, _ := d.cat.chatSession(uri)
+	owner, s, known := d.cat.chatSession(uri)
+	if s == nil && known {
+		s, _ = d.cat.live(ctx, owner)
+	}
 	if s == nil {
 		parsed, err := ahp.ParseChatURI(uri)
 		if err != nil || parsed.Kind != ahp.ChatURIDefault {
@@ -286,12 +289,21 @@ func (d *sessionDesk) disposeSession(ctx context.Context, cl *client, params jso
 	if !cl.principal.Can("session:dispose") {
 		return nil, ahp.Errorf(ahp.ErrPermissionDenied, "disposing a session needs the grant session:dispose")
 	}
+	// The registration claim keeps a stored session from opening while it
+	// goes (catalogue.live); an open one has no claim to take.
+	if _, done, err := d.cat.register(ctx, p.Channel); err != nil {
+		return nil, err
+	} else if done != nil {
+		defer done()
+	}
 	s, chats, ok := d.cat.remove(p.Channel)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, p.Channel)
 	}
-	if err := s.Close(ctx); err != nil {
-		d.log.Warn("close disposed session", "session", p.Channel, "err", err)
+	if s != nil {
+		if err := s.Close(ctx); err != nil {
+			d.log.Warn("close disposed session", "session", p.Channel, "err", err)
+		}
 	}
 	if err := d.env.Store.Flush(ctx); err != nil {
 		return nil, err
@@ -390,7 +402,7 @@ func (d *sessionDesk) createChat(ctx context.Context, cl *client, params json.Ra
 	if _, err := ahp.ParseChatURI(p.Chat); err != nil {
 		return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.chat: %v", err)
 	}
-	s, ok := d.cat.session(p.Channel)
+	s, ok := d.cat.live(ctx, p.Channel)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, p.Channel)
 	}

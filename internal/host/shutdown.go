@@ -29,3 +29,7 @@ func (h *Host) CancelTurnsForShutdown(ctx context.Context) error {
 func (h *Host) SessionCount() int {
 	return h.cat.count()
 }
+
+// OpenSessions counts the sessions whose actor runs now; the others are
+// listed from their records until something needs them.
+func (h *Host) OpenSessions() int { return len(h.cat.all()) }

@@ -95,7 +95,7 @@ func (d *terminalDesk) create(ctx context.Context, cl *client, params json.RawMe
 		return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.claim: required, of kind client or session")
 	}
 	if p.Claim.Kind == "session" {
-		if _, ok := d.cat.session(p.Claim.Session); !ok {
+		if !d.cat.known(p.Claim.Session) {
 			return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.claim.session: no session %s", p.Claim.Session)
 		}
 	}
@@ -138,7 +138,7 @@ func (d *terminalDesk) freeURI(uri string) error {
 	if _, ok := d.terms.Get(uri); ok {
 		return ahp.Errorf(ahp.ErrAlreadyExists, "terminal %s exists", uri)
 	}
-	if _, ok := d.cat.session(uri); ok {
+	if d.cat.known(uri) {
 		return ahp.Errorf(ahp.ErrInvalidParams, "params.channel: %s is a session", uri)
 	}
 	return nil
@@ -163,7 +163,7 @@ func (d *terminalDesk) startDir(ctx context.Context, p createTerminalParams) (st
 		return real, nil
 	}
 	if p.Claim.Kind == "session" {
-		if s, ok := d.cat.session(p.Claim.Session); ok {
+		if s, ok := d.cat.live(ctx, p.Claim.Session); ok {
 			if dirs, err := s.Directories(ctx); err == nil && len(dirs) > 0 {
 				if path, err := ahp.LocalPath(dirs[0]); err == nil {
 					return path, nil

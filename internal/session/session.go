@@ -110,38 +110,60 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open session %s: %w", s.uri, err)
 	}
-	s.state = ahp.SessionState{
-		Resource:           s.uri,
-		Provider:           cfg.Record.Provider,
-		Title:              cfg.Record.Title,
-		Status:             ahp.StatusIdle | ahp.SessionStatus(cfg.Record.Flags),
-		WorkingDirectories: cfg.Record.WorkingDirectories,
-		CreatedAt:          iso(cfg.Record.CreatedAt),
-		ModifiedAt:         iso(cfg.Record.ModifiedAt),
-		Lifecycle:          "ready",
-		ActiveClients:      []ahp.ActiveClient{},
-		Chats:              []ahp.ChatSummary{},
-		DefaultChat:        cfg.Record.DefaultChat,
-		Changesets:         cfg.Changesets,
+	if s.state, err = stateOf(cfg.Record, recs); err != nil {
+		return nil, err
 	}
-	if len(cfg.Record.Config) > 0 {
-		var c ahp.SessionConfig
-		if err := json.Unmarshal(cfg.Record.Config, &c); err != nil {
-			return nil, fmt.Errorf("open session %s: config: %w", cfg.Record.URI, err)
-		}
-		s.state.Config = &c
-	}
+	s.state.Changesets = cfg.Changesets
 	for _, r := range recs {
 		s.chats[r.URI] = &chatEntry{record: r}
-		s.state.Chats = append(s.state.Chats, summaryOfRecord(r))
-	}
-	if s.state.DefaultChat == "" && len(s.state.Chats) > 0 {
-		s.state.DefaultChat = s.state.Chats[0].Resource
 	}
 	s.annotations.Annotations = parseRecordMeta(cfg.Record.Meta).Annotations
 	s.publishDirs()
 	go s.run()
 	return s, nil
+}
+
+// stateOf is the state a session opens with: its record, and its open
+// chats in catalogue order.
+func stateOf(rec store.SessionRecord, chats []store.ChatRecord) (ahp.SessionState, error) {
+	st := ahp.SessionState{
+		Resource:           rec.URI,
+		Provider:           rec.Provider,
+		Title:              rec.Title,
+		Status:             ahp.StatusIdle | ahp.SessionStatus(rec.Flags),
+		WorkingDirectories: rec.WorkingDirectories,
+		CreatedAt:          iso(rec.CreatedAt),
+		ModifiedAt:         iso(rec.ModifiedAt),
+		Lifecycle:          "ready",
+		ActiveClients:      []ahp.ActiveClient{},
+		Chats:              []ahp.ChatSummary{},
+		DefaultChat:        rec.DefaultChat,
+	}
+	if len(rec.Config) > 0 {
+		var c ahp.SessionConfig
+		if err := json.Unmarshal(rec.Config, &c); err != nil {
+			return ahp.SessionState{}, fmt.Errorf("open session %s: config: %w", rec.URI, err)
+		}
+		st.Config = &c
+	}
+	for _, r := range chats {
+		st.Chats = append(st.Chats, summaryOfRecord(r))
+	}
+	if st.DefaultChat == "" && len(st.Chats) > 0 {
+		st.DefaultChat = st.Chats[0].Resource
+	}
+	return st, nil
+}
+
+// Summarize is the catalogue entry of a session that is not open: what
+// Summary says of it once it opens from the same records. The host lists
+// stored sessions from it without starting their actors.
+func Summarize(rec store.SessionRecord, chats []store.ChatRecord) (ahp.SessionSummary, error) {
+	st, err := stateOf(rec, chats)
+	if err != nil {
+		return ahp.SessionSummary{}, err
+	}
+	return summaryOfState(&st), nil
 }
 
 func summaryOfRecord(r store.ChatRecord) ahp.ChatSummary {
@@ -272,10 +294,11 @@ func (s *Session) publishDirs() {
 
 // summary is the session's catalogue entry (listSessions, root
 // notifications), derived from its state.
-func (s *Session) summary() ahp.SessionSummary {
-	st := &s.state
+func (s *Session) summary() ahp.SessionSummary { return summaryOfState(&s.state) }
+
+func summaryOfState(st *ahp.SessionState) ahp.SessionSummary {
 	sum := ahp.SessionSummary{
-		Resource:           s.uri,
+		Resource:           st.Resource,
 		Provider:           st.Provider,
 		Title:              st.Title,
 		Status:             st.Status,

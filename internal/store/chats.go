@@ -132,6 +132,29 @@ func (s *Store) Chats(ctx context.Context, session string, includeClosed bool) (
 	return out, nil
 }
 
+// OpenChatsBySession returns every session's open chats, each session's
+// ordered by Position, in one query: the catalogue a start lists sessions
+// from without opening them.
+func (s *Store) OpenChatsBySession(ctx context.Context) (map[string][]ChatRecord, error) {
+	rows, err := s.db.query(ctx, `SELECT `+chatColumns+` FROM chats WHERE closed = 0 ORDER BY session, position, uri`)
+	if err != nil {
+		return nil, fmt.Errorf("list open chats: %w", err)
+	}
+	defer rows.Close()
+	out := map[string][]ChatRecord{}
+	for rows.Next() {
+		r, err := scanChat(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list open chats: %w", err)
+		}
+		out[r.Session] = append(out[r.Session], r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list open chats: %w", err)
+	}
+	return out, nil
+}
+
 // SetDraft stores the chat's draft (a protocol Message); nil clears it. The
 // chat must be stored.
 func (s *Store) SetDraft(ctx context.Context, chat string, draft json.RawMessage) error {

@@ -88,6 +88,24 @@ func (g GitRecords) Get(ctx context.Context, session string) (SessionGit, bool, 
 	return r, true, nil
 }
 
+// Sessions lists the sessions that have a git record and are not disposed.
+func (g GitRecords) Sessions(ctx context.Context) ([]string, error) {
+	rows, err := g.s.db.query(ctx, `SELECT session FROM session_git WHERE disposed_at = 0 ORDER BY session`)
+	if err != nil {
+		return nil, fmt.Errorf("list git sessions: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var uri string
+		if err := rows.Scan(&uri); err != nil {
+			return nil, fmt.Errorf("list git sessions: %w", err)
+		}
+		out = append(out, uri)
+	}
+	return out, rows.Err()
+}
+
 // Worktrees lists the records of sessions in worktrees of their own, live
 // and kept, oldest first.
 func (g GitRecords) Worktrees(ctx context.Context) ([]SessionGit, error) {
