@@ -444,12 +444,7 @@ func (d *sessionDesk) restore(ctx context.Context) error {
 			}
 			continue
 		}
-		sum, err := session.Summarize(r, chats[r.URI])
-		if err != nil {
-			d.log.Error("restore session", "session", r.URI, "err", err)
-			continue
-		}
-		d.cat.addStored(r.URI, sum, chats[r.URI])
+		d.cat.addStored(r.URI, session.Summarize(r, chats[r.URI]), chats[r.URI])
 	}
 	return nil
 }

@@ -110,8 +110,13 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open session %s: %w", s.uri, err)
 	}
-	if s.state, err = stateOf(cfg.Record, recs); err != nil {
-		return nil, err
+	s.state = stateOf(cfg.Record, recs)
+	if len(cfg.Record.Config) > 0 {
+		var c ahp.SessionConfig
+		if err := json.Unmarshal(cfg.Record.Config, &c); err != nil {
+			return nil, fmt.Errorf("open session %s: config: %w", cfg.Record.URI, err)
+		}
+		s.state.Config = &c
 	}
 	s.state.Changesets = cfg.Changesets
 	for _, r := range recs {
@@ -123,9 +128,9 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 	return s, nil
 }
 
-// stateOf is the state a session opens with: its record, and its open
-// chats in catalogue order.
-func stateOf(rec store.SessionRecord, chats []store.ChatRecord) (ahp.SessionState, error) {
+// stateOf is the state a session opens with, but its config: its record,
+// and its open chats in catalogue order.
+func stateOf(rec store.SessionRecord, chats []store.ChatRecord) ahp.SessionState {
 	st := ahp.SessionState{
 		Resource:           rec.URI,
 		Provider:           rec.Provider,
@@ -139,31 +144,21 @@ func stateOf(rec store.SessionRecord, chats []store.ChatRecord) (ahp.SessionStat
 		Chats:              []ahp.ChatSummary{},
 		DefaultChat:        rec.DefaultChat,
 	}
-	if len(rec.Config) > 0 {
-		var c ahp.SessionConfig
-		if err := json.Unmarshal(rec.Config, &c); err != nil {
-			return ahp.SessionState{}, fmt.Errorf("open session %s: config: %w", rec.URI, err)
-		}
-		st.Config = &c
-	}
 	for _, r := range chats {
 		st.Chats = append(st.Chats, summaryOfRecord(r))
 	}
 	if st.DefaultChat == "" && len(st.Chats) > 0 {
 		st.DefaultChat = st.Chats[0].Resource
 	}
-	return st, nil
+	return st
 }
 
 // Summarize is the catalogue entry of a session that is not open: what
 // Summary says of it once it opens from the same records. The host lists
 // stored sessions from it without starting their actors.
-func Summarize(rec store.SessionRecord, chats []store.ChatRecord) (ahp.SessionSummary, error) {
-	st, err := stateOf(rec, chats)
-	if err != nil {
-		return ahp.SessionSummary{}, err
-	}
-	return summaryOfState(&st), nil
+func Summarize(rec store.SessionRecord, chats []store.ChatRecord) ahp.SessionSummary {
+	st := stateOf(rec, chats)
+	return summaryOfState(&st)
 }
 
 func summaryOfRecord(r store.ChatRecord) ahp.ChatSummary {
