@@ -1,9 +1,11 @@
 package daemon_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -116,6 +118,49 @@ func TestRealCopilotACP(t *testing.T) {
 		read:   `[[call view {"path":"notes.txt"}]]`,
 		shell:  `[[call bash {"command":"touch made.txt","description":"make a file"}]]`,
 	})
+}
+
+// realACPTests are the real ACP agent tests TestRealACPLoopbackOnly re-runs
+// with loopback alone.
+var realACPTests = []string{"TestRealGeminiACP", "TestRealCodexACP", "TestRealCopilotACP"}
+
+// TestRealACPLoopbackOnly proves the real ACP agent tests need nothing but
+// 127.0.0.1: it re-runs them in a new network namespace whose only
+// interface is loopback (as TestClaudeLoopbackOnly does for claude; that
+// test's re-run checks the namespace has no other interface). A CLI that
+// reached for the network (a login, an update check, telemetry it waits
+// for) would fail there.
+func TestRealACPLoopbackOnly(t *testing.T) {
+	if os.Getenv(netnsEnv) != "" {
+		return
+	}
+	fakemodel.Agent(t, "gemini") // make check only, and skips with the install hint
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("no unshare here")
+	}
+	ip, err := exec.LookPath("ip")
+	if err != nil {
+		t.Skip("no ip here")
+	}
+	if out, err := exec.Command(unshare, "-n", "true").CombinedOutput(); err != nil {
+		t.Skipf("unshare -n cannot make a network namespace here: %v %s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute)
+	defer cancel()
+	run := "^(" + strings.Join(realACPTests, "|") + ")$"
+	cmd := exec.CommandContext(ctx, unshare, "-n", "sh", "-c", `"$0" link set lo up && exec "$@"`,
+		ip, os.Args[0], "-test.run", run, "-test.count=1", "-test.v", "-test.timeout=8m")
+	cmd.Env = append(os.Environ(), netnsEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the real ACP agent tests failed with loopback alone: %v\n%s", err, clTail(out, 8000))
+	}
+	for _, name := range realACPTests {
+		if !strings.Contains(string(out), "--- PASS: "+name+" ") {
+			t.Errorf("%s did not pass in the namespace:\n%s", name, clTail(out, 8000))
+		}
+	}
 }
 
 // runRealACP configures ra as an agents.acp entry and, through the
