@@ -129,6 +129,12 @@ func agentChecks(cfg daemon.Config) []check {
 			out = append(out, c)
 			continue
 		}
+		if daemon.IsACPPreset(cfg, p) {
+			// An offered preset nobody configured: found is enough; its
+			// version would cost a start of the CLI in the user's home.
+			out = append(out, check{Name: name, OK: true, Detail: bin + " (preset)"})
+			continue
+		}
 		out = append(out, check{Name: name, OK: true, Detail: bin + " " + cliVersion(ctx, bin)})
 	}
 	return out

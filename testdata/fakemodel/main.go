@@ -1,7 +1,9 @@
 // Command fakemodel is a scripted model server for ahpd's backend tests. It
-// speaks enough of the Anthropic Messages API (streamed over SSE) and of the
-// OpenAI Chat Completions API for the real agent CLIs (claude, pi) to run
-// against it with no network but loopback.
+// speaks enough of the Anthropic Messages API (streamed over SSE), of the
+// OpenAI Chat Completions and Responses APIs and of the Gemini API
+// (generateContent, streamGenerateContent) for the real agent CLIs (claude,
+// pi, Codex, Gemini CLI, Copilot CLI) to run against it with no network but
+// loopback.
 //
 // Usage:
 //
@@ -18,7 +20,13 @@
 // Agent, whose subagent answers PROMPT), [error], [overloaded], [think],
 // [drop] (half the text reply, then the connection is cut);
 // and "tool done" once a tool
-// result comes back. The answers are deterministic.
+// result comes back. The answers are deterministic. [tool] and [bash:CMD]
+// call the shell tool the request offers (Bash, bash, exec_command,
+// run_shell_command, ...) with the arguments that tool takes. Each API
+// answers in its own shape: Responses as response.* events with
+// output_text deltas, function_call items and reasoning summaries; Gemini
+// as text, thought and functionCall parts (a call's ARGS that are not a
+// JSON object are sent as {}).
 //
 // It lives under testdata so `go test ./...` leaves it alone; its tests are
 // in internal/testutil/fakemodel, which builds and starts it.

@@ -47,6 +47,22 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if ok {
 			s.openaiChat(w, r, req)
 		}
+	case r.Method == http.MethodPost && strings.HasSuffix(path, "/responses"):
+		req, ok := decodeRequest(w, body)
+		if ok {
+			s.openaiResponses(w, r, req)
+		}
+	case r.Method == http.MethodPost && isGeminiRoute(path):
+		model, method, _ := geminiRoute(path)
+		req, ok := decodeRequest(w, body)
+		if !ok {
+			break
+		}
+		if method == "countTokens" {
+			writeJSON(w, http.StatusOK, map[string]any{"totalTokens": countTokens(body)})
+			break
+		}
+		s.geminiGenerate(w, r, model, method == "streamGenerateContent", req)
 	case r.Method == http.MethodGet && strings.HasSuffix(path, "/models"):
 		writeJSON(w, http.StatusOK, modelList())
 	default:
@@ -55,6 +71,13 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"error": map[string]any{"type": "not_found_error", "message": "fakemodel: no route for " + r.Method + " " + r.URL.Path},
 		})
 	}
+}
+
+// isGeminiRoute: a Gemini API call the fake answers
+// (models/{model}:generateContent, :streamGenerateContent, :countTokens).
+func isGeminiRoute(path string) bool {
+	_, method, ok := geminiRoute(path)
+	return ok && (method == "generateContent" || method == "streamGenerateContent" || method == "countTokens")
 }
 
 func decodeRequest(w http.ResponseWriter, body []byte) (map[string]any, bool) {

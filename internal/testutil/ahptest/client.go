@@ -327,8 +327,15 @@ func (c *Client) Dispatch(channel string, action any) int64 {
 // WaitFor waits until cond (called with the client's lock held) is true.
 func (c *Client) WaitFor(what string, cond func() bool) {
 	c.t.Helper()
-	deadline := time.Now().Add(Timeout)
-	timer := time.AfterFunc(Timeout, func() {
+	c.WaitForWithin(what, Timeout, cond)
+}
+
+// WaitForWithin is WaitFor with its own bound, for a wait known to take
+// longer than Timeout (a real agent CLI's first start).
+func (c *Client) WaitForWithin(what string, within time.Duration, cond func() bool) {
+	c.t.Helper()
+	deadline := time.Now().Add(within)
+	timer := time.AfterFunc(within, func() {
 		c.mu.Lock()
 		c.cond.Broadcast()
 		c.mu.Unlock()
@@ -341,7 +348,7 @@ func (c *Client) WaitFor(what string, cond func() bool) {
 			c.t.Fatalf("waiting for %s: connection closed: %v", what, c.closed)
 		}
 		if time.Now().After(deadline) {
-			c.t.Fatalf("waiting for %s: timed out after %s", what, Timeout)
+			c.t.Fatalf("waiting for %s: timed out after %s", what, within)
 		}
 		c.cond.Wait()
 	}
@@ -351,8 +358,14 @@ func (c *Client) WaitFor(what string, cond func() bool) {
 // so far or later, and returns the first.
 func (c *Client) AwaitEnvelope(what string, match func(Envelope) bool) Envelope {
 	c.t.Helper()
+	return c.AwaitEnvelopeWithin(what, Timeout, match)
+}
+
+// AwaitEnvelopeWithin is AwaitEnvelope with its own bound (WaitForWithin).
+func (c *Client) AwaitEnvelopeWithin(what string, within time.Duration, match func(Envelope) bool) Envelope {
+	c.t.Helper()
 	var got Envelope
-	c.WaitFor(what, func() bool {
+	c.WaitForWithin(what, within, func() bool {
 		for _, e := range c.envs {
 			if match(e) {
 				got = e

@@ -85,7 +85,8 @@ func (m Message) Texts() []string {
 	}
 	if json.Unmarshal(m.Content, &blocks) == nil {
 		for _, b := range blocks {
-			if b.Type == "text" {
+			// Responses input items say input_text / output_text.
+			if b.Type == "text" || b.Type == "input_text" || b.Type == "output_text" {
 				add(b.Text)
 			}
 		}
@@ -109,6 +110,73 @@ func (r Request) Messages() []Message {
 // count_tokens).
 func (r Request) IsMessages() bool {
 	return r.Method == "POST" && strings.HasSuffix(strings.TrimSuffix(r.Path, "/"), "/v1/messages")
+}
+
+// IsChatCompletions reports whether r is a POST to the OpenAI Chat
+// Completions endpoint.
+func (r Request) IsChatCompletions() bool {
+	return r.Method == "POST" && strings.HasSuffix(strings.TrimSuffix(r.Path, "/"), "/chat/completions")
+}
+
+// IsResponses reports whether r is a POST to the OpenAI Responses
+// endpoint.
+func (r Request) IsResponses() bool {
+	return r.Method == "POST" && strings.HasSuffix(strings.TrimSuffix(r.Path, "/"), "/v1/responses")
+}
+
+// GeminiMethod is the method of a Gemini API call,
+// .../models/{model}:{method} ("streamGenerateContent", "generateContent",
+// ...); "" for any other request.
+func (r Request) GeminiMethod() string {
+	i := strings.LastIndex(r.Path, "/models/")
+	if r.Method != "POST" || i < 0 {
+		return ""
+	}
+	_, method, _ := strings.Cut(r.Path[i+len("/models/"):], ":")
+	return method
+}
+
+// Texts is the text of every entry of the request's conversation, in
+// order, in whichever API it came: Messages and Chat Completions
+// messages[], Responses input (a string or items), Gemini contents[].
+// <system-reminder> sections and empty texts are left out.
+func (r Request) Texts() []string {
+	var body struct {
+		Messages []Message       `json:"messages"`
+		Input    json.RawMessage `json:"input"`
+		Contents []struct {
+			Parts []struct {
+				Text string `json:"text"`
+			} `json:"parts"`
+		} `json:"contents"`
+	}
+	if json.Unmarshal(r.Body, &body) != nil {
+		return nil
+	}
+	var out []string
+	for _, m := range body.Messages {
+		out = append(out, m.Texts()...)
+	}
+	var input string
+	if json.Unmarshal(body.Input, &input) == nil {
+		out = append(out, Message{Content: body.Input}.Texts()...)
+	}
+	var items []struct {
+		Content json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(body.Input, &items) == nil {
+		for _, it := range items {
+			out = append(out, Message{Content: it.Content}.Texts()...)
+		}
+	}
+	for _, c := range body.Contents {
+		for _, p := range c.Parts {
+			if t := strings.TrimSpace(p.Text); t != "" {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
 }
 
 // builds are the testdata commands built for this test binary, by name,

@@ -458,13 +458,19 @@ func TestRefusesNonLoopback(t *testing.T) {
 }
 
 // TestDroppedStream: [drop] answers 200, streams part of the reply and cuts
-// the connection before the stream's end, in both API styles.
+// the connection before the stream's end, in every API.
 func TestDroppedStream(t *testing.T) {
 	s := Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, path := range []string{"/v1/messages", "/v1/chat/completions"} {
-		resp := post(t, ctx, s, path, map[string]any{"model": "m", "stream": true, "messages": []any{userMsg("cut [drop]")}})
+	bodies := map[string]map[string]any{
+		"/v1/messages":         {"model": "m", "stream": true, "messages": []any{userMsg("cut [drop]")}},
+		"/v1/chat/completions": {"model": "m", "stream": true, "messages": []any{userMsg("cut [drop]")}},
+		"/v1/responses":        {"model": "m", "stream": true, "input": "cut [drop]"},
+		"/v1beta/models/m:streamGenerateContent?alt=sse": {"contents": []any{map[string]any{"role": "user", "parts": []any{map[string]any{"text": "cut [drop]"}}}}},
+	}
+	for path, body := range bodies {
+		resp := post(t, ctx, s, path, body)
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("%s: status %d", path, resp.StatusCode)
 		}
@@ -472,7 +478,8 @@ func TestDroppedStream(t *testing.T) {
 		if err == nil {
 			t.Errorf("%s: the stream ended cleanly: %s", path, body)
 		}
-		if !strings.Contains(string(body), "fake") || strings.Contains(string(body), "message_stop") || strings.Contains(string(body), "[DONE]") {
+		if !strings.Contains(string(body), "fake") || strings.Contains(string(body), "message_stop") || strings.Contains(string(body), "[DONE]") ||
+			strings.Contains(string(body), "response.completed") || strings.Contains(string(body), "finishReason") {
 			t.Errorf("%s: body %s", path, body)
 		}
 	}
