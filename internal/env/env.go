@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ahpd/ahpd/internal/bus"
+	"github.com/ahpd/ahpd/internal/sandbox"
 	"github.com/ahpd/ahpd/internal/store"
 	"github.com/ahpd/ahpd/internal/terminal"
 )
@@ -25,6 +26,10 @@ type Env struct {
 	// Terminals are the host's terminals: those clients open and those
 	// ! commands run in (internal/terminal). Nil: New makes one.
 	Terminals *terminal.Registry
+	// Sandbox is how the sessions' processes are confined
+	// (internal/sandbox); nil confines nothing and refuses every
+	// confining mode.
+	Sandbox *sandbox.Site
 }
 
 // Limits bound what a chat keeps and how long it waits.

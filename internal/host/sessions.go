@@ -149,6 +149,9 @@ func (d *sessionDesk) createSession(ctx context.Context, cl *client, params json
 		firstDir, _ = ahp.LocalPath(dirs[0])
 	}
 	schema, values := d.config.schema(ctx, provider, firstDir, p.Config)
+	if err := d.config.checkSandbox(ctx, p.Channel, provider, dirs, values); err != nil {
+		return nil, err
+	}
 	raw, err := json.Marshal(ahp.SessionConfig{Schema: schema, Values: values})
 	if err != nil {
 		return nil, fmt.Errorf("create session %s: config: %w", p.Channel, err)

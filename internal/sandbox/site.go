@@ -78,6 +78,17 @@ func (s *Site) Available(m Mode) (bool, string) {
 // directories, and the paths its backend (provider) declared. An
 // unavailable mode is an error, never a weaker policy.
 func (s *Site) Policy(mode Mode, session, provider string, folders []string, backend Paths) (Policy, error) {
+	return s.policy(mode, session, provider, folders, backend, true)
+}
+
+// Check is Policy without its side effect (the temp dir is not made):
+// whether a session so set up could be confined, and why not.
+func (s *Site) Check(mode Mode, session, provider string, folders []string, backend Paths) error {
+	_, err := s.policy(mode, session, provider, folders, backend, false)
+	return err
+}
+
+func (s *Site) policy(mode Mode, session, provider string, folders []string, backend Paths, create bool) (Policy, error) {
 	if !mode.Confines() {
 		return Policy{Mode: Off}, nil
 	}
@@ -92,8 +103,10 @@ func (s *Site) Policy(mode Mode, session, provider string, folders []string, bac
 	}
 	sum := sha256.Sum256([]byte(session))
 	tmp := filepath.Join(s.TempRoot, hex.EncodeToString(sum[:8]))
-	if err := os.MkdirAll(tmp, 0o700); err != nil {
-		return Policy{}, fmt.Errorf("sandbox: the session's temp dir: %w", err)
+	if create {
+		if err := os.MkdirAll(tmp, 0o700); err != nil {
+			return Policy{}, fmt.Errorf("sandbox: the session's temp dir: %w", err)
+		}
 	}
 	extra := s.Backends[provider]
 	in := Inputs{

@@ -1,0 +1,65 @@
+package host
+
+import (
+	"context"
+
+	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/sandbox"
+	"github.com/ahpd/ahpd/internal/sessionconfig"
+)
+
+// sandboxChoice is what the sandbox property offers on this host: the
+// default mode and each mode the kernel cannot run, with the reason.
+func sandboxChoice(site *sandbox.Site) *sessionconfig.SandboxChoice {
+	c := &sessionconfig.SandboxChoice{Default: sandbox.Off, Unavailable: map[sandbox.Mode]string{}}
+	if site != nil {
+		c.Default = site.Default
+	}
+	for _, m := range sandbox.Modes {
+		if !m.Confines() {
+			continue
+		}
+		if site == nil {
+			c.Unavailable[m] = "this daemon confines no session"
+		} else if ok, why := site.Available(m); !ok {
+			c.Unavailable[m] = why
+		}
+	}
+	return c
+}
+
+// checkSandbox refuses a new session (issue 36 §4) whose sandbox mode
+// cannot run here, or whose folders cannot be confined (one holds the
+// daemon's data dir, config or tokens): never a session that would run
+// unconfined, or confined less than it asked.
+func (d *configDesk) checkSandbox(ctx context.Context, session, provider string, dirs []string, values map[string]any) error {
+	v, _ := values[sessionconfig.KeySandbox].(string)
+	mode, err := sandbox.ParseMode(v)
+	if err != nil {
+		return ahp.Errorf(ahp.ErrInvalidParams, "params.config.sandbox: %v", err)
+	}
+	if !mode.Confines() {
+		return nil
+	}
+	if d.sandbox == nil {
+		return ahp.Errorf(ahp.ErrInvalidParams, "params.config.sandbox: %s is unavailable: this daemon confines no session", mode)
+	}
+	if ok, why := d.sandbox.Available(mode); !ok {
+		return ahp.Errorf(ahp.ErrInvalidParams, "params.config.sandbox: %s is unavailable here: %s", mode, why)
+	}
+	folders := make([]string, 0, len(dirs))
+	for _, dir := range dirs {
+		if p, err := ahp.LocalPath(dir); err == nil {
+			folders = append(folders, p)
+		}
+	}
+	var backend sandbox.Paths
+	if a, ok := d.agents.Get(provider); ok {
+		info := a.Info(ctx)
+		backend = sandbox.Paths{ReadWrite: info.SandboxWrite, ReadOnly: info.SandboxRead}
+	}
+	if err := d.sandbox.Check(mode, session, provider, folders, backend); err != nil {
+		return ahp.Errorf(ahp.ErrInvalidParams, "params.config.sandbox: %s: %v", mode, err)
+	}
+	return nil
+}
