@@ -2,8 +2,12 @@ package host
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
 
 	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/env"
 	"github.com/ahpd/ahpd/internal/sandbox"
 	"github.com/ahpd/ahpd/internal/sessionconfig"
 )
@@ -62,4 +66,45 @@ func (d *configDesk) checkSandbox(ctx context.Context, session, provider string,
 		return ahp.Errorf(ahp.ErrInvalidParams, "params.config.sandbox: %s: %v", mode, err)
 	}
 	return nil
+}
+
+// sessionSandbox is what a terminal of session (a URI; "" for none)
+// starts through: the session's sandbox over its working directories,
+// nil when it is not sandboxed. The session's stored config names the
+// mode (the daemon's default when it names none).
+func sessionSandbox(ctx context.Context, e *env.Env, session string) (func(*exec.Cmd) error, error) {
+	if session == "" {
+		return nil, nil
+	}
+	rec, ok, err := e.Store.Session(ctx, session)
+	if err != nil || !ok {
+		return nil, fmt.Errorf("session %s: %v", session, err)
+	}
+	mode := sandbox.Off
+	if e.Sandbox != nil {
+		mode = e.Sandbox.Default
+	}
+	var cfg ahp.SessionConfig
+	if len(rec.Config) > 0 && json.Unmarshal(rec.Config, &cfg) == nil {
+		if v, ok := cfg.Values[sessionconfig.KeySandbox].(string); ok {
+			if mode, err = sandbox.ParseMode(v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if !mode.Confines() {
+		return nil, nil
+	}
+	var folders []string
+	for _, dir := range rec.WorkingDirectories {
+		if p, err := ahp.LocalPath(dir); err == nil {
+			folders = append(folders, p)
+		}
+	}
+	p, err := e.Sandbox.Policy(mode, session, "", folders, sandbox.Paths{})
+	if err != nil {
+		return nil, err
+	}
+	e.Logger.Info("sandbox applied", "to", "a terminal", "session", session, "mode", string(p.Mode), "write", p.ReadWrite, "read", p.ReadOnly)
+	return e.Sandbox.Wrapper(p), nil
 }

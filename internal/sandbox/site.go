@@ -170,24 +170,3 @@ func resolveAll(paths []string) []string {
 	}
 	return out
 }
-
-// InstallPaths are what running the CLI at bin needs to read: the
-// directory of bin and, for a CLI installed by npm (a link into
-// node_modules), the whole node_modules tree its real file lies in.
-func InstallPaths(bin string) []string {
-	if bin == "" {
-		return nil
-	}
-	out := []string{filepath.Dir(bin)}
-	real, err := filepath.EvalSymlinks(bin)
-	if err != nil {
-		return out
-	}
-	dir := filepath.Dir(real)
-	for d := dir; d != "/" && d != "."; d = filepath.Dir(d) {
-		if filepath.Base(d) == "node_modules" {
-			dir = d
-		}
-	}
-	return append(out, dir)
-}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,12 +41,14 @@ const prepTimeout = 2 * time.Minute
 // still holding emitMu. The chat actor's calls never take emitMu; what
 // they report goes through pushOwed.
 type conversation struct {
-	pi     *Pi
-	bin    string
-	id     string
-	cwd    string
-	log    *slog.Logger
-	events *evqueue.Queue
+	// sandbox confines the pi process (agent.OpenParams.Sandbox).
+	sandbox func(*exec.Cmd) error
+	pi      *Pi
+	bin     string
+	id      string
+	cwd     string
+	log     *slog.Logger
+	events  *evqueue.Queue
 
 	emitMu sync.Mutex
 
@@ -124,6 +127,7 @@ func newConversation(p *Pi, bin string, op agent.OpenParams, path string) *conve
 		events:  evqueue.New(),
 		path:    path,
 		waiters: make(map[string]chan outLine),
+		sandbox: op.Sandbox,
 	}
 }
 
@@ -371,7 +375,7 @@ func (c *conversation) ensureProcess(r *run) (*process, error) {
 		args = append(args, "--model", m)
 	}
 	args = append(args, c.pi.opts.ExtraArgs...)
-	p, err := startProcess(c.bin, args, c.cwd, c.pi.opts.environ(), c.log, c.pi.opts.Ledger, c.handleLine, c.processExited)
+	p, err := startProcess(c.bin, args, c.cwd, c.pi.opts.environ(), c.log, c.pi.opts.Ledger, c.sandbox, c.handleLine, c.processExited)
 	if err != nil {
 		return nil, fmt.Errorf("start pi: %w", err)
 	}
