@@ -88,6 +88,11 @@ func (e *testEnv) start() {
 	e.t.Helper()
 	cfg := e.cfg
 	cfg.Paths = append([]string(nil), e.cfg.Paths...)
+	if m := os.Getenv("AHPD_TEST_SANDBOX"); m != "" && cfg.Sandbox.Default == "" {
+		// The whole suite, real CLIs included, run sandboxed:
+		// AHPD_TEST_SANDBOX=workspace (docs/SECURITY.md "Sandbox").
+		cfg.Sandbox.Default = m
+	}
 	d, err := daemon.Start(context.Background(), cfg, daemon.Options{Agents: e.agents, Logger: e.logger()})
 	if err != nil {
 		e.t.Fatalf("start daemon: %v", err)
