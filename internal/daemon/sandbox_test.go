@@ -165,3 +165,29 @@ func TestSandboxDefaultFromTheRootConfig(t *testing.T) {
 		t.Fatalf("a session taking sandbox.default workspace wrote outside (%v)", err)
 	}
 }
+
+// TestSandboxConfinesTheSessionsTerminals: a terminal a client opens for
+// a workspace session runs confined as the session's ! commands do.
+func TestSandboxConfinesTheSessionsTerminals(t *testing.T) {
+	requireLandlock(t)
+	t.Setenv("SHELL", "/bin/sh")
+	outside := t.TempDir()
+	e := newEnv(t)
+	c := e.client("c1")
+	const sess = "ahp-session:/terminal-sandboxed"
+	createSandboxed(t, e, c, sess, "workspace")
+	uri := newTerminalURI()
+	c.MustCall("createTerminal", map[string]any{"channel": uri, "claim": map[string]any{"kind": "session", "session": sess}})
+	c.Subscribe(uri)
+	typeInto(c, uri, `echo in > term-inside.txt; echo out 2> term.err > `+filepath.Join(outside, "escape.txt")+`; echo DONE_"TYPING"`)
+	awaitOutput(t, c, uri, "DONE_TYPING")
+	if got := readFile(t, filepath.Join(e.workDir, "term-inside.txt")); got != "in\n" {
+		t.Fatalf("the terminal's write inside: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "escape.txt")); !os.IsNotExist(err) {
+		t.Fatalf("the session's terminal wrote outside its folders (%v)", err)
+	}
+	if got := readFile(t, filepath.Join(e.workDir, "term.err")); !strings.Contains(got, "Permission denied") {
+		t.Fatalf("the terminal's write outside said %q, want Permission denied", got)
+	}
+}

@@ -75,7 +75,7 @@ func (m Mode) Title() string {
 func (m Mode) Description() string {
 	switch m {
 	case Workspace:
-		return "The agent and its tools write only the session's folders, a private temp dir and the backend's own directories; they read the system and your home folder, never the daemon's data, config or tokens (Landlock)."
+		return "The agent and its tools write only the session's folders, a temp dir of its own and the backend's own directories; they read the system and your home folder, never the daemon's data, config or tokens (Landlock)."
 	case Strict:
 		return "As Workspace, and nothing of your home folder outside the session's folders and the backend's own directories (Landlock)."
 	}
