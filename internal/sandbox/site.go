@@ -56,10 +56,18 @@ func SetUnavailableForTest(reason string) (restore func()) {
 	return func() { testUnavailable.Store(nil) }
 }
 
+// UnavailableEnv, set to a reason, makes a process take Landlock as
+// missing: the switch for tests that run ahpd as a command. It can only
+// refuse modes, never confine less.
+const UnavailableEnv = "AHPD_TEST_LANDLOCK_UNAVAILABLE"
+
 // ABI is the kernel's Landlock ABI (0 without one) and why it is missing.
 func (s *Site) ABI() (int, string) {
 	if r := testUnavailable.Load(); r != nil {
 		return 0, *r
+	}
+	if r := os.Getenv(UnavailableEnv); r != "" {
+		return 0, r
 	}
 	if s == nil {
 		return kernelABI()
