@@ -97,6 +97,16 @@ func TestSandboxWorkspaceConfinesBangCommands(t *testing.T) {
 		t.Fatalf("strict's read of $HOME said %q, want Permission denied", got)
 	}
 
+	// Disposing the session removes its temp dir.
+	tmpdir := strings.TrimSpace(readFile(t, filepath.Join(w, "tmpdir.txt")))
+	if _, err := os.Stat(tmpdir); err != nil {
+		t.Fatalf("the session's temp dir: %v", err)
+	}
+	c.MustCall("disposeSession", map[string]any{"channel": "ahp-session:/sandboxed"})
+	if _, err := os.Stat(tmpdir); !os.IsNotExist(err) {
+		t.Fatalf("disposeSession left the session's temp dir %s (%v)", tmpdir, err)
+	}
+
 	// A session without the property runs as before: unconfined.
 	_, plain := e.createSession(c, "ahp-session:/plain")
 	c.Subscribe(plain)

@@ -287,6 +287,9 @@ func (d *sessionDesk) disposeSession(ctx context.Context, cl *client, params jso
 	for _, c := range chats {
 		d.bus.DropChannel(c)
 	}
+	if err := d.env.Sandbox.RemoveTemp(p.Channel); err != nil {
+		d.log.Warn("remove the session's sandbox temp dir", "session", p.Channel, "err", err)
+	}
 	removed := &ahp.SessionRemovedParams{Channel: ahp.RootURI, Session: p.Channel}
 	d.root.notifySessions("root/sessionRemoved", removed, removed)
 	return struct{}{}, nil

@@ -109,8 +109,7 @@ func (s *Site) policy(mode Mode, session, provider string, folders []string, bac
 	if s.TempRoot == "" {
 		return Policy{}, errors.New("sandbox: no root for the sessions' temp dirs")
 	}
-	sum := sha256.Sum256([]byte(session))
-	tmp := filepath.Join(s.TempRoot, hex.EncodeToString(sum[:8]))
+	tmp := s.tempDir(session)
 	if create {
 		if err := os.MkdirAll(tmp, 0o700); err != nil {
 			return Policy{}, fmt.Errorf("sandbox: the session's temp dir: %w", err)
@@ -177,4 +176,20 @@ func resolveAll(paths []string) []string {
 		}
 	}
 	return out
+}
+
+// tempDir is session's private temp dir: under TempRoot, named by a hash
+// of the session URI (any URI makes a safe, fixed-length name).
+func (s *Site) tempDir(session string) string {
+	sum := sha256.Sum256([]byte(session))
+	return filepath.Join(s.TempRoot, hex.EncodeToString(sum[:8]))
+}
+
+// RemoveTemp removes session's temp dir and what its processes left in
+// it: disposeSession calls it. A nil Site, or no TempRoot, removes nothing.
+func (s *Site) RemoveTemp(session string) error {
+	if s == nil || s.TempRoot == "" {
+		return nil
+	}
+	return os.RemoveAll(s.tempDir(session))
 }
