@@ -201,3 +201,27 @@ func TestSandboxConfinesTheSessionsTerminals(t *testing.T) {
 		t.Fatalf("the terminal's write outside said %q, want Permission denied", got)
 	}
 }
+
+// TestSandboxModeDoesNotChangeAfterCreate: a client that may configure a
+// session cannot lift its sandbox with session/configChanged, merged or
+// replaced; other settings still change.
+func TestSandboxModeDoesNotChangeAfterCreate(t *testing.T) {
+	requireLandlock(t)
+	e := newEnv(t)
+	c := e.client("c1")
+	const sess = "ahp-session:/kept"
+	createSandboxed(t, e, c, sess, "workspace")
+	for _, change := range []map[string]any{
+		{"type": "session/configChanged", "config": map[string]any{"sandbox": "off"}},
+		{"type": "session/configChanged", "config": map[string]any{"isolation": "folder"}, "replace": true},
+	} {
+		env := c.AwaitEcho(c.Dispatch(sess, change))
+		if !strings.Contains(env.RejectionReason, "sandbox (workspace) is chosen when it is created") {
+			t.Fatalf("%v: rejection %q, want the sandbox kept", change, env.RejectionReason)
+		}
+	}
+	keep := map[string]any{"type": "session/configChanged", "config": map[string]any{"sandbox": "workspace", "custom": "x"}}
+	if env := c.AwaitEcho(c.Dispatch(sess, keep)); env.RejectionReason != "" {
+		t.Fatalf("a change that keeps the sandbox was refused: %s", env.RejectionReason)
+	}
+}

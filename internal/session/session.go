@@ -27,6 +27,7 @@ import (
 	"github.com/ahpd/ahpd/internal/env"
 	"github.com/ahpd/ahpd/internal/mailbox"
 	"github.com/ahpd/ahpd/internal/reduce"
+	"github.com/ahpd/ahpd/internal/sessionconfig"
 	"github.com/ahpd/ahpd/internal/store"
 )
 
@@ -543,6 +544,12 @@ func (s *Session) onClientAction(cl chat.Client, origin *ahp.ActionOrigin, a ahp
 			return
 		}
 		s.apply(a, origin)
+	case ahp.SessionConfigChanged:
+		if reason := s.sandboxKept(a); reason != "" {
+			refuse(reason)
+			return
+		}
+		s.apply(a, origin)
 	case ahp.SessionWorkingDirectoryRemoved:
 		if !slices.Contains(s.state.WorkingDirectories, a.Directory) {
 			// Answered, not dropped: the client rolls its optimistic
@@ -590,4 +597,28 @@ func (s *Session) renameStoredChat(e *chatEntry, title string) {
 		cs.Title = title
 		s.chatSummaryChanged(cs)
 	}
+}
+
+// sandboxKept refuses a config change that would change the session's
+// sandbox mode (or, replacing the values, drop it): the mode is chosen at
+// createSession, where it is checked against the kernel and the session's
+// folders, and a client able to configure the session must not lift the
+// confinement of its agent (issue 36). "" lets the change through.
+func (s *Session) sandboxKept(a ahp.SessionConfigChanged) string {
+	var before any
+	if s.state.Config != nil {
+		before = s.state.Config.Values[sessionconfig.KeySandbox]
+	}
+	after, named := a.Config[sessionconfig.KeySandbox]
+	if !named && !a.Replace {
+		return ""
+	}
+	if after == before {
+		return ""
+	}
+	mode, _ := before.(string)
+	if mode == "" {
+		mode = "the daemon's default"
+	}
+	return fmt.Sprintf("The session's sandbox (%s) is chosen when it is created and does not change.", mode)
 }
