@@ -203,25 +203,30 @@ func TestSandboxConfinesTheSessionsTerminals(t *testing.T) {
 }
 
 // TestSandboxModeDoesNotChangeAfterCreate: a client that may configure a
-// session cannot lift its sandbox with session/configChanged, merged or
-// replaced; other settings still change.
+// session cannot lift its sandbox: session/configChanged naming another
+// mode is refused, and a replacing change that drops the value (VS Code's
+// "session config replacement drops previous values") leaves the mode
+// kept at createSession confining.
 func TestSandboxModeDoesNotChangeAfterCreate(t *testing.T) {
 	requireLandlock(t)
+	outside := t.TempDir()
 	e := newEnv(t)
 	c := e.client("c1")
 	const sess = "ahp-session:/kept"
-	createSandboxed(t, e, c, sess, "workspace")
-	for _, change := range []map[string]any{
-		{"type": "session/configChanged", "config": map[string]any{"sandbox": "off"}},
-		{"type": "session/configChanged", "config": map[string]any{"isolation": "folder"}, "replace": true},
-	} {
-		env := c.AwaitEcho(c.Dispatch(sess, change))
-		if !strings.Contains(env.RejectionReason, "sandbox (workspace) is chosen when it is created") {
-			t.Fatalf("%v: rejection %q, want the sandbox kept", change, env.RejectionReason)
-		}
+	chat := createSandboxed(t, e, c, sess, "workspace")
+	lift := map[string]any{"type": "session/configChanged", "config": map[string]any{"sandbox": "off"}}
+	if env := c.AwaitEcho(c.Dispatch(sess, lift)); !strings.Contains(env.RejectionReason, "sandbox (workspace) is chosen when it is created") {
+		t.Fatalf("lifting the sandbox: rejection %q, want the sandbox kept", env.RejectionReason)
 	}
-	keep := map[string]any{"type": "session/configChanged", "config": map[string]any{"sandbox": "workspace", "custom": "x"}}
-	if env := c.AwaitEcho(c.Dispatch(sess, keep)); env.RejectionReason != "" {
-		t.Fatalf("a change that keeps the sandbox was refused: %s", env.RejectionReason)
+	drop := map[string]any{"type": "session/configChanged", "config": map[string]any{"custom": "x"}, "replace": true}
+	if env := c.AwaitEcho(c.Dispatch(sess, drop)); env.RejectionReason != "" {
+		t.Fatalf("a replacing change was refused: %s", env.RejectionReason)
+	}
+	sendTurn(t, c, chat, "out", "!echo out 2> kept.err > "+filepath.Join(outside, "escape.txt"))
+	if _, err := os.Stat(filepath.Join(outside, "escape.txt")); !os.IsNotExist(err) {
+		t.Fatalf("after the config dropped the sandbox value, a ! command wrote outside (%v)", err)
+	}
+	if got := readFile(t, filepath.Join(e.workDir, "kept.err")); !strings.Contains(got, "Permission denied") {
+		t.Fatalf("the write outside said %q, want Permission denied", got)
 	}
 }

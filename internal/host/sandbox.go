@@ -84,12 +84,19 @@ func sessionSandbox(ctx context.Context, e *env.Env, session string) (func(*exec
 	if e.Sandbox != nil {
 		mode = e.Sandbox.Default
 	}
+	var meta struct {
+		Sandbox string `json:"sandbox"`
+	}
 	var cfg ahp.SessionConfig
-	if len(rec.Config) > 0 && json.Unmarshal(rec.Config, &cfg) == nil {
-		if v, ok := cfg.Values[sessionconfig.KeySandbox].(string); ok {
-			if mode, err = sandbox.ParseMode(v); err != nil {
-				return nil, err
-			}
+	named := ""
+	if len(rec.Meta) > 0 && json.Unmarshal(rec.Meta, &meta) == nil && meta.Sandbox != "" {
+		named = meta.Sandbox
+	} else if len(rec.Config) > 0 && json.Unmarshal(rec.Config, &cfg) == nil {
+		named, _ = cfg.Values[sessionconfig.KeySandbox].(string)
+	}
+	if named != "" {
+		if mode, err = sandbox.ParseMode(named); err != nil {
+			return nil, err
 		}
 	}
 	if !mode.Confines() {
@@ -107,4 +114,17 @@ func sessionSandbox(ctx context.Context, e *env.Env, session string) (func(*exec
 	}
 	e.Logger.Info("sandbox applied", "to", "a terminal", "session", session, "mode", string(p.Mode), "write", p.ReadWrite, "read", p.ReadOnly)
 	return e.Sandbox.Wrapper(p), nil
+}
+
+// sandboxMeta is a new session's record meta: the sandbox mode it was
+// created with, which confines its processes from then on (the session
+// package reads it, recordMeta.Sandbox), whatever its config values later
+// say.
+func sandboxMeta(values map[string]any) json.RawMessage {
+	mode, _ := values[sessionconfig.KeySandbox].(string)
+	if mode == "" {
+		return nil
+	}
+	raw, _ := json.Marshal(map[string]string{"sandbox": mode})
+	return raw
 }

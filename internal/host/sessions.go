@@ -152,6 +152,7 @@ func (d *sessionDesk) createSession(ctx context.Context, cl *client, params json
 	if err := d.config.checkSandbox(ctx, p.Channel, provider, dirs, values); err != nil {
 		return nil, err
 	}
+	rec.Meta = sandboxMeta(values)
 	raw, err := json.Marshal(ahp.SessionConfig{Schema: schema, Values: values})
 	if err != nil {
 		return nil, fmt.Errorf("create session %s: config: %w", p.Channel, err)

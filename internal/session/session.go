@@ -73,6 +73,10 @@ type Session struct {
 	// configValues is a snapshot of SessionState.config.values that chat
 	// actors read when they open a conversation (replaced by run).
 	configValues atomic.Pointer[map[string]any]
+	// sandbox is the sandbox mode fixed at createSession (recordMeta),
+	// "" for a session stored before it was kept; set before the actor
+	// starts and never written again.
+	sandbox string
 
 	// Owned by run.
 	state       ahp.SessionState
@@ -131,7 +135,9 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 	if s.state.DefaultChat == "" && len(s.state.Chats) > 0 {
 		s.state.DefaultChat = s.state.Chats[0].Resource
 	}
-	s.annotations.Annotations = parseRecordMeta(cfg.Record.Meta).Annotations
+	meta := parseRecordMeta(cfg.Record.Meta)
+	s.annotations.Annotations = meta.Annotations
+	s.sandbox = meta.Sandbox
 	s.publishDirs()
 	go s.run()
 	return s, nil
@@ -396,7 +402,16 @@ func (s *Session) tryOpenChat(ctx context.Context, uri string) (*chat.Chat, <-ch
 			return slices.Clone(*s.dirs.Load())
 		},
 		SessionConfig: func() map[string]any {
-			return maps.Clone(*s.configValues.Load())
+			values := maps.Clone(*s.configValues.Load())
+			if s.sandbox != "" {
+				// The mode fixed at createSession confines, whatever the
+				// values say now.
+				if values == nil {
+					values = map[string]any{}
+				}
+				values[sessionconfig.KeySandbox] = s.sandbox
+			}
+			return values
 		},
 		HostTools: s.cfg.HostTools,
 		Canvases:  s.cfg.Canvases,
@@ -599,24 +614,23 @@ func (s *Session) renameStoredChat(e *chatEntry, title string) {
 	}
 }
 
-// sandboxKept refuses a config change that would change the session's
-// sandbox mode (or, replacing the values, drop it): the mode is chosen at
-// createSession, where it is checked against the kernel and the session's
-// folders, and a client able to configure the session must not lift the
-// confinement of its agent (issue 36). "" lets the change through.
+// sandboxKept refuses a config change that names another sandbox mode
+// than the session's: the mode is chosen at createSession, where it is
+// checked against the kernel and the session's folders, and kept in the
+// record (recordMeta.Sandbox), which is what confines; a client able to
+// configure the session must not be told it lifted the confinement of its
+// agent (issue 36). A replacing change may drop the value from the
+// config: the kept mode still confines. "" lets the change through.
 func (s *Session) sandboxKept(a ahp.SessionConfigChanged) string {
-	var before any
-	if s.state.Config != nil {
-		before = s.state.Config.Values[sessionconfig.KeySandbox]
+	var current any = s.sandbox
+	if s.sandbox == "" && s.state.Config != nil {
+		current = s.state.Config.Values[sessionconfig.KeySandbox]
 	}
 	after, named := a.Config[sessionconfig.KeySandbox]
-	if !named && !a.Replace {
+	if !named || after == current {
 		return ""
 	}
-	if after == before {
-		return ""
-	}
-	mode, _ := before.(string)
+	mode, _ := current.(string)
 	if mode == "" {
 		mode = "the daemon's default"
 	}
