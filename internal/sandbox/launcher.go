@@ -21,6 +21,11 @@ const (
 	// launchFailed is the launcher's exit status when it could not
 	// confine itself: the command never ran.
 	launchFailed = 126
+	// maxPolicyBytes bounds the policy's JSON: the kernel refuses an
+	// environment string over 128 KiB (MAX_ARG_STRLEN), so a larger one
+	// (a $HOME split into thousands of entries) is an error here, said
+	// clearly, rather than an exec failing with E2BIG.
+	maxPolicyBytes = 120 << 10
 )
 
 // Wrap makes cmd start through the launcher exe (ahpd itself, or the
@@ -44,6 +49,9 @@ func Wrap(exe string, p Policy, cmd *exec.Cmd) error {
 	raw, err := json.Marshal(p)
 	if err != nil {
 		return fmt.Errorf("sandbox: encode the policy: %w", err)
+	}
+	if len(raw) > maxPolicyBytes {
+		return fmt.Errorf("sandbox: the policy is %d bytes (%d paths), over the %d the launcher takes: a folder on the way to the data dir has too many entries", len(raw), len(p.ReadWrite)+len(p.ReadOnly), maxPolicyBytes)
 	}
 	env := cmd.Env
 	if env == nil {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -140,5 +141,23 @@ func TestLauncherWithoutPolicyRunsNothing(t *testing.T) {
 	}
 	if _, err := os.Stat(marker); !os.IsNotExist(err) {
 		t.Fatal("the command ran unconfined")
+	}
+}
+
+func TestWrapRefusesAPolicyTooLargeToHandOver(t *testing.T) {
+	p := Policy{Mode: Workspace, TempDir: "/t"}
+	for i := range 5000 {
+		p.ReadOnly = append(p.ReadOnly, filepath.Join("/home/u", strings.Repeat("x", 20), strconv.Itoa(i)))
+	}
+	cmd := exec.Command("/bin/true")
+	if err := Wrap("/usr/bin/ahpd", p, cmd); err == nil || !strings.Contains(err.Error(), "over the") {
+		t.Fatalf("Wrap of a %d-path policy: %v; want it refused", len(p.ReadOnly), err)
+	}
+	if cmd.Path != "/bin/true" && cmd.Path != "/usr/bin/true" {
+		t.Fatalf("a refused Wrap changed the command: %s", cmd.Path)
+	}
+	off := exec.Command("/bin/true")
+	if err := Wrap("/usr/bin/ahpd", Policy{Mode: Off}, off); err != nil || off.Path == "/usr/bin/ahpd" {
+		t.Fatalf("Wrap with mode off: %v, path %s; want the command untouched", err, off.Path)
 	}
 }
