@@ -77,6 +77,14 @@ func TestLauncherConfinesWritesReadsAndTempDir(t *testing.T) {
 	if err != nil || strings.TrimSpace(out) != resolve(p.TempDir) {
 		t.Fatalf("TMPDIR: %v, %q; want the private %s", err, out, p.TempDir)
 	}
+	if abi, _ := kernelABI(); abi >= 6 {
+		// Signals may not leave the sandbox: the daemon (here, the test)
+		// cannot be killed by what it runs.
+		out, err := confinedRun(t, p, work, "kill -0 "+strconv.Itoa(os.Getpid()))
+		if err == nil {
+			t.Fatalf("a confined process may signal the daemon: %q", out)
+		}
+	}
 	if out, err := confinedRun(t, p, work, "cat "+filepath.Join(outside, "..", "outside")+" 2>&1; ls "+outside); err != nil {
 		t.Fatalf("workspace reads home: %v, %q", err, out)
 	}
