@@ -41,14 +41,14 @@ const prepTimeout = 2 * time.Minute
 // still holding emitMu. The chat actor's calls never take emitMu; what
 // they report goes through pushOwed.
 type conversation struct {
+	pi     *Pi
+	bin    string
+	id     string
+	cwd    string
+	log    *slog.Logger
+	events *evqueue.Queue
 	// sandbox confines the pi process (agent.OpenParams.Sandbox).
 	sandbox func(*exec.Cmd) error
-	pi      *Pi
-	bin     string
-	id      string
-	cwd     string
-	log     *slog.Logger
-	events  *evqueue.Queue
 
 	emitMu sync.Mutex
 
