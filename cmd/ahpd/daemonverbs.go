@@ -38,6 +38,7 @@ func newServe() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			l.Config.ConfigFile = l.File
 			return attributeAgents(l, runServe(cmd, l.Config))
 		},
 	}

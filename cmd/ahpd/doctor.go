@@ -39,7 +39,8 @@ func newDoctor() *cobra.Command {
 		Use:   "doctor",
 		Short: "Check that the daemon can run here, and say how to fix what cannot",
 		Long: "doctor checks the configuration (valid), each agent CLI (found, and its version), the data dir\n" +
-			"(writable), the port (free, or held by this data dir's daemon) and the store (SQLite integrity_check).\n" +
+			"(writable), the port (free, or held by this data dir's daemon), the store (SQLite integrity_check) and\n" +
+			"the kernel's Landlock ABI with the sandbox modes it can run (sandbox.default must be one).\n" +
 			"An agent configured under agents.<name> that cannot run is a problem; a built-in one that is not\n" +
 			"installed is reported with its install hint. Exit 0 when nothing is wrong, 1 otherwise.",
 		Args: args(cobra.NoArgs),
@@ -92,7 +93,7 @@ func doctor(cmd *cobra.Command, src *configSource) []check {
 		out = append(out, check{Name: "config", OK: true, Detail: "valid (" + file + ")"})
 	}
 	out = append(out, agentChecks(cfg)...)
-	out = append(out, dataDirCheck(cfg.DataDir), portCheck(cfg), storeCheck(cfg.DataDir))
+	out = append(out, dataDirCheck(cfg.DataDir), portCheck(cfg), storeCheck(cfg.DataDir), sandboxCheck(cfg))
 	return out
 }
 

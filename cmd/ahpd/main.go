@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ahpd/ahpd/internal/daemon"
+	"github.com/ahpd/ahpd/internal/sandbox"
 )
 
 // Exit codes (docs/DAEMON.md "Exit codes").
@@ -33,6 +34,10 @@ type exitErr struct {
 func (e *exitErr) Error() string { return e.msg }
 
 func main() {
+	// `ahpd sandbox-exec`, the hidden verb a sandboxed session's process
+	// starts as: it confines itself and execs the command, before cobra
+	// sees the arguments, which are the command's own (internal/sandbox).
+	sandbox.RunIfLauncher()
 	os.Exit(run(os.Args[1:]))
 }
 

@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os/exec"
 	"sort"
 	"sync"
 )
@@ -92,6 +93,10 @@ type Info struct {
 	// example "claude CLI not found; run make agents"). An unavailable
 	// backend is still listed so a client can show the reason.
 	Unavailable string
+	// SandboxWrite and SandboxRead are what the backend's CLI needs when
+	// its session is sandboxed (internal/sandbox): its state and caches
+	// (~/.claude, the npm cache) to write, its installation to read.
+	SandboxWrite, SandboxRead []string
 }
 
 // ConfigProperty is one session setting a backend takes: a string chosen
@@ -178,6 +183,11 @@ type OpenParams struct {
 	// Owner is the sender reference of the session's owner: who the
 	// conversation runs for (a bot's chat checks it may use the bot).
 	Owner string
+	// Sandbox, when set, is applied to every process the backend starts
+	// for the conversation, after exec.Command and before Start: it makes
+	// the process start through the sandbox launcher (internal/sandbox).
+	// An error from it means the process must not start.
+	Sandbox func(cmd *exec.Cmd) error
 }
 
 // Turn is one turn handed to a backend.

@@ -49,7 +49,11 @@ func (be *backends) open(r turns.Route) (agent.Conversation, agent.Capabilities,
 			if len(c.cfg.Directories) > 0 {
 				dir = c.cfg.Directories[0]
 			}
-			be.shell = shell.New(shell.Config{Dir: dir, Terminals: c.cfg.Env.Terminals, Session: c.cfg.Session, Chat: c.cfg.URI, Owner: c.cfg.Owner})
+			wrap, err := c.sandboxWrap("! commands", agent.Info{})
+			if err != nil {
+				return nil, agent.Capabilities{}, err
+			}
+			be.shell = shell.New(shell.Config{Dir: dir, Terminals: c.cfg.Env.Terminals, Session: c.cfg.Session, Chat: c.cfg.URI, Owner: c.cfg.Owner, Wrap: wrap})
 		}
 		return localConv{be.shell}, shell.Caps, nil
 	}
@@ -102,6 +106,11 @@ func (be *backends) ensure() error {
 		p.Model = sessionconfig.Model(values)
 		p.Config = sessionconfig.Backend(info, values)
 	}
+	wrap, err := c.sandboxWrap("the "+c.cfg.Provider+" agent", info)
+	if err != nil {
+		return err
+	}
+	p.Sandbox = wrap
 	if (meta.BackendStarted || be.hasTurns()) && be.caps.Resume {
 		p.Mode = agent.OpenResume
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/daemon"
+	"github.com/ahpd/ahpd/internal/sandbox"
 	"github.com/ahpd/ahpd/internal/testutil/ahptest"
 	"github.com/ahpd/ahpd/internal/testutil/fakemodel"
 )
@@ -35,8 +36,21 @@ func newACPFakeEnv(t *testing.T, args ...string) *acpFakeEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Sandboxed (AHPD_TEST_SANDBOX), the fake's -state and -log paths
+	// are its own directories: the config gives them.
+	var own sandbox.Paths
+	for i, a := range args {
+		if (a == "-state" || a == "-log") && i+1 < len(args) {
+			path := args[i+1]
+			if a == "-log" {
+				path = filepath.Dir(path)
+			}
+			own.ReadWrite = append(own.ReadWrite, path)
+		}
+	}
 	e := newEnvWith(t, reg, func(c *daemon.Config) {
 		c.DataDir, c.Agents = cfg.DataDir, cfg.Agents
+		c.Sandbox.Backends = map[string]sandbox.Paths{"fake-acp": own}
 	})
 	return &acpFakeEnv{testEnv: e, cfg: cfg}
 }

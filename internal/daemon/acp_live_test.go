@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ahpd/ahpd/internal/daemon"
+	"github.com/ahpd/ahpd/internal/sandbox"
 	"github.com/ahpd/ahpd/internal/testutil/fakemodel"
 )
 
@@ -32,10 +33,11 @@ func TestACPLiveClaudeAdapter(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(claudeDir, "settings.json"), []byte(`{"permissions":{"defaultMode":"default"}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	home := t.TempDir()
 	entry, _ := json.Marshal([]map[string]any{{
 		"name": "claude-acp", "displayName": "Claude (ACP)", "command": bin,
 		"env": []string{
-			"HOME=" + t.TempDir(), "CLAUDE_CONFIG_DIR=" + claudeDir,
+			"HOME=" + home, "CLAUDE_CONFIG_DIR=" + claudeDir,
 			"ANTHROPIC_BASE_URL=" + fake.URL, "ANTHROPIC_API_KEY=dummy", "IS_SANDBOX=1",
 			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1",
 			"CLAUDE_CODE_MAX_RETRIES=0",
@@ -47,7 +49,14 @@ func TestACPLiveClaudeAdapter(t *testing.T) {
 		t.Fatal(err)
 	}
 	dataDir := cfg.DataDir
-	e := newEnvWith(t, reg, func(c *daemon.Config) { c.DataDir = dataDir; c.Agents = cfg.Agents })
+	e := newEnvWith(t, reg, func(c *daemon.Config) {
+		c.DataDir = dataDir
+		c.Agents = cfg.Agents
+		// Sandboxed (AHPD_TEST_SANDBOX), the adapter keeps Claude's state
+		// where an ACP agent's declared paths do not reach: the config
+		// gives it (docs/SECURITY.md "Sandbox").
+		c.Sandbox.Backends = map[string]sandbox.Paths{"claude-acp": {ReadWrite: []string{claudeDir, home}}}
+	})
 	a := e.client("a")
 	const sess = "ahp-session:/acc0de00-0000-4000-8000-000000000001"
 	a.MustCall("createSession", map[string]any{"channel": sess, "provider": "claude-acp"})

@@ -12,6 +12,7 @@ import (
 	"github.com/ahpd/ahpd/internal/agent/claude"
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/daemon"
+	"github.com/ahpd/ahpd/internal/sandbox"
 	"github.com/ahpd/ahpd/internal/store"
 	"github.com/ahpd/ahpd/internal/testutil/ahptest"
 	"github.com/ahpd/ahpd/internal/testutil/fakemodel"
@@ -22,7 +23,12 @@ import (
 // server on 127.0.0.1. They skip with an install hint when the CLI is not
 // installed. TestMain removes the fake's binary, built once per test run.
 
-func TestMain(m *testing.M) { fakemodel.Main(m) }
+// TestMain runs the sandbox launcher when the daemon under test started
+// this binary as one (a sandboxed session's process), else the tests.
+func TestMain(m *testing.M) {
+	sandbox.RunIfLauncher()
+	fakemodel.Main(m)
+}
 
 // Tokens the claude tests configure: a second client that may answer tool
 // calls (and read), and one that may only read.

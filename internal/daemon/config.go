@@ -15,6 +15,7 @@ import (
 
 	"github.com/ahpd/ahpd/internal/attach"
 	"github.com/ahpd/ahpd/internal/auth"
+	"github.com/ahpd/ahpd/internal/sandbox"
 )
 
 // Config is the daemon's configuration: embedded defaults, then a config
@@ -116,6 +117,24 @@ type Config struct {
 
 	// Agents holds each backend's settings, by provider.
 	Agents map[string]json.RawMessage `json:"agents,omitempty"`
+
+	// Sandbox is how sessions' processes are confined (sandbox.go,
+	// docs/SECURITY.md "Sandbox").
+	Sandbox SandboxConfig `json:"sandbox,omitempty"`
+	// ConfigFile is the config file this configuration was read from
+	// (cmd/ahpd sets it): a sandboxed agent may never read it.
+	ConfigFile string `json:"-"`
+}
+
+// SandboxConfig is the root config's "sandbox" key.
+type SandboxConfig struct {
+	// Default is the mode of a session that names none: off (default),
+	// workspace or strict. An operator chooses it; it is never raised or
+	// lowered behind their back.
+	Default string `json:"default,omitempty"`
+	// Backends adds paths a backend's CLI may write or read when
+	// sandboxed, by provider ("claude", "pi", "acp:<name>").
+	Backends map[string]sandbox.Paths `json:"backends,omitempty"`
 }
 
 // TokenConfig is one connection token and the grants it carries.
@@ -222,6 +241,16 @@ func (c *Config) Validate() error {
 	case "", "text", "json":
 	default:
 		return keyErr("logFormat", "must be text or json, not %q", c.LogFormat)
+	}
+	if _, err := sandbox.ParseMode(c.Sandbox.Default); err != nil {
+		return keyErr("sandbox.default", "must be off, workspace or strict, not %q", c.Sandbox.Default)
+	}
+	for provider, paths := range c.Sandbox.Backends {
+		for i, path := range append(append([]string(nil), paths.ReadWrite...), paths.ReadOnly...) {
+			if !filepath.IsAbs(path) {
+				return keyErr(fmt.Sprintf("sandbox.backends.%s", provider), "path %d (%q) is not absolute", i, path)
+			}
+		}
 	}
 	if c.AttachmentFetchLimitBytes < 0 {
 		return keyErr("attachmentFetchLimitBytes", "must be 0 (any size) or more, not %d", c.AttachmentFetchLimitBytes)

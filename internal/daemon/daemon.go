@@ -185,6 +185,11 @@ func Start(ctx context.Context, cfg Config, o Options) (*Daemon, error) {
 	if n, err := agentLedger(cfg).EndLeftovers(log); err != nil {
 		log.Warn("end the agents an earlier daemon left", "ended", n, "err", err)
 	}
+	site, err := sandboxSite(cfg, log)
+	if err != nil {
+		_ = lock.Unlock()
+		return nil, err
+	}
 	st, err := store.Open(filepath.Join(cfg.DataDir, "ahpd.db"), log)
 	if err != nil {
 		_ = lock.Unlock()
@@ -231,6 +236,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*Daemon, error) {
 			Dir:        filepath.Join(cfg.DataDir, "attachments"),
 			FetchLimit: cfg.AttachmentFetchLimitBytes,
 		},
+		Sandbox: site,
 	})
 	h, err := host.New(ctx, host.Options{
 		Env:             e,

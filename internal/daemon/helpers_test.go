@@ -91,6 +91,11 @@ func (e *testEnv) start() {
 	e.t.Helper()
 	cfg := e.cfg
 	cfg.Paths = append([]string(nil), e.cfg.Paths...)
+	if m := os.Getenv("AHPD_TEST_SANDBOX"); m != "" && cfg.Sandbox.Default == "" {
+		// The whole suite, real CLIs included, run sandboxed:
+		// AHPD_TEST_SANDBOX=workspace (docs/SECURITY.md "Sandbox").
+		cfg.Sandbox.Default = m
+	}
 	o := e.options
 	o.Agents, o.Logger = e.agents, e.logger()
 	d, err := daemon.Start(context.Background(), cfg, o)

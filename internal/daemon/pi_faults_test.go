@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ahpd/ahpd/internal/agent/agentproc"
 	"github.com/ahpd/ahpd/internal/agent/pi"
 	"github.com/ahpd/ahpd/internal/daemon"
+	"github.com/ahpd/ahpd/internal/sandbox"
 	"github.com/ahpd/ahpd/internal/testutil/fakemodel"
 )
 
@@ -30,6 +32,9 @@ func TestPiGarbageOnStdout(t *testing.T) {
 		o["binary"] = wrapper
 		o["env"] = append(o["env"].([]any), "PI_REAL="+real)
 		c.Agents[pi.Provider], _ = json.Marshal(o)
+		// Sandboxed (AHPD_TEST_SANDBOX), the wrapper's real pi is a path
+		// the backend does not know: the config names it.
+		c.Sandbox.Backends = map[string]sandbox.Paths{pi.Provider: {ReadOnly: agentproc.InstallPaths(real)}}
 	})
 	a := pe.client("a")
 	def := pe.session(a, "ahp-session:/9100de00-0000-4000-8000-000000000006")

@@ -85,6 +85,7 @@ func newPiEnv(t *testing.T, model string, mutate ...func(*daemon.Config)) *piEnv
 	pe.testEnv = newEnvWith(t, reg, func(c *daemon.Config) {
 		c.DataDir, c.Agents, c.Tokens, c.ConnectionToken = cfg.DataDir, cfg.Agents, cfg.Tokens, cfg.ConnectionToken
 		c.AgentSilenceSeconds = cfg.AgentSilenceSeconds
+		c.Sandbox = cfg.Sandbox
 	})
 	return pe
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ahpd/ahpd/internal/agentslots"
 	"github.com/ahpd/ahpd/internal/bus"
+	"github.com/ahpd/ahpd/internal/sandbox"
 	"github.com/ahpd/ahpd/internal/store"
 	"github.com/ahpd/ahpd/internal/terminal"
 )
@@ -30,6 +31,10 @@ type Env struct {
 	// (maxAgentProcesses); every chat whose agent runs a process takes a
 	// slot from it while its conversation is open. Nil: no bound.
 	AgentSlots *agentslots.Pool
+	// Sandbox is how the sessions' processes are confined
+	// (internal/sandbox); nil confines nothing and refuses every
+	// confining mode.
+	Sandbox *sandbox.Site
 }
 
 // Limits bound what a chat keeps and how long it waits.

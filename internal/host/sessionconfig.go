@@ -8,6 +8,7 @@ import (
 
 	"github.com/ahpd/ahpd/internal/agent"
 	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/sandbox"
 	"github.com/ahpd/ahpd/internal/sessionconfig"
 )
 
@@ -30,6 +31,8 @@ type configDesk struct {
 	agents          *agent.Registry
 	defaultProvider string
 	paths           servedPaths
+	// sandbox is how sessions' processes are confined (sandbox.go).
+	sandbox *sandbox.Site
 }
 
 // schema is the schema and values of a session of provider working in dir
@@ -39,7 +42,8 @@ func (d *configDesk) schema(ctx context.Context, provider, dir string, values ma
 	if !ok {
 		return json.RawMessage(`{"type":"object","properties":{}}`), values
 	}
-	schema := sessionconfig.For(a.Info(ctx), sessionconfig.Context{Repository: dir != "" && sessionconfig.Repository(ctx, dir)})
+	schema := sessionconfig.For(a.Info(ctx), sessionconfig.Context{Repository: dir != "" && sessionconfig.Repository(ctx, dir),
+		Sandbox: sandboxChoice(d.sandbox)})
 	raw, err := json.Marshal(schema)
 	if err != nil {
 		raw = json.RawMessage(`{"type":"object","properties":{}}`)

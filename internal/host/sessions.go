@@ -150,6 +150,10 @@ func (d *sessionDesk) createSession(ctx context.Context, cl *client, params json
 		firstDir, _ = ahp.LocalPath(dirs[0])
 	}
 	schema, values := d.config.schema(ctx, provider, firstDir, p.Config)
+	if err := d.config.checkSandbox(ctx, p.Channel, provider, dirs, values); err != nil {
+		return nil, err
+	}
+	rec.Meta = sandboxMeta(values)
 	raw, err := json.Marshal(ahp.SessionConfig{Schema: schema, Values: values})
 	if err != nil {
 		return nil, fmt.Errorf("create session %s: config: %w", p.Channel, err)
@@ -317,6 +321,9 @@ func (d *sessionDesk) disposeSession(ctx context.Context, cl *client, params jso
 	d.bus.DropChannel(p.Channel)
 	for _, c := range chats {
 		d.bus.DropChannel(c)
+	}
+	if err := d.env.Sandbox.RemoveTemp(p.Channel); err != nil {
+		d.log.Warn("remove the session's sandbox temp dir", "session", p.Channel, "err", err)
 	}
 	removed := &ahp.SessionRemovedParams{Channel: ahp.RootURI, Session: p.Channel}
 	d.root.notifySessions("root/sessionRemoved", removed, removed)

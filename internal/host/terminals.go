@@ -106,15 +106,26 @@ func (d *terminalDesk) create(ctx context.Context, cl *client, params json.RawMe
 	if err != nil {
 		return nil, err
 	}
-	if !d.mayOpen(ctx, cl, p.Claim, dir) {
+	allowedBy, ok := d.mayOpen(ctx, cl, p.Claim, dir)
+	if !ok {
 		return nil, ahp.Errorf(ahp.ErrPermissionDenied, "a terminal runs a shell on the host, which only root or the owner of a session working in %s may open", dir)
+	}
+	// A session's terminal, and one a session's owner may open only as
+	// that owner, is confined as the session's processes are (sandbox.go).
+	confinedBy := allowedBy
+	if p.Claim.Kind == "session" {
+		confinedBy = p.Claim.Session
+	}
+	wrap, err := sessionSandbox(ctx, d.env, confinedBy)
+	if err != nil {
+		return nil, ahp.Errorf(ahp.ErrInvalidRequest, "terminal in %s: %v", dir, err)
 	}
 	title := p.Name
 	if title == "" {
 		title = "Terminal"
 	}
 	_, err = d.terms.Open(terminal.Spec{URI: p.Channel, Title: title, Claim: *p.Claim, Dir: dir,
-		Cols: p.Cols, Rows: p.Rows, Opener: cl.principal.Sender})
+		Cols: p.Cols, Rows: p.Rows, Opener: cl.principal.Sender, Wrap: wrap})
 	switch {
 	case errors.Is(err, terminal.ErrExists):
 		return nil, ahp.Errorf(ahp.ErrAlreadyExists, "terminal %s exists", p.Channel)
@@ -179,18 +190,20 @@ func (d *terminalDesk) startDir(ctx context.Context, p createTerminalParams) (st
 
 // mayOpen: root, or the owner of a session whose folders hold dir
 // (and, for a session claim, that session).
-func (d *terminalDesk) mayOpen(ctx context.Context, cl *client, claim *ahp.TerminalClaim, dir string) bool {
+//
+// allowedBy is the session whose ownership lets a non-root client in.
+func (d *terminalDesk) mayOpen(ctx context.Context, cl *client, claim *ahp.TerminalClaim, dir string) (allowedBy string, ok bool) {
 	if strings.HasPrefix(cl.principal.Sender, "root:") {
-		return true
+		return "", true
 	}
 	candidates := d.cat.workingIn(dir, func(uri string) bool { return claim.Kind != "session" || uri == claim.Session })
 	for _, uri := range candidates {
 		rec, ok, err := d.env.Store.Session(ctx, uri)
 		if err == nil && ok && rec.Owner != "" && rec.Owner == cl.principal.Sender {
-			return true
+			return uri, true
 		}
 	}
-	return false
+	return "", false
 }
 
 // mayWrite: root or the terminal's opener types into it.

@@ -18,6 +18,10 @@ import (
 // recordMeta is what the session keeps in its record's opaque meta.
 type recordMeta struct {
 	Annotations []ahp.Annotation `json:"annotations,omitempty"`
+	// Sandbox is the session's sandbox mode, fixed at createSession
+	// (issue 36): what confines its processes, whatever its config values
+	// later say (a replacing session/configChanged may drop them).
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 func parseRecordMeta(raw json.RawMessage) recordMeta {

@@ -27,6 +27,7 @@ import (
 	"github.com/ahpd/ahpd/internal/env"
 	"github.com/ahpd/ahpd/internal/mailbox"
 	"github.com/ahpd/ahpd/internal/reduce"
+	"github.com/ahpd/ahpd/internal/sessionconfig"
 	"github.com/ahpd/ahpd/internal/store"
 )
 
@@ -79,6 +80,10 @@ type Session struct {
 	// configValues is a snapshot of SessionState.config.values that chat
 	// actors read when they open a conversation (replaced by run).
 	configValues atomic.Pointer[map[string]any]
+	// sandbox is the sandbox mode fixed at createSession (recordMeta),
+	// "" for a session stored before it was kept; set before the actor
+	// starts and never written again.
+	sandbox string
 
 	// Owned by run.
 	state       ahp.SessionState
@@ -122,7 +127,9 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 	for _, r := range recs {
 		s.chats[r.URI] = &chatEntry{record: r}
 	}
-	s.annotations.Annotations = parseRecordMeta(cfg.Record.Meta).Annotations
+	meta := parseRecordMeta(cfg.Record.Meta)
+	s.annotations.Annotations = meta.Annotations
+	s.sandbox = meta.Sandbox
 	s.publishDirs()
 	go s.run()
 	return s, nil
@@ -422,7 +429,16 @@ func (s *Session) tryOpenChat(ctx context.Context, uri string) (*chat.Chat, <-ch
 			return slices.Clone(*s.dirs.Load())
 		},
 		SessionConfig: func() map[string]any {
-			return maps.Clone(*s.configValues.Load())
+			values := maps.Clone(*s.configValues.Load())
+			if s.sandbox != "" {
+				// The mode fixed at createSession confines, whatever the
+				// values say now.
+				if values == nil {
+					values = map[string]any{}
+				}
+				values[sessionconfig.KeySandbox] = s.sandbox
+			}
+			return values
 		},
 		HostTools: s.cfg.HostTools,
 		Canvases:  s.cfg.Canvases,
@@ -573,6 +589,12 @@ func (s *Session) onClientAction(cl chat.Client, origin *ahp.ActionOrigin, a ahp
 			return
 		}
 		s.apply(a, origin)
+	case ahp.SessionConfigChanged:
+		if reason := s.sandboxKept(a); reason != "" {
+			refuse(reason)
+			return
+		}
+		s.apply(a, origin)
 	case ahp.SessionWorkingDirectoryRemoved:
 		if !slices.Contains(s.state.WorkingDirectories, a.Directory) {
 			// Answered, not dropped: the client rolls its optimistic
@@ -662,4 +684,27 @@ func (s *Session) SetGitState(catalogue []ahp.Changeset, git map[string]any, cha
 			s.cfg.OnSummary(after)
 		}
 	})
+}
+
+// sandboxKept refuses a config change that names another sandbox mode
+// than the session's: the mode is chosen at createSession, where it is
+// checked against the kernel and the session's folders, and kept in the
+// record (recordMeta.Sandbox), which is what confines; a client able to
+// configure the session must not be told it lifted the confinement of its
+// agent (issue 36). A replacing change may drop the value from the
+// config: the kept mode still confines. "" lets the change through.
+func (s *Session) sandboxKept(a ahp.SessionConfigChanged) string {
+	var current any = s.sandbox
+	if s.sandbox == "" && s.state.Config != nil {
+		current = s.state.Config.Values[sessionconfig.KeySandbox]
+	}
+	after, named := a.Config[sessionconfig.KeySandbox]
+	if !named || after == current {
+		return ""
+	}
+	mode, _ := current.(string)
+	if mode == "" {
+		mode = "the daemon's default"
+	}
+	return fmt.Sprintf("The session's sandbox (%s) is chosen when it is created and does not change.", mode)
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/sandbox"
 )
 
 // Property keys the host itself defines.
@@ -24,6 +25,9 @@ const (
 	// KeyBranch is the git branch of the working directory a session
 	// starts from; its values are dynamic (sessionConfigCompletions).
 	KeyBranch = "branch"
+	// KeySandbox is how the session's processes are confined
+	// (internal/sandbox: off, workspace, strict).
+	KeySandbox = "sandbox"
 )
 
 // The isolations: the session works in its working directory itself
@@ -49,6 +53,9 @@ type Property struct {
 	Description string   `json:"description,omitempty"`
 	Enum        []string `json:"enum,omitempty"`
 	EnumLabels  []string `json:"enumLabels,omitempty"`
+	// EnumDescriptions say what each value does (VS Code's settings
+	// schemas use the same key).
+	EnumDescriptions []string `json:"enumDescriptions,omitempty"`
 	// EnumDynamic: the values come from sessionConfigCompletions.
 	EnumDynamic bool   `json:"enumDynamic,omitempty"`
 	Default     string `json:"default,omitempty"`
@@ -58,6 +65,34 @@ type Property struct {
 type Context struct {
 	// Repository: the working directory is inside a git work tree.
 	Repository bool
+	// Sandbox offers the sandbox property when set.
+	Sandbox *SandboxChoice
+}
+
+// SandboxChoice is what the sandbox property offers here: the daemon's
+// default mode and, by mode, why a mode cannot run on this host.
+type SandboxChoice struct {
+	Default     sandbox.Mode
+	Unavailable map[sandbox.Mode]string
+}
+
+// sandboxProperty lists every mode; one that cannot run here says so in
+// its label and description, with the reason, and createSession refuses
+// it (it is not dropped from the enum: a client shows why).
+func sandboxProperty(c SandboxChoice) Property {
+	p := Property{Type: "string", Title: "Sandbox", Default: string(c.Default),
+		Description: "How the kernel confines the session's agent, its tools, ! commands and terminals (Landlock)."}
+	for _, m := range sandbox.Modes {
+		label, desc := m.Title(), m.Description()
+		if why := c.Unavailable[m]; why != "" {
+			label += " (unavailable)"
+			desc = "Unavailable here: " + why + ". " + desc
+		}
+		p.Enum = append(p.Enum, string(m))
+		p.EnumLabels = append(p.EnumLabels, label)
+		p.EnumDescriptions = append(p.EnumDescriptions, desc)
+	}
+	return p
 }
 
 // For returns the schema of a session of the backend info describes.
@@ -83,6 +118,9 @@ func For(info agent.Info, ctx Context) Schema {
 	for _, c := range info.Config {
 		s.Properties[c.Key] = Property{Type: "string", Title: c.Title, Description: c.Description,
 			Enum: slices.Clone(c.Enum), EnumLabels: slices.Clone(c.EnumLabels), Default: c.Default}
+	}
+	if ctx.Sandbox != nil {
+		s.Properties[KeySandbox] = sandboxProperty(*ctx.Sandbox)
 	}
 	if ctx.Repository {
 		s.Properties[KeyIsolation] = Property{Type: "string", Title: "Isolation",

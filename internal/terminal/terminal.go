@@ -70,6 +70,9 @@ type Spec struct {
 	Command []string
 	// Opener is the principal (sender reference) that opened it.
 	Opener string
+	// Wrap, when set, is applied to the process before it starts: the
+	// session's sandbox (internal/sandbox). An error refuses the terminal.
+	Wrap func(cmd *exec.Cmd) error
 }
 
 // Registry holds the daemon's terminals.
@@ -314,6 +317,11 @@ func (t *Terminal) start(s Spec) error {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = s.Dir
 	cmd.Env = append(os.Environ(), "TERM=xterm-256color", "COLUMNS=", "LINES=")
+	if s.Wrap != nil {
+		if err := s.Wrap(cmd); err != nil {
+			return fmt.Errorf("open terminal %s: sandbox %s: %w", s.URI, argv[0], err)
+		}
+	}
 	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: uint16(s.Cols), Rows: uint16(s.Rows)})
 	if err != nil {
 		return fmt.Errorf("open terminal %s: start %s in %s: %w", s.URI, argv[0], s.Dir, err)

@@ -151,6 +151,7 @@ func (a *Agent) Info(ctx context.Context) agent.Info {
 	if _, err := a.binary(); err != nil {
 		info.Unavailable = err.Error()
 	}
+	info.SandboxWrite, info.SandboxRead = a.sandboxPaths()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	info.Models = append([]agent.Model(nil), a.learned.Models...)

@@ -125,7 +125,7 @@ func newConversation(a *Agent, bin string, p agent.OpenParams) *conversation {
 		log:    log.With("agent", a.opts.Name, "conversation", p.ConversationID),
 		events: evqueue.New(),
 		perms:  make(map[acpsdk.ToolCallId]*permission),
-		terms:  newTerminals(a.opts.Ledger),
+		terms:  newTerminals(a.opts.Ledger, p.Sandbox),
 		model:  p.Model,
 
 		wantModel: p.Model,
@@ -357,7 +357,7 @@ func (c *conversation) ensureProcess(run *turnRun) (*process, error) {
 	}
 	c.mu.Unlock()
 	pc := &procClient{c: c, ready: make(chan struct{})}
-	p, err := startProcess(c.bin, c.a.opts.Args, c.dirs[0], c.a.environ(), c.log, c.a.opts.Ledger, pc)
+	p, err := startProcess(c.bin, c.a.opts.Args, c.dirs[0], c.a.environ(), c.log, c.a.opts.Ledger, c.terms.sandbox, pc)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", c.a.opts.Command, err)
 	}

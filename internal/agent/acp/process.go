@@ -58,13 +58,21 @@ type process struct {
 	shutdownOnce sync.Once
 }
 
-// startProcess starts the agent in dir and connects client to it.
-func startProcess(bin string, args []string, dir string, env []string, log *slog.Logger, ledger agentproc.Ledger, client acpsdk.Client) (*process, error) {
+// startProcess starts the agent in dir and connects client to it;
+// sandbox, when set, makes it start through the session's sandbox
+// launcher (agent.OpenParams.Sandbox).
+func startProcess(bin string, args []string, dir string, env []string, log *slog.Logger, ledger agentproc.Ledger,
+	sandbox func(*exec.Cmd) error, client acpsdk.Client) (*process, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Env = env
 	cmd.WaitDelay = waitDelay
 	agentproc.SetGroup(cmd)
+	if sandbox != nil {
+		if err := sandbox(cmd); err != nil {
+			return nil, fmt.Errorf("sandbox the ACP agent: %w", err)
+		}
+	}
 	p := &process{cmd: cmd, stderr: agentproc.NewStderr(log, "acp agent stderr", slog.LevelDebug), log: log, exited: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	var err error

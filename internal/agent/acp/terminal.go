@@ -29,6 +29,9 @@ const (
 // terminals are the terminal/* commands a conversation's agent runs.
 type terminals struct {
 	ledger agentproc.Ledger
+	// sandbox confines each command as the agent is confined
+	// (agent.OpenParams.Sandbox); nil for an unsandboxed session.
+	sandbox func(*exec.Cmd) error
 	// mu guards byID and next.
 	mu   sync.Mutex
 	byID map[string]*terminal
@@ -52,8 +55,8 @@ type terminal struct {
 	signal    *string
 }
 
-func newTerminals(ledger agentproc.Ledger) *terminals {
-	return &terminals{ledger: ledger, byID: make(map[string]*terminal)}
+func newTerminals(ledger agentproc.Ledger, sandbox func(*exec.Cmd) error) *terminals {
+	return &terminals{ledger: ledger, sandbox: sandbox, byID: make(map[string]*terminal)}
 }
 
 // create starts a command in dirs[0], or in the request's cwd when that
@@ -89,6 +92,11 @@ func (ts *terminals) create(dirs []string, req acpsdk.CreateTerminalRequest, env
 		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
 	}
 	agentproc.SetGroup(cmd)
+	if ts.sandbox != nil {
+		if err := ts.sandbox(cmd); err != nil {
+			return "", fmt.Errorf("sandbox %s: %w", req.Command, err)
+		}
+	}
 	t := &terminal{cmd: cmd, limit: limit, exited: make(chan struct{})}
 	cmd.Stdout = t
 	cmd.Stderr = t

@@ -121,6 +121,7 @@ func (c *Claude) Info(ctx context.Context) agent.Info {
 	if _, err := c.opts.binary(); err != nil {
 		info.Unavailable = installHint
 	}
+	info.SandboxWrite, info.SandboxRead = c.opts.sandboxPaths()
 	c.commandsMu.Lock()
 	info.Commands = append([]agent.Command(nil), c.commands...)
 	c.commandsMu.Unlock()

@@ -254,7 +254,7 @@ func (c *conversation) startLocked(l launch) error {
 	}
 	args = append(args, hostToolArgs(c.params.HostTools)...)
 	args = append(args, c.opts.ExtraArgs...)
-	p, err := startProcess(c.bin, args, c.cwd, c.opts.environ(), c.log, c.opts.Ledger, c.handleLine, c.processExited)
+	p, err := startProcess(c.bin, args, c.cwd, c.opts.environ(), c.log, c.opts.Ledger, c.params.Sandbox, c.handleLine, c.processExited)
 	if err != nil {
 		return fmt.Errorf("start claude: %w", err)
 	}

@@ -52,13 +52,20 @@ type process struct {
 // startProcess starts bin with args in dir. onLine gets every stdout line
 // and onExit is called once the process has been reaped; both run on the
 // reader goroutine.
+// sandbox, when set, makes the CLI start through the session's sandbox
+// launcher (agent.OpenParams.Sandbox).
 func startProcess(bin string, args []string, dir string, env []string, log *slog.Logger, ledger agentproc.Ledger,
-	onLine func(*process, []byte), onExit func(*process)) (*process, error) {
+	sandbox func(*exec.Cmd) error, onLine func(*process, []byte), onExit func(*process)) (*process, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Env = env
 	cmd.WaitDelay = waitDelay
 	agentproc.SetGroup(cmd)
+	if sandbox != nil {
+		if err := sandbox(cmd); err != nil {
+			return nil, fmt.Errorf("sandbox the claude CLI: %w", err)
+		}
+	}
 	p := &process{
 		cmd:    cmd,
 		writes: mailbox.New[[]byte](0),

@@ -86,7 +86,7 @@ func newConversation(a *Agent, st Store, fs workdirs, p agent.OpenParams) *conve
 		log:       log.With("agent", Provider, "conversation", p.ConversationID),
 		events:    make(chan agent.Event, eventCap),
 		done:      make(chan struct{}),
-		tools:     &tools{fs: fs, bashTimeout: a.settings.bashTimeout(), reads: map[string][]byte{}},
+		tools:     &tools{fs: fs, bashTimeout: a.settings.bashTimeout(), reads: map[string][]byte{}, sandbox: p.Sandbox},
 	}
 }
 

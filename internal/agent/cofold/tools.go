@@ -82,6 +82,9 @@ func (c workdirs) resolve(p string) (string, error) {
 type tools struct {
 	fs          workdirs
 	bashTimeout time.Duration
+	// sandbox confines bash's commands (agent.OpenParams.Sandbox); the
+	// file tools run in the daemon, confined to fs.
+	sandbox func(*exec.Cmd) error
 	// reads holds what each file was when the model last read or wrote it;
 	// edit_file refuses a file changed since.
 	reads map[string][]byte
@@ -360,6 +363,11 @@ func (t *tools) bash(ctx context.Context, command string) (string, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
+	if t.sandbox != nil {
+		if err := t.sandbox(cmd); err != nil {
+			return "", fmt.Errorf("sandbox the command: %w", err)
+		}
+	}
 	out := &capped{max: maxOutput}
 	cmd.Stdout, cmd.Stderr = out, out
 	err := cmd.Run()

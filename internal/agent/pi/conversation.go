@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,6 +47,8 @@ type conversation struct {
 	cwd    string
 	log    *slog.Logger
 	events *evqueue.Queue
+	// sandbox confines the pi process (agent.OpenParams.Sandbox).
+	sandbox func(*exec.Cmd) error
 
 	emitMu sync.Mutex
 
@@ -124,6 +127,7 @@ func newConversation(p *Pi, bin string, op agent.OpenParams, path string) *conve
 		events:  evqueue.New(),
 		path:    path,
 		waiters: make(map[string]chan outLine),
+		sandbox: op.Sandbox,
 	}
 }
 
@@ -371,7 +375,7 @@ func (c *conversation) ensureProcess(r *run) (*process, error) {
 		args = append(args, "--model", m)
 	}
 	args = append(args, c.pi.opts.ExtraArgs...)
-	p, err := startProcess(c.bin, args, c.cwd, c.pi.opts.environ(), c.log, c.pi.opts.Ledger, c.handleLine, c.processExited)
+	p, err := startProcess(c.bin, args, c.cwd, c.pi.opts.environ(), c.log, c.pi.opts.Ledger, c.sandbox, c.handleLine, c.processExited)
 	if err != nil {
 		return nil, fmt.Errorf("start pi: %w", err)
 	}

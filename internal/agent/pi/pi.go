@@ -223,6 +223,7 @@ func (p *Pi) Info(ctx context.Context) agent.Info {
 	if _, err := p.opts.binary(); err != nil {
 		info.Unavailable = err.Error()
 	}
+	info.SandboxWrite, info.SandboxRead = p.opts.sandboxPaths()
 	return info
 }
 

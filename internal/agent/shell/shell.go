@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os/exec"
 	"strings"
 	"sync"
 	"time"
@@ -50,6 +51,9 @@ type Config struct {
 	Terminals *terminal.Registry
 	// Session and Chat hold the terminals (their claim); Owner opens them.
 	Session, Chat, Owner string
+	// Wrap, when set, confines each command (the session's sandbox,
+	// terminal.Spec.Wrap).
+	Wrap func(cmd *exec.Cmd) error
 }
 
 // Conversation runs one chat's ! commands, one at a time.
@@ -100,7 +104,7 @@ func (c *Conversation) Send(ctx context.Context, t agent.Turn) error {
 	uri := "ahp-terminal:/" + uuid.NewString()
 	term, err := c.cfg.Terminals.Open(terminal.Spec{URI: uri, Title: t.Text, Dir: c.cfg.Dir,
 		Claim:   ahp.TerminalClaim{Kind: "session", Session: c.cfg.Session, Chat: c.cfg.Chat, TurnID: t.ID, ToolCallID: call.ID},
-		Command: []string{c.cfg.Shell, "-c", t.Text}, Opener: c.cfg.Owner})
+		Command: []string{c.cfg.Shell, "-c", t.Text}, Opener: c.cfg.Owner, Wrap: c.cfg.Wrap})
 	if err != nil {
 		return fmt.Errorf("run %q: %w", t.Text, err)
 	}
