@@ -17,7 +17,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"os/exec"
 	"sort"
 	"sync"
 )
@@ -184,10 +183,12 @@ type OpenParams struct {
 	// conversation runs for (a bot's chat checks it may use the bot).
 	Owner string
 	// Sandbox, when set, is applied to every process the backend starts
-	// for the conversation, after exec.Command and before Start: it makes
-	// the process start through the sandbox launcher (internal/sandbox).
-	// An error from it means the process must not start.
-	Sandbox func(cmd *exec.Cmd) error
+	// for the conversation, after exec.Command and before Start
+	// (agentproc.ToCmd): given the program, argv and environment (nil: the
+	// daemon's), it returns the ones that start it through the sandbox
+	// launcher (internal/sandbox). An error from it means the process must
+	// not start. Plain strings keep this contract free of os/exec.
+	Sandbox func(path string, args, env []string) (string, []string, []string, error)
 }
 
 // Turn is one turn handed to a backend.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/agent/agentproc"
 	"github.com/ahpd/ahpd/internal/agent/hostcmd"
 	"github.com/ahpd/ahpd/internal/agent/shell"
 	"github.com/ahpd/ahpd/internal/sessionconfig"
@@ -110,7 +111,7 @@ func (be *backends) ensure() error {
 	if err != nil {
 		return err
 	}
-	p.Sandbox = wrap
+	p.Sandbox = agentproc.FromCmd(wrap)
 	if (meta.BackendStarted || be.hasTurns()) && be.caps.Resume {
 		p.Mode = agent.OpenResume
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/daemon"
 	"github.com/ahpd/ahpd/internal/testutil/ahptest"
 )
 
@@ -27,7 +29,7 @@ func TestStartOpensNoStoredSession(t *testing.T) {
 		a.AwaitEcho(a.Dispatch(sess, map[string]any{"type": "session/titleChanged", "title": fmt.Sprintf("title %d", i)}))
 		sessions, chats = append(sessions, sess), append(chats, def)
 	}
-	before := sessionList(t, a)
+	before := settledList(t, a)
 	a.Close()
 
 	e.restart()
@@ -38,7 +40,7 @@ func TestStartOpensNoStoredSession(t *testing.T) {
 		t.Fatalf("the host holds %d sessions, want 4", n)
 	}
 	b := e.client("b")
-	if after := sessionList(t, b); !reflect.DeepEqual(after, before) {
+	if after := settledList(t, b); !reflect.DeepEqual(after, before) {
 		before, _ := json.Marshal(before)
 		after, _ := json.Marshal(after)
 		t.Fatalf("listSessions from the records differs from the open sessions':\nbefore %s\nafter  %s", before, after)
@@ -94,5 +96,91 @@ func TestStartOpensNoStoredSession(t *testing.T) {
 	}
 	if title := sessionState(t, c, sessions[1]).Title; title != "renamed" {
 		t.Fatalf("the title set on a stored session came back as %q", title)
+	}
+}
+
+// TestIdleSessionsUnload: sessions nobody watches, with no chat loaded,
+// unload to their records after chatIdleSeconds (no actor, no goroutine);
+// listSessions says the same of them, and each opens again, whole, when
+// named: a subscribe, a turn, an action. A watched session stays open.
+// (Issue 34 §2.)
+func TestIdleSessionsUnload(t *testing.T) {
+	e := newEnv(t, func(c *daemon.Config) { c.ChatIdleSeconds = 1 })
+	a := e.client("a")
+	var sessions, chats []string
+	for i := range 3 {
+		sess, def := e.createSession(a, fmt.Sprintf("ahp-session:/1a2b0000-0000-4000-8000-00000000035%d", i))
+		a.Subscribe(def)
+		sendTurn(t, a, def, "t1", fmt.Sprintf("hello %d", i))
+		sessions, chats = append(sessions, sess), append(chats, def)
+	}
+	before := settledList(t, a)
+	a.Close()
+	w := e.client("watcher")
+	w.Subscribe(sessions[2]) // watched: stays open
+
+	waitOpen := func(want int) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for e.d.Host().OpenSessions() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d sessions open after 15 s, want %d", e.d.Host().OpenSessions(), want)
+			}
+			time.Sleep(50 * time.Millisecond) // polls the idle timers (1 s)
+		}
+	}
+	waitOpen(1)
+	b := e.client("b")
+	if after := settledList(t, b); !reflect.DeepEqual(after, before) {
+		before, _ := json.Marshal(before)
+		after, _ := json.Marshal(after)
+		t.Fatalf("listSessions of unloaded sessions differs:\nbefore %s\nafter  %s", before, after)
+	}
+	// A turn on an unloaded session's chat opens it and resumes.
+	b.Subscribe(chats[0])
+	if end := sendTurn(t, b, chats[0], "t2", "again"); end.Type() != "chat/turnComplete" {
+		t.Fatalf("turn after the unload ended %s", end.Raw)
+	}
+	if turns := chatOf(t, b, chats[0]).Turns; len(turns) != 2 || turns[0].Message.Text != "hello 0" {
+		t.Fatalf("the chat after its session unloaded: %d turns", len(turns))
+	}
+	// An action on an unloaded session, and its state read back.
+	b.Dispatch(sessions[1], map[string]any{"type": "session/titleChanged", "title": "after unload"})
+	for deadline := time.Now().Add(ahptest.Timeout); sessionState(t, b, sessions[1]).Title != "after unload"; {
+		if time.Now().After(deadline) {
+			t.Fatal("the title set on an unloaded session did not take")
+		}
+		time.Sleep(10 * time.Millisecond) // polls the session's state for the action's effect
+	}
+	if n := e.d.Host().OpenSessions(); n != 3 {
+		t.Errorf("%d sessions open after each was named, want 3", n)
+	}
+}
+
+// settledList is listSessions once two readings 50 ms apart agree (the
+// last turn's summary has reached the catalogue), with each modifiedAt at
+// the store's millisecond precision: a session read back from its records
+// says the time to the millisecond.
+func settledList(t *testing.T, c *ahptest.Client) []ahp.SessionSummary {
+	t.Helper()
+	ms := func(list []ahp.SessionSummary) []ahp.SessionSummary {
+		for i := range list {
+			if at, err := time.Parse(time.RFC3339Nano, list[i].ModifiedAt); err == nil {
+				list[i].ModifiedAt = at.UTC().Truncate(time.Millisecond).Format("2006-01-02T15:04:05.000Z")
+			}
+		}
+		return list
+	}
+	prev := ms(sessionList(t, c))
+	for deadline := time.Now().Add(ahptest.Timeout); ; {
+		time.Sleep(50 * time.Millisecond) // lets the catalogue settle between readings
+		cur := ms(sessionList(t, c))
+		if reflect.DeepEqual(cur, prev) {
+			return cur
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("listSessions did not settle")
+		}
+		prev = cur
 	}
 }

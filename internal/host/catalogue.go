@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -99,13 +100,43 @@ func (c *catalogue) known(uri string) bool {
 // it is not open; ok is false when the host holds no such session. It may
 // read the store: never call it from a connection's read loop.
 func (c *catalogue) live(ctx context.Context, uri string) (*session.Session, bool) {
-	if s, ok := c.session(uri); ok {
+	if s, ok := c.session(uri); ok && !s.Ending() {
 		return s, true
 	}
 	if !c.known(uri) || c.load == nil {
 		return nil, false
 	}
 	return c.load(ctx, uri)
+}
+
+// unloaded forgets the actor s of session uri, which ended because the
+// session had nothing to do; the session stays listed (live opens it
+// again).
+func (c *catalogue) unloaded(uri string, s *session.Session) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sessions[uri] == s {
+		delete(c.sessions, uri)
+	}
+}
+
+// onSession runs fn on session uri's actor, opening the session when it is
+// not open. When the actor unloaded between being found and fn (fn failed
+// with session.ErrClosed), fn runs again on the session opened anew.
+// found is false when the host holds no session uri. Never from a read
+// loop: it may read the store.
+func (c *catalogue) onSession(ctx context.Context, uri string, fn func(*session.Session) error) (found bool, err error) {
+	for attempt := 0; ; attempt++ {
+		s, ok := c.live(ctx, uri)
+		if !ok {
+			return false, nil
+		}
+		err := fn(s)
+		if errors.Is(err, session.ErrClosed) && attempt < 3 {
+			continue
+		}
+		return true, err
+	}
 }
 
 // addStored lists a stored session that is not open: its summary and its
@@ -264,7 +295,7 @@ func (c *catalogue) chatSession(chat string) (uri string, s *session.Session, ok
 func (c *catalogue) register(ctx context.Context, uri string) (live *session.Session, done func(), err error) {
 	for {
 		c.mu.Lock()
-		if s, ok := c.sessions[uri]; ok {
+		if s, ok := c.sessions[uri]; ok && !s.Ending() {
 			c.mu.Unlock()
 			return s, nil, nil
 		}

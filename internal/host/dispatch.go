@@ -154,12 +154,13 @@ func (d *dispatcher) sessionOpen(channel string) bool {
 func (d *dispatcher) toSession(cl *client, p ahp.DispatchActionParams, a ahp.Action, origin *ahp.ActionOrigin) {
 	ctx := context.Background()
 	if sess, ok := ahp.AnnotationsSession(p.Channel); ok {
-		s, ok := d.cat.live(ctx, sess)
-		if !ok {
+		found, err := d.cat.onSession(ctx, sess, func(s *session.Session) error {
+			return s.DispatchAnnotations(cl.chatClient(), p.ClientSeq, a)
+		})
+		switch {
+		case !found:
 			d.bus.Refuse(cl, p.Channel, a, origin, fmt.Sprintf("%s: %s", ahp.ErrResourceNotFound.Message, p.Channel))
-			return
-		}
-		if err := s.DispatchAnnotations(cl.chatClient(), p.ClientSeq, a); err != nil {
+		case err != nil:
 			d.bus.Refuse(cl, p.Channel, a, origin, err.Error())
 		}
 		return
@@ -181,7 +182,12 @@ func (d *dispatcher) toSession(cl *client, p ahp.DispatchActionParams, a ahp.Act
 		})
 		return
 	}
-	if err := s.Dispatch(cl.chatClient(), p.ClientSeq, a); err != nil {
+	err := s.Dispatch(cl.chatClient(), p.ClientSeq, a)
+	if errors.Is(err, session.ErrClosed) {
+		// It unloaded after it was found: open it again.
+		_, err = d.cat.onSession(ctx, p.Channel, func(s *session.Session) error { return s.Dispatch(cl.chatClient(), p.ClientSeq, a) })
+	}
+	if err != nil {
 		d.bus.Refuse(cl, p.Channel, a, origin, err.Error())
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ahpd/ahpd/internal/chat"
 	"github.com/ahpd/ahpd/internal/otlp"
 	"github.com/ahpd/ahpd/internal/rpc"
+	"github.com/ahpd/ahpd/internal/session"
 )
 
 var _ rpc.Handler = (*Host)(nil)
@@ -366,11 +367,18 @@ func (h *Host) subscribe(ctx context.Context, cl *client, channel string, view *
 		return ahp.Snapshot{}, ahp.WithData(ahp.Errorf(ahp.ErrPermissionDenied, "reading %s needs the grant %s", channel, grant), map[string]any{"grant": grant})
 	}
 	if sess, ok := ahp.AnnotationsSession(channel); ok {
-		s, ok := h.sessions.orCatalogue(ctx, sess)
-		if !ok {
+		if _, ok := h.sessions.orCatalogue(ctx, sess); !ok {
 			return ahp.Snapshot{}, fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, channel)
 		}
-		return s.SubscribeAnnotations(ctx, cl)
+		var snap ahp.Snapshot
+		found, err := h.cat.onSession(ctx, sess, func(s *session.Session) (err error) {
+			snap, err = s.SubscribeAnnotations(ctx, cl)
+			return err
+		})
+		if !found {
+			return ahp.Snapshot{}, fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, channel)
+		}
+		return snap, err
 	}
 	switch {
 	case canvas.Is(channel):
@@ -386,11 +394,20 @@ func (h *Host) subscribe(ctx context.Context, cl *client, channel string, view *
 		})
 		return snap, err
 	default:
-		s, ok := h.sessions.orCatalogue(ctx, channel)
-		if !ok {
+		// orCatalogue registers a session a backend's catalogue holds;
+		// onSession opens it, again if it unloads meanwhile.
+		if _, ok := h.sessions.orCatalogue(ctx, channel); !ok {
 			return ahp.Snapshot{}, fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, channel)
 		}
-		return s.Subscribe(ctx, cl)
+		var snap ahp.Snapshot
+		found, err := h.cat.onSession(ctx, channel, func(s *session.Session) (err error) {
+			snap, err = s.Subscribe(ctx, cl)
+			return err
+		})
+		if !found {
+			return ahp.Snapshot{}, fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, channel)
+		}
+		return snap, err
 	}
 }
 

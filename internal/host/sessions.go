@@ -409,15 +409,18 @@ func (d *sessionDesk) createChat(ctx context.Context, cl *client, params json.Ra
 	if _, err := ahp.ParseChatURI(p.Chat); err != nil {
 		return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.chat: %v", err)
 	}
-	s, ok := d.cat.live(ctx, p.Channel)
-	if !ok {
+	if !d.cat.known(p.Channel) {
 		return nil, fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, p.Channel)
 	}
 	owner, _, taken := d.cat.chatSession(p.Chat)
 	if taken && owner != p.Channel {
 		return nil, fmt.Errorf("%w: chat %s belongs to another session", ahp.ErrAlreadyExists, p.Chat)
 	}
-	if err := s.CreateChat(ctx, p, cl.chatClient()); err != nil {
+	found, err := d.cat.onSession(ctx, p.Channel, func(s *session.Session) error { return s.CreateChat(ctx, p, cl.chatClient()) })
+	if !found {
+		return nil, fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, p.Channel)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return struct{}{}, nil
@@ -470,12 +473,15 @@ func (d *sessionDesk) fetchTurns(ctx context.Context, cl *client, params json.Ra
 func (d *sessionDesk) onChat(ctx context.Context, uri string, fn func(*chat.Chat) error) error {
 	for attempt := 0; ; attempt++ {
 		_, c, err := d.resolveChat(ctx, uri)
+		if errors.Is(err, session.ErrClosed) && attempt < 3 {
+			continue // its session unloaded meanwhile: it opens again
+		}
 		if err != nil {
 			return err
 		}
 		d.actors.remember(uri, c)
 		err = fn(c)
-		if errors.Is(err, chat.ErrClosed) && attempt < 3 {
+		if (errors.Is(err, chat.ErrClosed) || errors.Is(err, session.ErrClosed)) && attempt < 3 {
 			continue
 		}
 		return err
@@ -486,6 +492,7 @@ func (d *sessionDesk) onChat(ctx context.Context, uri string, fn func(*chat.Chat
 func (d *sessionDesk) open(ctx context.Context, r store.SessionRecord, announced bool) (*session.Session, error) {
 	a, _ := d.agents.Get(r.Provider)
 	uri := r.URI
+	changesets := d.git.catalogueAtOpen(ctx, uri)
 	s, err := session.Open(ctx, session.Config{
 		Served:      d.paths.holds,
 		Record:      r,
@@ -497,8 +504,12 @@ func (d *sessionDesk) open(ctx context.Context, r store.SessionRecord, announced
 		Canvases:    d.canvases,
 		OnSummary:   func(sum ahp.SessionSummary) { d.summaryChanged(uri, sum) },
 		OnChatIndex: func(chat string, added bool) { d.cat.indexChat(chat, uri, added) },
-		Changesets:  d.git.catalogueAtOpen(ctx, uri),
+		Changesets:  changesets,
 		OnTurn:      func(chat, turn string, start bool) { d.git.onTurn(uri, chat, turn, start) },
+		// A session in git keeps its actor: its changesets and summary
+		// come from the work tree, not from its records.
+		OnUnload: func(s *session.Session) { d.cat.unloaded(uri, s) },
+		KeepOpen: changesets != nil,
 	})
 	if err != nil {
 		return nil, err

@@ -63,6 +63,12 @@ type Config struct {
 	// the session's chats starts (start) or ended, before clients hear it
 	// (chat.Config.OnTurn); nil for none.
 	OnTurn func(chat, turn string, start bool)
+	// OnUnload is told when the actor ended because the session had
+	// nothing to do (unloadIfIdle): the host keeps the session listed and
+	// opens it again when something needs it. Nil, or KeepOpen, keeps the
+	// actor for the session's life.
+	OnUnload func(*Session)
+	KeepOpen bool
 }
 
 // Session is one session actor.
@@ -131,7 +137,7 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 	s.annotations.Annotations = meta.Annotations
 	s.sandbox = meta.Sandbox
 	s.publishDirs()
-	go s.run()
+	go loop{s}.run()
 	return s, nil
 }
 
@@ -196,6 +202,10 @@ func iso(t time.Time) string {
 // URI is the session's URI.
 func (s *Session) URI() string { return s.uri }
 
+// Ending reports whether the actor takes no more work (closing or
+// unloading); Done follows.
+func (s *Session) Ending() bool { return s.inbox != nil && s.inbox.Closed() }
+
 // Done is closed when the actor has stopped.
 func (s *Session) Done() <-chan struct{} { return s.inbox.Done() }
 
@@ -214,24 +224,105 @@ func (s *Session) tell(what string, fn func()) {
 func (s *Session) call(ctx context.Context, fn func()) error { return s.inbox.Call(ctx, fn) }
 
 // run is the session actor's loop; only it touches state, record and chats.
-func (s *Session) run() {
+// loop is the session actor's goroutine: it runs what the inbox holds, in
+// order, and ends the actor when the session is closed or has nothing to
+// do (its own type, so Session's methods stay the session's API).
+type loop struct{ s *Session }
+
+func (l loop) run() {
+	s := l.s
 	defer s.inbox.Stopped()
 	var batch []func()
-	for {
-		select {
-		case <-s.stopping:
-			for _, fn := range s.inbox.Pop(batch) {
-				fn()
-			}
-			return
-		case <-s.inbox.Wake():
-			batch = s.inbox.Pop(batch)
-			for i, fn := range batch {
-				bug.Recover(s.log, "session actor", fn)
-				batch[i] = nil
+	var idle <-chan time.Time
+	timeout := l.idleTimeout()
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		idle = t.C
+		for {
+			select {
+			case <-s.stopping:
+				l.drain(batch)
+				return
+			case <-s.inbox.Wake():
+				batch = l.runBatch(batch)
+				t.Reset(timeout)
+			case <-idle:
+				if l.unloadIfIdle() {
+					return
+				}
+				t.Reset(timeout)
 			}
 		}
 	}
+	for {
+		select {
+		case <-s.stopping:
+			l.drain(batch)
+			return
+		case <-s.inbox.Wake():
+			batch = l.runBatch(batch)
+		}
+	}
+}
+
+func (l loop) runBatch(batch []func()) []func() {
+	s := l.s
+	batch = s.inbox.Pop(batch)
+	for i, fn := range batch {
+		bug.Recover(s.log, "session actor", fn)
+		batch[i] = nil
+	}
+	return batch
+}
+
+func (l loop) drain(batch []func()) {
+	s := l.s
+	for _, fn := range s.inbox.Pop(batch) {
+		fn()
+	}
+}
+
+// idleTimeout is how long the session may have nothing to do before it
+// unloads (the chats' chatIdleSeconds); 0 when it never does.
+func (l loop) idleTimeout() time.Duration {
+	s := l.s
+	if s.cfg.OnUnload == nil || s.cfg.KeepOpen {
+		return 0
+	}
+	d := s.cfg.Env.Limits.ChatIdle
+	switch {
+	case d < 0:
+		return 0
+	case d == 0:
+		return chat.DefaultIdleTimeout
+	}
+	return d
+}
+
+// unloadIfIdle ends the actor when the session has nothing to do: no chat
+// loaded, nobody subscribed to it or its annotations, and nothing pushed
+// since. Everything it holds is in the store; the host lists it from its
+// summary and opens it again when something needs it. It reports whether
+// the actor ended.
+func (l loop) unloadIfIdle() bool {
+	s := l.s
+	for _, e := range s.chats {
+		if e.actor != nil {
+			return false
+		}
+	}
+	bus := s.cfg.Env.Bus
+	if bus.Subscribers(s.uri) > 0 || bus.Subscribers(ahp.AnnotationsURI(s.uri)) > 0 {
+		return false
+	}
+	if !s.inbox.CloseIfEmpty() {
+		return false
+	}
+	s.log.Debug("session idle: unloading")
+	s.once.Do(func() { close(s.stopping) })
+	s.cfg.OnUnload(s)
+	return true
 }
 
 // Close stops every open chat and the actor.

@@ -11,6 +11,7 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/agent/agentproc"
 	"github.com/ahpd/ahpd/internal/agent/evqueue"
 )
 
@@ -125,7 +126,7 @@ func newConversation(a *Agent, bin string, p agent.OpenParams) *conversation {
 		log:    log.With("agent", a.opts.Name, "conversation", p.ConversationID),
 		events: evqueue.New(),
 		perms:  make(map[acpsdk.ToolCallId]*permission),
-		terms:  newTerminals(a.opts.Ledger, p.Sandbox),
+		terms:  newTerminals(a.opts.Ledger, agentproc.ToCmd(p.Sandbox)),
 		model:  p.Model,
 
 		wantModel: p.Model,

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/agent/agentproc"
 )
 
 // A stop is watched twice. The CLI answers an interrupt's control request
@@ -254,7 +255,7 @@ func (c *conversation) startLocked(l launch) error {
 	}
 	args = append(args, hostToolArgs(c.params.HostTools)...)
 	args = append(args, c.opts.ExtraArgs...)
-	p, err := startProcess(c.bin, args, c.cwd, c.opts.environ(), c.log, c.opts.Ledger, c.params.Sandbox, c.handleLine, c.processExited)
+	p, err := startProcess(c.bin, args, c.cwd, c.opts.environ(), c.log, c.opts.Ledger, agentproc.ToCmd(c.params.Sandbox), c.handleLine, c.processExited)
 	if err != nil {
 		return fmt.Errorf("start claude: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/agent/agentproc"
 )
 
 // Bounds of what a conversation holds for the chat actor.
@@ -86,7 +87,7 @@ func newConversation(a *Agent, st Store, fs workdirs, p agent.OpenParams) *conve
 		log:       log.With("agent", Provider, "conversation", p.ConversationID),
 		events:    make(chan agent.Event, eventCap),
 		done:      make(chan struct{}),
-		tools:     &tools{fs: fs, bashTimeout: a.settings.bashTimeout(), reads: map[string][]byte{}, sandbox: p.Sandbox},
+		tools:     &tools{fs: fs, bashTimeout: a.settings.bashTimeout(), reads: map[string][]byte{}, sandbox: agentproc.ToCmd(p.Sandbox)},
 	}
 }
 

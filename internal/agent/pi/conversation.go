@@ -127,7 +127,7 @@ func newConversation(p *Pi, bin string, op agent.OpenParams, path string) *conve
 		events:  evqueue.New(),
 		path:    path,
 		waiters: make(map[string]chan outLine),
-		sandbox: op.Sandbox,
+		sandbox: agentproc.ToCmd(op.Sandbox),
 	}
 }
 
