@@ -259,31 +259,34 @@ func closeAll(conns []*websocket.Conn) {
 	}
 }
 
-// BenchmarkIdleSessionMemory: the heap each session costs with its chat
-// loaded and idle, and after its chat unloads (chatIdleSeconds 1), at 1,000
-// sessions (AHPD_BENCH_SESSIONS sets another count; make bench uses
-// 10,000); against the heap of a bare map holding the same sessions'
-// records (the least a host must keep). Reported in bytes per session.
+// BenchmarkIdleSessionMemory: the heap and goroutine stacks each session
+// costs with its chat loaded and idle, and after its chat and the session
+// itself unload (chatIdleSeconds 1; goal ≤ 4 KiB and no goroutine per
+// session), at 1,000 sessions (AHPD_BENCH_SESSIONS sets another count;
+// make bench uses 10,000); against the heap of a bare map holding the same
+// sessions' records (the least a host must keep). Reported in bytes and
+// goroutines per session.
 func BenchmarkIdleSessionMemory(b *testing.B) {
 	sessions := 1000
 	if v, err := strconv.Atoi(os.Getenv("AHPD_BENCH_SESSIONS")); err == nil && v > 0 {
 		sessions = v
 	}
 	for range b.N {
-		loaded := sessionHeap(b, sessions, false)
-		unloaded := sessionHeap(b, sessions, true)
+		loaded, _ := sessionHeap(b, sessions, false)
+		unloaded, goroutines := sessionHeap(b, sessions, true)
 		baseline := recordBaseline(sessions)
 		b.ReportMetric(loaded, "loaded-B/session")
 		b.ReportMetric(unloaded, "unloaded-B/session")
+		b.ReportMetric(goroutines, "unloaded-goroutines/session")
 		b.ReportMetric(baseline, "raw-B/session")
 		b.ReportMetric(loaded/baseline, "ratio")
 	}
 }
 
-// sessionHeap is the heap per session of a daemon holding n sessions,
-// each with its chat subscribed once and left; with unload, after every
-// chat has unloaded.
-func sessionHeap(b *testing.B, n int, unload bool) float64 {
+// sessionHeap is the heap and stacks, and the goroutines, per session of a
+// daemon holding n sessions, each with its chat subscribed once and left;
+// with unload, after every chat and session has unloaded.
+func sessionHeap(b *testing.B, n int, unload bool) (bytes, goroutines float64) {
 	sc := script.New(script.Options{})
 	reg, err := agent.NewRegistry(sc)
 	if err != nil {
@@ -298,7 +301,7 @@ func sessionHeap(b *testing.B, n int, unload bool) float64 {
 	w := dialWatcher(b, e.d.URL())
 	w.send(b, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"channel":"ahp-root://","protocolVersions":["1.0.0"],"clientId":"memory"}}`)
 	w.readUntil(b, `"id":0`)
-	before := heapInUse()
+	before, routinesBefore := memInUse(), runtime.NumGoroutine()
 	for i := range n {
 		sess := fmt.Sprintf("script:/3e300000-0000-4000-8000-%012d", i)
 		w.send(b, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"createSession","params":{"channel":%q,"provider":"script"}}`, 2*i+1, sess))
@@ -311,18 +314,18 @@ func sessionHeap(b *testing.B, n int, unload bool) float64 {
 	ctx := context.Background()
 	if unload {
 		deadline := time.Now().Add(2 * time.Minute)
-		for e.d.Host().OpenChats(ctx) != 0 {
+		for e.d.Host().OpenChats(ctx) != 0 || e.d.Host().OpenSessions() != 0 {
 			if time.Now().After(deadline) {
-				b.Fatalf("%d chats never unloaded", e.d.Host().OpenChats(ctx))
+				b.Fatalf("%d chats and %d sessions never unloaded", e.d.Host().OpenChats(ctx), e.d.Host().OpenSessions())
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
 	} else if open := e.d.Host().OpenChats(ctx); open != n {
 		b.Fatalf("%d chats loaded, want %d", open, n)
 	}
-	after := heapInUse()
+	after, routinesAfter := memInUse(), runtime.NumGoroutine()
 	runtime.KeepAlive(e)
-	return float64(after-before) / float64(n)
+	return (float64(after) - float64(before)) / float64(n), float64(routinesAfter-routinesBefore) / float64(n)
 }
 
 // recordBaseline is the heap a map of n session-and-chat records takes.
@@ -340,6 +343,15 @@ func recordBaseline(n int) float64 {
 	after := heapInUse()
 	runtime.KeepAlive(m)
 	return float64(after-before) / float64(n)
+}
+
+// memInUse is the heap and the goroutine stacks in use, after a GC.
+func memInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse + ms.StackInuse
 }
 
 func heapInUse() uint64 {

@@ -233,27 +233,16 @@ func (l loop) run() {
 	s := l.s
 	defer s.inbox.Stopped()
 	var batch []func()
+	// The session looks every idle period whether it has anything to do;
+	// what it was asked meanwhile does not count (a status read or the
+	// metrics' count of open chats must not keep it loaded): what keeps
+	// it are its loaded chats and its subscribers, which unloadIfIdle
+	// checks.
 	var idle <-chan time.Time
-	timeout := l.idleTimeout()
-	if timeout > 0 {
-		t := time.NewTimer(timeout)
+	if timeout := l.idleTimeout(); timeout > 0 {
+		t := time.NewTicker(timeout)
 		defer t.Stop()
 		idle = t.C
-		for {
-			select {
-			case <-s.stopping:
-				l.drain(batch)
-				return
-			case <-s.inbox.Wake():
-				batch = l.runBatch(batch)
-				t.Reset(timeout)
-			case <-idle:
-				if l.unloadIfIdle() {
-					return
-				}
-				t.Reset(timeout)
-			}
-		}
 	}
 	for {
 		select {
@@ -262,6 +251,10 @@ func (l loop) run() {
 			return
 		case <-s.inbox.Wake():
 			batch = l.runBatch(batch)
+		case <-idle:
+			if l.unloadIfIdle() {
+				return
+			}
 		}
 	}
 }
