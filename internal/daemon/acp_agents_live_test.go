@@ -1,11 +1,9 @@
 package daemon_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -135,32 +133,7 @@ func TestRealACPLoopbackOnly(t *testing.T) {
 		return
 	}
 	fakemodel.Agent(t, "gemini") // make check only, and skips with the install hint
-	unshare, err := exec.LookPath("unshare")
-	if err != nil {
-		t.Skip("no unshare here")
-	}
-	ip, err := exec.LookPath("ip")
-	if err != nil {
-		t.Skip("no ip here")
-	}
-	if out, err := exec.Command(unshare, "-n", "true").CombinedOutput(); err != nil {
-		t.Skipf("unshare -n cannot make a network namespace here: %v %s", err, out)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute)
-	defer cancel()
-	run := "^(" + strings.Join(realACPTests, "|") + ")$"
-	cmd := exec.CommandContext(ctx, unshare, "-n", "sh", "-c", `"$0" link set lo up && exec "$@"`,
-		ip, os.Args[0], "-test.run", run, "-test.count=1", "-test.v", "-test.timeout=8m")
-	cmd.Env = append(os.Environ(), netnsEnv+"=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("the real ACP agent tests failed with loopback alone: %v\n%s", err, clTail(out, 8000))
-	}
-	for _, name := range realACPTests {
-		if !strings.Contains(string(out), "--- PASS: "+name+" ") {
-			t.Errorf("%s did not pass in the namespace:\n%s", name, clTail(out, 8000))
-		}
-	}
+	runLoopbackOnly(t, "the real ACP agent tests", realACPTests, 8*time.Minute)
 }
 
 // runRealACP configures ra as an agents.acp entry and, through the

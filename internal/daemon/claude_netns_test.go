@@ -49,6 +49,15 @@ func TestClaudeLoopbackOnly(t *testing.T) {
 		return
 	}
 	fakemodel.Agent(t, "claude") // make check only, and skips with the install hint
+	runLoopbackOnly(t, "the claude tests", claudeTestsOffline, 4*time.Minute)
+}
+
+// runLoopbackOnly runs this test binary again on tests, in a network
+// namespace of its own with only loopback up (unshare -n), within the
+// given time, and fails unless each of them passes there: what names them
+// in the failure. It skips where no namespace can be made.
+func runLoopbackOnly(t *testing.T, what string, tests []string, within time.Duration) {
+	t.Helper()
 	unshare, err := exec.LookPath("unshare")
 	if err != nil {
 		t.Skip("no unshare here")
@@ -60,17 +69,17 @@ func TestClaudeLoopbackOnly(t *testing.T) {
 	if out, err := exec.Command(unshare, "-n", "true").CombinedOutput(); err != nil {
 		t.Skipf("unshare -n cannot make a network namespace here: %v %s", err, out)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), within+time.Minute)
 	defer cancel()
-	run := "^(" + strings.Join(claudeTestsOffline, "|") + ")$"
+	run := "^(" + strings.Join(tests, "|") + ")$"
 	cmd := exec.CommandContext(ctx, unshare, "-n", "sh", "-c", `"$0" link set lo up && exec "$@"`,
-		ip, os.Args[0], "-test.run", run, "-test.count=1", "-test.v", "-test.timeout=4m")
+		ip, os.Args[0], "-test.run", run, "-test.count=1", "-test.v", "-test.timeout="+within.String())
 	cmd.Env = append(os.Environ(), netnsEnv+"=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("the claude tests failed with loopback alone: %v\n%s", err, clTail(out, 8000))
+		t.Fatalf("%s failed with loopback alone: %v\n%s", what, err, clTail(out, 8000))
 	}
-	for _, name := range claudeTestsOffline {
+	for _, name := range tests {
 		if !strings.Contains(string(out), "--- PASS: "+name+" ") {
 			t.Errorf("%s did not pass in the namespace:\n%s", name, clTail(out, 8000))
 		}
