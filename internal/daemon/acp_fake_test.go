@@ -23,12 +23,25 @@ import (
 type acpFakeEnv struct {
 	*testEnv
 	cfg daemon.Config
+	bin string // the fake agent's executable
 }
 
 func newACPFakeEnv(t *testing.T, args ...string) *acpFakeEnv {
 	t.Helper()
+	return newACPFakeEnvWith(t, nil, nil, args...)
+}
+
+// newACPFakeEnvWith is newACPFakeEnv with more keys in the agents.acp
+// entry (beside name, command and args) and the daemon's config changed
+// by mutate (nil: as it is).
+func newACPFakeEnvWith(t *testing.T, extra map[string]any, mutate func(*daemon.Config), args ...string) *acpFakeEnv {
+	t.Helper()
 	bin := fakemodel.Build(t, "acpagent")
-	entry, _ := json.Marshal([]map[string]any{{"name": "fake-acp", "command": bin, "args": args}})
+	fields := map[string]any{"name": "fake-acp", "command": bin, "args": args}
+	for k, v := range extra {
+		fields[k] = v
+	}
+	entry, _ := json.Marshal([]map[string]any{fields})
 	cfg := daemon.Defaults()
 	cfg.DataDir = t.TempDir()
 	cfg.Agents = map[string]json.RawMessage{"acp": entry}
@@ -51,8 +64,11 @@ func newACPFakeEnv(t *testing.T, args ...string) *acpFakeEnv {
 	e := newEnvWith(t, reg, func(c *daemon.Config) {
 		c.DataDir, c.Agents = cfg.DataDir, cfg.Agents
 		c.Sandbox.Backends = map[string]sandbox.Paths{"fake-acp": own}
+		if mutate != nil {
+			mutate(c)
+		}
 	})
-	return &acpFakeEnv{testEnv: e, cfg: cfg}
+	return &acpFakeEnv{testEnv: e, cfg: cfg, bin: bin}
 }
 
 func (e *acpFakeEnv) restartFresh() {

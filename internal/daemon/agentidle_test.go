@@ -3,7 +3,6 @@
 package daemon_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/ahpd/ahpd/internal/daemon"
-	"github.com/ahpd/ahpd/internal/testutil/fakemodel"
 )
 
 // childrenRunning counts this process's children running bin (zombies
@@ -60,19 +58,8 @@ func countChildren(bin string) (int, error) {
 // conversation (the fake replays the turn it kept, session/load). (Issue
 // 34 §5.)
 func TestIdleAgentsEndWhileWatched(t *testing.T) {
-	bin := fakemodel.Build(t, "acpagent")
-	entry, _ := json.Marshal([]map[string]any{{"name": "fake-acp", "command": bin, "args": []string{"-state", t.TempDir()}}})
-	cfg := daemon.Defaults()
-	cfg.DataDir = t.TempDir()
-	cfg.Agents = map[string]json.RawMessage{"acp": entry}
-	reg, err := daemon.BuiltinAgents(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := newEnvWith(t, reg, func(c *daemon.Config) {
-		c.DataDir, c.Agents = cfg.DataDir, cfg.Agents
-		c.AgentIdleSeconds = 1
-	})
+	e := newACPFakeEnvWith(t, nil, func(c *daemon.Config) { c.AgentIdleSeconds = 1 }, "-state", t.TempDir())
+	bin := e.bin
 	a := e.client("watcher")
 	var chats []string
 	for i := range 3 {

@@ -4,7 +4,6 @@ package daemon_test
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -18,7 +17,6 @@ import (
 	"github.com/ahpd/ahpd/internal/chat"
 	"github.com/ahpd/ahpd/internal/daemon"
 	"github.com/ahpd/ahpd/internal/testutil/ahptest"
-	"github.com/ahpd/ahpd/internal/testutil/fakemodel"
 )
 
 // processSampler counts the agent processes running (bin's children of
@@ -142,20 +140,11 @@ func awaitSlotNotice(t *testing.T, c *ahptest.Client, chat, id string) {
 //   - a turn whose session is disposed while it waits leaves the queue,
 //     and no agent is ended for it.
 func TestMaxAgentProcesses(t *testing.T) {
-	bin := fakemodel.Build(t, "acpagent")
-	entry, _ := json.Marshal([]map[string]any{{"name": "fake-acp", "command": bin, "args": []string{"-state", t.TempDir()}}})
-	cfg := daemon.Defaults()
-	cfg.DataDir = t.TempDir()
-	cfg.Agents = map[string]json.RawMessage{"acp": entry}
-	reg, err := daemon.BuiltinAgents(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := newEnvWith(t, reg, func(c *daemon.Config) {
-		c.DataDir, c.Agents = cfg.DataDir, cfg.Agents
+	e := newACPFakeEnvWith(t, nil, func(c *daemon.Config) {
 		c.MaxAgentProcesses = 2
 		c.AgentIdleSeconds = -1 // only the slots end agents here
-	})
+	}, "-state", t.TempDir())
+	bin := e.bin
 	sampler := sampleProcesses(bin)
 	a := e.client("watcher")
 	var chats [3]string
@@ -204,7 +193,7 @@ func TestMaxAgentProcesses(t *testing.T) {
 		awaitTyped(t, a, B, "chat/responsePart", "b3")
 		startTurn(a, C, "c2", "[history]")
 		awaitSlotNotice(t, a, C, "c2")
-		awaitMetric(t, e, "ahpd_agent_slots_waiting", 1)
+		awaitMetric(t, e.testEnv, "ahpd_agent_slots_waiting", 1)
 		if st := chatOf(t, a, C); st.ActiveTurn == nil || st.ActiveTurn.ID != "c2" {
 			t.Fatalf("c2 is not running while it waits: %+v", st.ActiveTurn)
 		}
@@ -212,7 +201,7 @@ func TestMaxAgentProcesses(t *testing.T) {
 		if end := awaitEnd(t, a, C, "c2"); end.Type() != "chat/turnCancelled" {
 			t.Fatalf("the stopped waiting turn ended with %s: %s", end.Type(), end.Action)
 		}
-		awaitMetric(t, e, "ahpd_agent_slots_waiting", 0)
+		awaitMetric(t, e.testEnv, "ahpd_agent_slots_waiting", 0)
 		if got := slotNotice(turnOf(t, chatOf(t, a, C), "c2")); got == "" {
 			t.Error("the cancelled turn does not keep its notice")
 		}
@@ -263,9 +252,9 @@ func TestMaxAgentProcesses(t *testing.T) {
 		a.Subscribe(D)
 		startTurn(a, D, "d1", "hello")
 		awaitSlotNotice(t, a, D, "d1")
-		awaitMetric(t, e, "ahpd_agent_slots_waiting", 1)
+		awaitMetric(t, e.testEnv, "ahpd_agent_slots_waiting", 1)
 		a.MustCall("disposeSession", map[string]any{"channel": sess})
-		awaitMetric(t, e, "ahpd_agent_slots_waiting", 0)
+		awaitMetric(t, e.testEnv, "ahpd_agent_slots_waiting", 0)
 		writeFile(t, gateA, "")
 		writeFile(t, gateB, "")
 		for chat, id := range map[string]string{A: "a5", B: "b5"} {
@@ -284,7 +273,7 @@ func TestMaxAgentProcesses(t *testing.T) {
 	if most := sampler.stop(t); most != 2 {
 		t.Errorf("at most %d agent processes ran at once, want 2 (maxAgentProcesses) and no more", most)
 	}
-	if n := metric(t, e, "ahpd_agent_slots_held"); n != 2 {
+	if n := metric(t, e.testEnv, "ahpd_agent_slots_held"); n != 2 {
 		t.Errorf("ahpd_agent_slots_held %v, want 2", n)
 	}
 }

@@ -63,16 +63,7 @@ func TestCofoldSessionWithoutModelRunsTheConfiguredDefault(t *testing.T) {
 // fake-large: a session naming no model runs on fake-large, before and
 // after the agent's list was learned. (Issue 35 §1.)
 func TestACPSessionWithoutModelRunsTheConfiguredDefault(t *testing.T) {
-	bin := fakemodel.Build(t, "acpagent")
-	entry, _ := json.Marshal([]map[string]any{{"name": "fake-acp", "command": bin, "defaultModel": "fake-large"}})
-	cfg := daemon.Defaults()
-	cfg.DataDir = t.TempDir()
-	cfg.Agents = map[string]json.RawMessage{"acp": entry}
-	reg, err := daemon.BuiltinAgents(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := newEnvWith(t, reg, func(c *daemon.Config) { c.DataDir, c.Agents = cfg.DataDir, cfg.Agents })
+	e := newACPFakeEnvWith(t, map[string]any{"defaultModel": "fake-large"}, nil)
 	a := e.client("a")
 	for i, sess := range []string{"ahp-session:/de7a0100-0000-4000-8000-000000000352", "ahp-session:/de7a0100-0000-4000-8000-000000000353"} {
 		a.MustCall("createSession", map[string]any{"channel": sess, "provider": "fake-acp"})
