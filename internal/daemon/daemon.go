@@ -49,6 +49,10 @@ type Daemon struct {
 	served   chan error
 	// lock is the data dir's lock, held until Close.
 	lock *flock.Flock
+	// closeOnce runs Close's work once; closeErr is what it came to, what
+	// every later Close answers.
+	closeOnce sync.Once
+	closeErr  error
 
 	env       *env.Env
 	agents    *agent.Registry
@@ -358,8 +362,15 @@ func (d *Daemon) Store() *store.Store { return d.store }
 
 // Close stops serving, ends every connection, stops every actor and flushes
 // the store. A turn still running is left as a crash leaves it (a restart
-// ends it with hostRestarted); Shutdown ends it first.
+// ends it with hostRestarted); Shutdown ends it first. Closing again
+// answers what the first Close did (it used to wait forever for the
+// server's end, which the first Close had taken).
 func (d *Daemon) Close(ctx context.Context) error {
+	d.closeOnce.Do(func() { d.closeErr = d.close(ctx) })
+	return d.closeErr
+}
+
+func (d *Daemon) close(ctx context.Context) error {
 	d.RemoveLocalEndpoints()
 	d.stopping.Store(true)
 	d.stopTools()
