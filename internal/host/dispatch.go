@@ -137,15 +137,16 @@ func (d *dispatcher) dispatch(cl *client, params json.RawMessage) {
 	}
 }
 
-// sessionOpen reports whether the session a session or annotations
-// channel names has its actor (or does not exist: the refusal needs no
-// store).
+// sessionOpen reports whether an action on channel can be handed over
+// from the read loop without a wait: the channel is a session's whose
+// actor is open (or a session the host does not hold: the refusal needs no
+// store). An annotations channel always goes through its lane.
 func (d *dispatcher) sessionOpen(channel string) bool {
-	if sess, ok := ahp.AnnotationsSession(channel); ok {
-		channel = sess
+	if _, ok := ahp.AnnotationsSession(channel); ok {
+		return false
 	}
-	_, open := d.cat.session(channel)
-	return open || !d.cat.known(channel)
+	s, open := d.cat.session(channel)
+	return (open && !s.Ending()) || !d.cat.known(channel)
 }
 
 // toSession hands an action on a session or annotations channel to
@@ -184,8 +185,10 @@ func (d *dispatcher) toSession(cl *client, p ahp.DispatchActionParams, a ahp.Act
 	}
 	err := s.Dispatch(cl.chatClient(), p.ClientSeq, a)
 	if errors.Is(err, session.ErrClosed) {
-		// It unloaded after it was found: open it again.
-		_, err = d.cat.onSession(ctx, p.Channel, func(s *session.Session) error { return s.Dispatch(cl.chatClient(), p.ClientSeq, a) })
+		// It unloaded after it was found: it opens again on the
+		// channel's lane (this may be the read loop).
+		d.route(cl, p.Channel, a, origin, func() { d.toSession(cl, p, a, origin) })
+		return
 	}
 	if err != nil {
 		d.bus.Refuse(cl, p.Channel, a, origin, err.Error())
