@@ -92,6 +92,9 @@ type InitializeResult struct {
 	Telemetry *TelemetryCapabilities `json:"telemetry,omitempty"`
 	// Automations advertises the automation catalogue (automations.go).
 	Automations *AutomationCapabilities `json:"automations,omitempty"`
+	// RepositoryPreparation says the host prepares repositories a
+	// createSession names (repositories.go); absent when it does not.
+	RepositoryPreparation *RepositoryPreparationCapabilities `json:"repositoryPreparation,omitempty"`
 }
 
 // TelemetryCapabilities is InitializeResult.telemetry: each OTLP signal's
@@ -239,8 +242,11 @@ type CreateSessionParams struct {
 	Model              json.RawMessage `json:"model,omitempty"`
 	WorkingDirectories []URI           `json:"workingDirectories,omitempty"`
 	WorkingDirectory   URI             `json:"workingDirectory,omitempty"`
-	Config             map[string]any  `json:"config,omitempty"`
-	ActiveClient       *ActiveClient   `json:"activeClient,omitempty"`
+	// Repositories are prepared instead of naming working directories
+	// (repositories.go); the two are mutually exclusive.
+	Repositories []RepositorySource `json:"repositories,omitempty"`
+	Config       map[string]any     `json:"config,omitempty"`
+	ActiveClient *ActiveClient      `json:"activeClient,omitempty"`
 	// Fork is the pre-0.9 session fork ({session, turnId}), which VS Code's
 	// suite still sends; a chat is forked with createChat since 0.9.
 	Fork          *SessionFork   `json:"fork,omitempty"`

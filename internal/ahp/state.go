@@ -243,6 +243,7 @@ type SessionSummary struct {
 	Origin             json.RawMessage      `json:"origin,omitempty"`
 	Project            *ProjectInfo         `json:"project,omitempty"`
 	WorkingDirectories []URI                `json:"workingDirectories,omitempty"`
+	Repositories       []RepositorySource   `json:"repositories,omitempty"`
 	Annotations        json.RawMessage      `json:"annotations,omitempty"`
 	CreatedAt          string               `json:"createdAt"`
 	ModifiedAt         string               `json:"modifiedAt"`
@@ -308,6 +309,7 @@ type SessionState struct {
 	Origin             json.RawMessage       `json:"origin,omitempty"`
 	Project            *ProjectInfo          `json:"project,omitempty"`
 	WorkingDirectories []URI                 `json:"workingDirectories,omitempty"`
+	Repositories       []RepositorySource    `json:"repositories,omitempty"`
 	Annotations        json.RawMessage       `json:"annotations,omitempty"`
 	CreatedAt          string                `json:"createdAt,omitempty"`
 	ModifiedAt         string                `json:"modifiedAt,omitempty"`

@@ -60,6 +60,13 @@ const (
 // worktrees): it names every session's repository and removes worktrees.
 const HostWorktrees = "host:worktrees"
 
+// SessionClone lets a connection create a session from repositories
+// (createSession's repositories): the host clones each source into its
+// worktrees folder, reaching the network for a URL, or reading a local
+// repository of the served paths. It comes on top of session:create, and
+// no group holds it.
+const SessionClone = "session:clone"
+
 // HostDiagnose lets a connection run the host's network diagnostics (the
 // window's troubleshooting pane): what the host reaches, and a fetch of a
 // URL from the host, which is why it is a grant of its own.

@@ -30,7 +30,7 @@ func Known(grant string) bool {
 }
 
 // ungrouped are grants no group covers; a new one is added here.
-var ungrouped = []string{ResourceRead, ResourceWrite, ResourceClients, TerminalRead, TerminalWrite, HostDiagnose, HostLogs, AutomationRead, AutomationWrite, AutomationRun, ChangesetCommit, HostWorktrees}
+var ungrouped = []string{ResourceRead, ResourceWrite, ResourceClients, TerminalRead, TerminalWrite, HostDiagnose, HostLogs, AutomationRead, AutomationWrite, AutomationRun, ChangesetCommit, HostWorktrees, SessionClone}
 
 // KnownGrants lists the grants Known accepts (besides "*" and
 // "<subject>:*"), sorted: every group, every grant a group covers, and

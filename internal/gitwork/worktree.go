@@ -127,14 +127,12 @@ func (r Removal) String() string {
 // in between; its ignored files go with it. Its branch is then deleted when
 // no other worktree has it checked out, and only if it still points where
 // the check saw it (git update-ref -d with the old id).
+//
+// A main work tree under root is a clone Clone made (a repository-backed
+// session's): it is removed, whole, by the same rule against what its
+// remote holds (removeClone), and base is not used.
 func RemoveWorktree(ctx context.Context, root, path, base string) (Removal, error) {
 	r := Removal{Path: path}
-	if base == "" {
-		return r, errors.New("RemoveWorktree needs the base the worktree was made from")
-	}
-	if err := validateRev(base); err != nil {
-		return r, err
-	}
 	if !filepath.IsAbs(root) || !filepath.IsAbs(path) {
 		return r, fmt.Errorf("%w: the worktree %q and its root %q must be absolute", ErrPath, path, root)
 	}
@@ -166,7 +164,16 @@ func RemoveWorktree(ctx context.Context, root, path, base string) (Removal, erro
 		return r, err
 	}
 	if gitDir == common {
-		return r, fmt.Errorf("%s: the main work tree of its repository, not a linked worktree", path)
+		if gitDir != filepath.Join(real, ".git") {
+			return r, fmt.Errorf("%s: not a work tree ahpd made (its git directory is %s)", path, gitDir)
+		}
+		return removeClone(ctx, r, real)
+	}
+	if base == "" {
+		return r, errors.New("RemoveWorktree needs the base the worktree was made from")
+	}
+	if err := validateRev(base); err != nil {
+		return r, err
 	}
 
 	status, err := run(ctx, real, opts{}, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=none")

@@ -87,12 +87,15 @@ type gitDesk struct {
 	// refreshing counts the refreshes queued or running, so the host's
 	// Close waits for their git calls before the daemon goes.
 	refreshing sync.WaitGroup
+	// clones holds a slot per clone running (gitclones.go).
+	clones chan struct{}
 }
 
 func newGitDesk(e *env.Env, log *slog.Logger, b *bus.Bus, l *lanes, cat *catalogue, root string) *gitDesk {
 	return &gitDesk{env: e, log: log, bus: b, lanes: l, cat: cat, root: root,
 		mu:      lockorder.Mutex{Rank: lockorder.HostGit},
-		records: map[string]*store.SessionGit{}, watched: map[string]map[string]bool{}, pending: map[string]bool{}}
+		records: map[string]*store.SessionGit{}, watched: map[string]map[string]bool{}, pending: map[string]bool{},
+		clones: make(chan struct{}, maxConcurrentClones)}
 }
 
 // prepare readies a new session's work tree before the session is stored.

@@ -151,7 +151,8 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	actors := newActors()
 	h.git = newGitDesk(e, log, h.bus, h.lanes, h.cat, opts.WorktreesDir)
 	h.root = newRootDesk(ctx, h.bus, opts.Agents)
-	h.config = &configDesk{log: log, agents: opts.Agents, defaultProvider: opts.DefaultProvider, paths: paths, sandbox: e.Sandbox}
+	h.config = &configDesk{log: log, agents: opts.Agents, defaultProvider: opts.DefaultProvider, paths: paths, sandbox: e.Sandbox,
+		repositories: h.git.repositoryCapabilities}
 	h.sessions = &sessionDesk{env: e, log: log, bus: h.bus, agents: opts.Agents, settings: opts.AgentSettings,
 		defaultProvider: opts.DefaultProvider, closedChats: opts.ClosedChats, paths: paths,
 		tell: lockorder.Mutex{Rank: lockorder.HostTell}, cat: h.cat, actors: actors, root: h.root, config: h.config, git: h.git}

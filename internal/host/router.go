@@ -323,6 +323,7 @@ func (h *Host) initialize(ctx context.Context, cl *client, params json.RawMessag
 			TerminalCommandPrefix:       "!",
 			Telemetry:                   h.logs.capabilities(),
 			Automations:                 h.autos.capabilities(),
+			RepositoryPreparation:       h.git.repositoryCapabilities(),
 		}
 		if len(h.opts.Paths) > 0 {
 			res.DefaultDirectory = ahp.FileURI(h.opts.Paths[0])

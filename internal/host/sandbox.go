@@ -116,15 +116,21 @@ func sessionSandbox(ctx context.Context, e *env.Env, session string) (func(*exec
 	return e.Sandbox.Wrapper(p), nil
 }
 
-// sandboxMeta is a new session's record meta: the sandbox mode it was
-// created with, which confines its processes from then on (the session
-// package reads it, recordMeta.Sandbox), whatever its config values later
-// say.
-func sandboxMeta(values map[string]any) json.RawMessage {
-	mode, _ := values[sessionconfig.KeySandbox].(string)
-	if mode == "" {
+// recordMeta is a new session's record meta: the sandbox mode it was
+// created with (what confines it from then on, whatever its config later
+// says) and the repositories it was created from (kept exactly, for its
+// state and summaries).
+func recordMeta(values map[string]any, repos []ahp.RepositorySource) json.RawMessage {
+	meta := map[string]any{}
+	if mode, _ := values[sessionconfig.KeySandbox].(string); mode != "" {
+		meta["sandbox"] = mode
+	}
+	if len(repos) > 0 {
+		meta["repositories"] = repos
+	}
+	if len(meta) == 0 {
 		return nil
 	}
-	raw, _ := json.Marshal(map[string]string{"sandbox": mode})
+	raw, _ := json.Marshal(meta)
 	return raw
 }

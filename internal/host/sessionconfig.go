@@ -15,12 +15,16 @@ import (
 // resolveSessionConfigParams are the params of resolveSessionConfig and
 // sessionConfigCompletions (AHP channels-root/commands).
 type resolveSessionConfigParams struct {
-	Channel          string         `json:"channel"`
-	Provider         string         `json:"provider,omitempty"`
-	WorkingDirectory string         `json:"workingDirectory,omitempty"`
-	Config           map[string]any `json:"config,omitempty"`
-	Property         string         `json:"property,omitempty"`
-	Query            string         `json:"query,omitempty"`
+	Channel          string `json:"channel"`
+	Provider         string `json:"provider,omitempty"`
+	WorkingDirectory string `json:"workingDirectory,omitempty"`
+	// Repositories are context only: neither command clones or checks
+	// out anything (AHP), so they add no property; they are checked as
+	// createSession would check them.
+	Repositories []ahp.RepositorySource `json:"repositories,omitempty"`
+	Config       map[string]any         `json:"config,omitempty"`
+	Property     string                 `json:"property,omitempty"`
+	Query        string                 `json:"query,omitempty"`
 }
 
 // configDesk answers what a new session's config may hold: the schema
@@ -33,6 +37,8 @@ type configDesk struct {
 	paths           servedPaths
 	// sandbox is how sessions' processes are confined (sandbox.go).
 	sandbox *sandbox.Site
+	// repositories is the host's repositoryPreparation (gitclones.go).
+	repositories func() *ahp.RepositoryPreparationCapabilities
 }
 
 // schema is the schema and values of a session of provider working in dir
@@ -70,6 +76,9 @@ func (d *configDesk) read(cl *client, params json.RawMessage) (resolveSessionCon
 	}
 	if _, ok := d.agents.Get(p.Provider); !ok {
 		return p, "", fmt.Errorf("%w: %s", ahp.ErrProviderNotFound, p.Provider)
+	}
+	if err := ahp.CheckRepositories("params.repositories", p.Repositories, d.repositories(), p.Config); err != nil {
+		return p, "", err
 	}
 	if p.WorkingDirectory == "" {
 		return p, "", nil

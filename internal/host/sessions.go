@@ -20,6 +20,7 @@ import (
 	"github.com/ahpd/ahpd/internal/env"
 	"github.com/ahpd/ahpd/internal/lockorder"
 	"github.com/ahpd/ahpd/internal/session"
+	"github.com/ahpd/ahpd/internal/sessionconfig"
 	"github.com/ahpd/ahpd/internal/store"
 	"github.com/google/uuid"
 )
@@ -92,8 +93,22 @@ func (d *sessionDesk) createSession(ctx context.Context, cl *client, params json
 	if _, ok := d.agents.Get(provider); !ok {
 		return nil, fmt.Errorf("%w: %s", ahp.ErrProviderNotFound, provider)
 	}
+	if err := ahp.CheckCreationCarrier(&p); err != nil {
+		return nil, err
+	}
+	if err := ahp.CheckRepositories("params.repositories", p.Repositories, d.git.repositoryCapabilities(), p.Config); err != nil {
+		return nil, err
+	}
+	if p.Repositories != nil {
+		if !cl.principal.Can(auth.SessionClone) {
+			return nil, ahp.Errorf(ahp.ErrPermissionDenied, "creating a session from repositories needs the grant %s", auth.SessionClone)
+		}
+		if sessionconfig.Isolation(p.Config) == sessionconfig.IsolationWorktree {
+			return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.config.isolation: a session cloned from repositories works in its own clone; leave isolation out")
+		}
+	}
 	dirs := p.Directories()
-	if len(dirs) == 0 && len(d.paths) > 0 {
+	if len(dirs) == 0 && len(d.paths) > 0 && p.Repositories == nil {
 		dirs = []string{ahp.FileURI(d.paths[0])}
 	}
 	for i, dir := range dirs {
@@ -137,6 +152,24 @@ func (d *sessionDesk) createSession(ctx context.Context, cl *client, params json
 	} else if found {
 		return nil, fmt.Errorf("%w: %s", ahp.ErrSessionAlreadyExists, p.Channel)
 	}
+	// A repository-backed session's clone is made first: it is the
+	// folder the session's config and sandbox are resolved for. Until the
+	// session is stored, a work tree made for it is undone on failure.
+	var gitRec *store.SessionGit
+	created := false
+	defer func() {
+		if !created {
+			d.git.abandon(context.WithoutCancel(ctx), gitRec)
+		}
+	}()
+	if len(p.Repositories) > 0 {
+		progress(cl, p.ProgressToken, 1, "cloning "+string(p.Repositories[0].Source))
+		workDir, rec, err := d.git.prepareClone(ctx, p.Channel, p.Repositories[0], d.paths)
+		if err != nil {
+			return nil, err
+		}
+		gitRec, dirs = rec, []string{ahp.FileURI(workDir)}
+	}
 	now := d.env.Now()
 	id, _ := ahp.SessionID(p.Channel)
 	rec := store.SessionRecord{
@@ -153,7 +186,7 @@ func (d *sessionDesk) createSession(ctx context.Context, cl *client, params json
 	if err := d.config.checkSandbox(ctx, p.Channel, provider, dirs, values); err != nil {
 		return nil, err
 	}
-	rec.Meta = sandboxMeta(values)
+	rec.Meta = recordMeta(values, p.Repositories)
 	raw, err := json.Marshal(ahp.SessionConfig{Schema: schema, Values: values})
 	if err != nil {
 		return nil, fmt.Errorf("create session %s: config: %w", p.Channel, err)
@@ -162,9 +195,11 @@ func (d *sessionDesk) createSession(ctx context.Context, cl *client, params json
 	// A session in a git repository is a git session; one asked for a
 	// worktree works in a new one, made here, before it is stored or
 	// announced (gitsessions.go).
-	workDir, gitRec, err := d.git.prepare(ctx, p.Channel, firstDir, p.Config, values)
-	if err != nil {
-		return nil, err
+	workDir := firstDir
+	if gitRec == nil {
+		if workDir, gitRec, err = d.git.prepare(ctx, p.Channel, firstDir, p.Config, values); err != nil {
+			return nil, err
+		}
 	}
 	if workDir != firstDir {
 		progress(cl, p.ProgressToken, 1, "worktree made at "+workDir)
@@ -172,14 +207,13 @@ func (d *sessionDesk) createSession(ctx context.Context, cl *client, params json
 	}
 	if gitRec != nil {
 		if err := d.git.put(ctx, gitRec); err != nil {
-			d.git.abandon(ctx, gitRec)
 			return nil, fmt.Errorf("create session %s: %w", p.Channel, err)
 		}
 	}
 	if err := d.env.Store.PutSession(ctx, rec); err != nil {
-		d.git.abandon(ctx, gitRec)
 		return nil, fmt.Errorf("create session %s: %w", p.Channel, err)
 	}
+	created = true
 	progress(cl, p.ProgressToken, 2, "session stored; opening its chat")
 	s, err := d.open(ctx, rec, false)
 	if err != nil {

@@ -22,6 +22,9 @@ type recordMeta struct {
 	// (issue 36): what confines its processes, whatever its config values
 	// later say (a replacing session/configChanged may drop them).
 	Sandbox string `json:"sandbox,omitempty"`
+	// Repositories are the repositories the session was created from
+	// (createSession's repositories), never changed after.
+	Repositories []ahp.RepositorySource `json:"repositories,omitempty"`
 }
 
 func parseRecordMeta(raw json.RawMessage) recordMeta {

@@ -156,6 +156,9 @@ func stateOf(rec store.SessionRecord, chats []store.ChatRecord) ahp.SessionState
 		ActiveClients:      []ahp.ActiveClient{},
 		Chats:              []ahp.ChatSummary{},
 		DefaultChat:        rec.DefaultChat,
+		// The repositories a session was created from are its intent,
+		// kept exactly as accepted (ahp/repositories.go).
+		Repositories: parseRecordMeta(rec.Meta).Repositories,
 	}
 	for _, r := range chats {
 		st.Chats = append(st.Chats, summaryOfRecord(r))
@@ -390,6 +393,7 @@ func summaryOfState(st *ahp.SessionState) ahp.SessionSummary {
 		Status:             st.Status,
 		Activity:           st.Activity,
 		WorkingDirectories: st.WorkingDirectories,
+		Repositories:       st.Repositories,
 		CreatedAt:          st.CreatedAt,
 		ModifiedAt:         st.ModifiedAt,
 		DefaultChat:        st.DefaultChat,
