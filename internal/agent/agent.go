@@ -117,6 +117,10 @@ type HostTools struct {
 	Token      string
 	ServerName string
 	Names      []string
+	// Confirm are the tools of Names a backend that can ask lets the user
+	// confirm before each call (create_session starts work elsewhere);
+	// the others need no asking.
+	Confirm []string
 }
 
 // MCPConfig is the endpoint as an MCP client configuration entry

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/ahpd/ahpd/internal/ahp"
@@ -21,15 +20,11 @@ func newID() string { return uuid.NewString() }
 // deployment for a root reference, else the principal of a configured
 // token that names it. An owner whose token was removed runs nothing.
 func (d *automationDesk) runPrincipal(owner string) (chat.Client, error) {
-	if strings.HasPrefix(owner, "root:") {
-		return chat.Client{Sender: owner, Root: true}, nil
+	p, ok := principalNamed(d.principals, owner)
+	if !ok {
+		return chat.Client{}, fmt.Errorf("the automation's owner %s is nobody this daemon knows", owner)
 	}
-	for _, p := range d.principals {
-		if p.Sender == owner {
-			return chat.Client{Sender: owner, Can: p.Can}, nil
-		}
-	}
-	return chat.Client{}, fmt.Errorf("the automation's owner %s is nobody this daemon knows", owner)
+	return chatClientOf(p), nil
 }
 
 // begin makes a run's session from the automation's template, as its

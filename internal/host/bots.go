@@ -330,15 +330,11 @@ func (d *botDesk) delete(ctx context.Context, cl *client, params json.RawMessage
 // principalOf is who sender is: the deployment for a root reference, else
 // the principal of a configured token that names it.
 func (d *botDesk) principalOf(sender string) (chat.Client, bool) {
-	if bot.IsRoot(sender) {
-		return chat.Client{Sender: sender, Root: true}, true
+	p, ok := principalNamed(d.principals, sender)
+	if !ok {
+		return chat.Client{}, false
 	}
-	for _, p := range d.principals {
-		if p.Sender == sender {
-			return chat.Client{Sender: sender, Can: p.Can}, true
-		}
-	}
-	return chat.Client{}, false
+	return chatClientOf(p), true
 }
 
 // makeWorkSession makes bot b's work session: an ordinary session on b's
@@ -403,7 +399,7 @@ func (d *botDesk) makeWorkSession(ctx context.Context, b store.BotRecord) (strin
 			return "", err
 		}
 		owner.ID = "bot:" + b.Slug
-		owner.Sub = refusalLog{log: d.log, id: owner.ID}
+		owner.Sub = refusalLog{log: d.log, id: owner.ID, what: "a bot's instructions"}
 		start := ahp.ChatTurnStarted{TurnID: uuid.NewString(), StartedAt: now.UTC().Format("2006-01-02T15:04:05.000Z"),
 			Message: ahp.Message{Text: b.Instructions, Origin: ahp.MessageOrigin{Kind: "user"}}}
 		if err := c.Dispatch(owner, 0, start); err != nil {
@@ -529,15 +525,17 @@ func (w *botWatch) Dispatch(ctx context.Context, a any) (int64, error) {
 	return seq, err
 }
 
-// refusalLog is who the host's own dispatch of a bot's instructions is
-// from: it subscribes to nothing, and a refusal of it is logged.
+// refusalLog is who the host's own dispatch of a prompt (a bot's
+// instructions, a delegated prompt) is from: it subscribes to nothing, and
+// a refusal of it is logged.
 type refusalLog struct {
-	log *slog.Logger
-	id  string
+	log  *slog.Logger
+	id   string
+	what string
 }
 
 func (r refusalLog) Deliver(method string, params json.RawMessage) {
-	r.log.Warn("a bot's instructions were refused by its work session", "from", r.id, "envelope", string(params))
+	r.log.Warn(r.what+" was refused", "from", r.id, "envelope", string(params))
 }
 func (r refusalLog) Knows(string) bool { return true }
 func (r refusalLog) ClientID() string  { return r.id }

@@ -156,7 +156,8 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	h.sessions = &sessionDesk{env: e, log: log, bus: h.bus, agents: opts.Agents, settings: opts.AgentSettings,
 		defaultProvider: opts.DefaultProvider, closedChats: opts.ClosedChats, paths: paths,
 		tell: lockorder.Mutex{Rank: lockorder.HostTell}, cat: h.cat, actors: actors, root: h.root, config: h.config, git: h.git}
-	h.tools = &toolDesk{env: e, cat: h.cat, sessions: h.sessions}
+	h.tools = &toolDesk{env: e, log: log, cat: h.cat, sessions: h.sessions, principals: opts.Principals,
+		spawnMu: lockorder.Mutex{Rank: lockorder.HostSpawns}, spawned: map[string]int{}}
 	h.tools.server = hosttools.New(h, log)
 	h.canv = newCanvasKit(h.sessions, h.tools.origin)
 	h.sessions.tools, h.sessions.canvases = h.tools, h.canv.plugins

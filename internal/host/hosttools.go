@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -10,9 +11,11 @@ import (
 	"github.com/ahpd/ahpd/internal/agent"
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/attach"
+	"github.com/ahpd/ahpd/internal/auth"
 	"github.com/ahpd/ahpd/internal/chat"
 	"github.com/ahpd/ahpd/internal/env"
 	"github.com/ahpd/ahpd/internal/hosttools"
+	"github.com/ahpd/ahpd/internal/lockorder"
 )
 
 var _ hosttools.Host = (*Host)(nil)
@@ -26,8 +29,17 @@ type toolDesk struct {
 	// (SetToolsURL).
 	url      atomic.Pointer[string]
 	env      *env.Env
+	log      *slog.Logger
 	cat      *catalogue
 	sessions *sessionDesk
+	// principals are the configured tokens' principals: who a session's
+	// owner is when its agent delegates work (spawn.go).
+	principals map[string]auth.Principal
+
+	// spawnMu (rank lockorder.HostSpawns) guards spawned: how many times
+	// each session's agents delegated work.
+	spawnMu lockorder.Mutex
+	spawned map[string]int
 }
 
 // ToolsHandler serves the host's tools to agents (mount it at
@@ -61,7 +73,7 @@ func (d *toolDesk) grant(session, chatURI string) (*agent.HostTools, func(), err
 	if err != nil {
 		return nil, nil, err
 	}
-	return &agent.HostTools{URL: *url, Token: tok, ServerName: hosttools.ServerName, Names: hosttools.Names},
+	return &agent.HostTools{URL: *url, Token: tok, ServerName: hosttools.ServerName, Names: hosttools.Names, Confirm: hosttools.Confirm},
 		func() { d.server.Revoke(tok) }, nil
 }
 

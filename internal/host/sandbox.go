@@ -9,6 +9,7 @@ import (
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/env"
 	"github.com/ahpd/ahpd/internal/sandbox"
+	"github.com/ahpd/ahpd/internal/session"
 	"github.com/ahpd/ahpd/internal/sessionconfig"
 )
 
@@ -118,19 +119,13 @@ func sessionSandbox(ctx context.Context, e *env.Env, session string) (func(*exec
 
 // recordMeta is a new session's record meta: the sandbox mode it was
 // created with (what confines it from then on, whatever its config later
-// says) and the repositories it was created from (kept exactly, for its
-// state and summaries).
-func recordMeta(values map[string]any, repos []ahp.RepositorySource) json.RawMessage {
-	meta := map[string]any{}
-	if mode, _ := values[sessionconfig.KeySandbox].(string); mode != "" {
-		meta["sandbox"] = mode
-	}
-	if len(repos) > 0 {
-		meta["repositories"] = repos
-	}
-	if len(meta) == 0 {
+// says), the repositories it was created from (kept exactly, for its
+// state and summaries) and, for a delegated session, where it came from.
+func recordMeta(values map[string]any, repos []ahp.RepositorySource, by *session.CreatedBy) json.RawMessage {
+	mode, _ := values[sessionconfig.KeySandbox].(string)
+	if mode == "" && len(repos) == 0 && by == nil {
 		return nil
 	}
-	raw, _ := json.Marshal(meta)
+	raw, _ := json.Marshal(session.RecordMeta{Sandbox: mode, Repositories: repos, CreatedBy: by})
 	return raw
 }

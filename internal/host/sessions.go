@@ -72,16 +72,28 @@ func (d *sessionDesk) createSession(ctx context.Context, cl *client, params json
 	if err := requireChannel(p.Channel, false); err != nil {
 		return nil, err
 	}
-	if !cl.principal.Can("session:create") {
-		return nil, ahp.Errorf(ahp.ErrPermissionDenied, "creating a session needs the grant session:create")
+	if _, err := d.create(ctx, cl, cl.principal, p, nil); err != nil {
+		return nil, err
+	}
+	return struct{}{}, nil
+}
+
+// create makes the session p asks for and returns its first chat, as
+// principal: for cl, a client's
+// createSession; with cl nil, the host's own (create_session, a tool of
+// an agent's, by the session it came from), which seeds no active client
+// and reports no progress.
+func (d *sessionDesk) create(ctx context.Context, cl *client, principal auth.Principal, p ahp.CreateSessionParams, by *session.CreatedBy) (string, error) {
+	if !principal.Can("session:create") {
+		return "", ahp.Errorf(ahp.ErrPermissionDenied, "creating a session needs the grant session:create")
 	}
 	if !ahp.IsSessionURI(p.Channel) {
-		return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.channel: %q is not a session URI", p.Channel)
+		return "", ahp.Errorf(ahp.ErrInvalidParams, "params.channel: %q is not a session URI", p.Channel)
 	}
 	// A session id names a folder (attachments): dot names and separators
 	// would share or escape one.
 	if id, _ := ahp.SessionID(p.Channel); strings.Trim(id, ".") == "" || strings.ContainsAny(id, "/\\\x00") {
-		return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.channel: session id %q is not allowed", id)
+		return "", ahp.Errorf(ahp.ErrInvalidParams, "params.channel: session id %q is not allowed", id)
 	}
 	provider := p.Provider
 	if provider == "" {
@@ -91,20 +103,20 @@ func (d *sessionDesk) createSession(ctx context.Context, cl *client, params json
 		}
 	}
 	if _, ok := d.agents.Get(provider); !ok {
-		return nil, fmt.Errorf("%w: %s", ahp.ErrProviderNotFound, provider)
+		return "", fmt.Errorf("%w: %s", ahp.ErrProviderNotFound, provider)
 	}
 	if err := ahp.CheckCreationCarrier(&p); err != nil {
-		return nil, err
+		return "", err
 	}
 	if err := ahp.CheckRepositories("params.repositories", p.Repositories, d.git.repositoryCapabilities(), p.Config); err != nil {
-		return nil, err
+		return "", err
 	}
 	if p.Repositories != nil {
-		if !cl.principal.Can(auth.SessionClone) {
-			return nil, ahp.Errorf(ahp.ErrPermissionDenied, "creating a session from repositories needs the grant %s", auth.SessionClone)
+		if !principal.Can(auth.SessionClone) {
+			return "", ahp.Errorf(ahp.ErrPermissionDenied, "creating a session from repositories needs the grant %s", auth.SessionClone)
 		}
 		if sessionconfig.Isolation(p.Config) == sessionconfig.IsolationWorktree {
-			return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.config.isolation: a session cloned from repositories works in its own clone; leave isolation out")
+			return "", ahp.Errorf(ahp.ErrInvalidParams, "params.config.isolation: a session cloned from repositories works in its own clone; leave isolation out")
 		}
 	}
 	dirs := p.Directories()
@@ -114,43 +126,43 @@ func (d *sessionDesk) createSession(ctx context.Context, cl *client, params json
 	for i, dir := range dirs {
 		path, err := ahp.LocalPath(dir)
 		if err != nil {
-			return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.workingDirectories[%d]: %v", i, err)
+			return "", ahp.Errorf(ahp.ErrInvalidParams, "params.workingDirectories[%d]: %v", i, err)
 		}
 		if fi, err := os.Stat(path); err != nil || !fi.IsDir() {
-			return nil, fmt.Errorf("%w: working directory %s", ahp.ErrNotFound, dir)
+			return "", fmt.Errorf("%w: working directory %s", ahp.ErrNotFound, dir)
 		}
 		if !d.paths.holds(path) {
-			return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.workingDirectories[%d]: %s is outside the daemon's served paths", i, dir)
+			return "", ahp.Errorf(ahp.ErrInvalidParams, "params.workingDirectories[%d]: %s is outside the daemon's served paths", i, dir)
 		}
 		dirs[i] = ahp.FileURI(path)
 	}
 	if ac := p.ActiveClient; ac != nil && ac.ClientID == "" {
-		return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.activeClient.clientId: required")
-	} else if ac != nil && ac.ClientID != cl.ClientID() {
+		return "", ahp.Errorf(ahp.ErrInvalidParams, "params.activeClient.clientId: required")
+	} else if ac != nil && (cl == nil || ac.ClientID != cl.ClientID()) {
 		// A connection seeds itself, never another client it cannot speak for.
-		return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.activeClient.clientId: %s is not this connection's client (%s)", ac.ClientID, cl.ClientID())
+		return "", ahp.Errorf(ahp.ErrInvalidParams, "params.activeClient.clientId: %s is not this connection's client", ac.ClientID)
 	}
 	if f := p.Fork; f != nil {
 		// AHP 0.9 moved forking to chats (createChat with a fork source);
 		// a fork of a session that does not exist is refused as missing,
 		// and one of a session that does is answered with the way to do it.
 		if f.Session == p.Channel {
-			return nil, fmt.Errorf("%w: %s cannot fork onto itself", ahp.ErrSessionAlreadyExists, p.Channel)
+			return "", fmt.Errorf("%w: %s cannot fork onto itself", ahp.ErrSessionAlreadyExists, p.Channel)
 		}
 		if !d.cat.known(f.Session) {
-			return nil, fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, f.Session)
+			return "", fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, f.Session)
 		}
-		return nil, ahp.Errorf(ahp.ErrInvalidParams, "params.fork: sessions are not forked since AHP 0.9; fork a chat with createChat and a fork source")
+		return "", ahp.Errorf(ahp.ErrInvalidParams, "params.fork: sessions are not forked since AHP 0.9; fork a chat with createChat and a fork source")
 	}
 	progress(cl, p.ProgressToken, 1, "checking the "+provider+" agent")
 	d.root.probeAgents(ctx)
 	if d.cat.known(p.Channel) {
-		return nil, fmt.Errorf("%w: %s", ahp.ErrSessionAlreadyExists, p.Channel)
+		return "", fmt.Errorf("%w: %s", ahp.ErrSessionAlreadyExists, p.Channel)
 	}
 	if _, found, err := d.env.Store.Session(ctx, p.Channel); err != nil {
-		return nil, err
+		return "", err
 	} else if found {
-		return nil, fmt.Errorf("%w: %s", ahp.ErrSessionAlreadyExists, p.Channel)
+		return "", fmt.Errorf("%w: %s", ahp.ErrSessionAlreadyExists, p.Channel)
 	}
 	// A repository-backed session's clone is made first: it is the
 	// folder the session's config and sandbox are resolved for. Until the
@@ -166,7 +178,7 @@ func (d *sessionDesk) createSession(ctx context.Context, cl *client, params json
 		progress(cl, p.ProgressToken, 1, "cloning "+string(p.Repositories[0].Source))
 		workDir, rec, err := d.git.prepareClone(ctx, p.Channel, p.Repositories[0], d.paths)
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		gitRec, dirs = rec, []string{ahp.FileURI(workDir)}
 	}
@@ -174,7 +186,7 @@ func (d *sessionDesk) createSession(ctx context.Context, cl *client, params json
 	id, _ := ahp.SessionID(p.Channel)
 	rec := store.SessionRecord{
 		URI: p.Channel, Provider: provider, Title: chat.DefaultTitle,
-		CreatedAt: now, ModifiedAt: now, WorkingDirectories: dirs, Owner: cl.principal.Sender,
+		CreatedAt: now, ModifiedAt: now, WorkingDirectories: dirs, Owner: principal.Sender,
 	}
 	// The session's config: the schema of what its backend takes, and the
 	// values the client chose over the defaults (resolveSessionConfig).
@@ -184,12 +196,12 @@ func (d *sessionDesk) createSession(ctx context.Context, cl *client, params json
 	}
 	schema, values := d.config.schema(ctx, provider, firstDir, p.Config)
 	if err := d.config.checkSandbox(ctx, p.Channel, provider, dirs, values); err != nil {
-		return nil, err
+		return "", err
 	}
-	rec.Meta = recordMeta(values, p.Repositories)
+	rec.Meta = recordMeta(values, p.Repositories, by)
 	raw, err := json.Marshal(ahp.SessionConfig{Schema: schema, Values: values})
 	if err != nil {
-		return nil, fmt.Errorf("create session %s: config: %w", p.Channel, err)
+		return "", fmt.Errorf("create session %s: config: %w", p.Channel, err)
 	}
 	rec.Config = raw
 	// A session in a git repository is a git session; one asked for a
@@ -198,7 +210,7 @@ func (d *sessionDesk) createSession(ctx context.Context, cl *client, params json
 	workDir := firstDir
 	if gitRec == nil {
 		if workDir, gitRec, err = d.git.prepare(ctx, p.Channel, firstDir, p.Config, values); err != nil {
-			return nil, err
+			return "", err
 		}
 	}
 	if workDir != firstDir {
@@ -207,17 +219,17 @@ func (d *sessionDesk) createSession(ctx context.Context, cl *client, params json
 	}
 	if gitRec != nil {
 		if err := d.git.put(ctx, gitRec); err != nil {
-			return nil, fmt.Errorf("create session %s: %w", p.Channel, err)
+			return "", fmt.Errorf("create session %s: %w", p.Channel, err)
 		}
 	}
 	if err := d.env.Store.PutSession(ctx, rec); err != nil {
-		return nil, fmt.Errorf("create session %s: %w", p.Channel, err)
+		return "", fmt.Errorf("create session %s: %w", p.Channel, err)
 	}
 	created = true
 	progress(cl, p.ProgressToken, 2, "session stored; opening its chat")
 	s, err := d.open(ctx, rec, false)
 	if err != nil {
-		return nil, fmt.Errorf("create session %s: %w", p.Channel, err)
+		return "", fmt.Errorf("create session %s: %w", p.Channel, err)
 	}
 	first := store.ChatRecord{
 		URI:            firstChatURI(p.Channel),
@@ -227,21 +239,21 @@ func (d *sessionDesk) createSession(ctx context.Context, cl *client, params json
 		ModifiedAt:     now,
 	}
 	if err := s.AddChat(ctx, first); err != nil {
-		return nil, fmt.Errorf("create session %s: %w", p.Channel, err)
+		return "", fmt.Errorf("create session %s: %w", p.Channel, err)
 	}
 	if ac := p.ActiveClient; ac != nil {
 		// The creating client is the session's first participant.
 		if err := s.Dispatch(cl.chatClient(), 0, ahp.SessionActiveClientSet{ActiveClient: *ac}); err != nil {
-			return nil, fmt.Errorf("create session %s: active client: %w", p.Channel, err)
+			return "", fmt.Errorf("create session %s: active client: %w", p.Channel, err)
 		}
 	}
 	sum, err := s.Summary(ctx)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	d.announce(p.Channel, sum)
 	progress(cl, p.ProgressToken, createProgress, "session ready")
-	return struct{}{}, nil
+	return first.URI, nil
 }
 
 // conversationIDFor: the session URI's id is the first chat's backend

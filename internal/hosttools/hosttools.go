@@ -1,8 +1,10 @@
 // Package hosttools serves the host's own tools to agents over the Model
 // Context Protocol (streamable HTTP, github.com/modelcontextprotocol/go-sdk):
 // rename_chat (the deferred title strategy, C-COMP-30),
-// get_session_context (the transcript a #chat: pointer names), and
-// show_page and close_page (a canvas on a page, internal/canvas/showpage).
+// get_session_context (the transcript a #chat: pointer names),
+// show_page and close_page (a canvas on a page, internal/canvas/showpage),
+// and create_session (delegated work: a new chat of the session, or a new
+// session beside it, in a git worktree of its own when asked).
 //
 // Each open conversation gets a credential of its own (Grant): a call is
 // made as the chat it came from and can act only on that chat's session.
@@ -38,10 +40,37 @@ const (
 	GetSessionContext = "get_session_context"
 	ShowPage          = "show_page"
 	ClosePage         = "close_page"
+	CreateSession     = "create_session"
 )
 
 // Names are the tools every agent is offered.
-var Names = []string{RenameChat, GetSessionContext, ShowPage, ClosePage}
+var Names = []string{RenameChat, GetSessionContext, ShowPage, ClosePage, CreateSession}
+
+// Confirm are the tools a backend that can ask has the user confirm before
+// each call, as VS Code's host does: create_session starts work, as the
+// session's owner, beyond the chat it is called from.
+var Confirm = []string{CreateSession}
+
+// Relationships of a create_session call: a new chat of the caller's
+// session (the default), or a session of its own beside it.
+const (
+	RelationshipCurrentSession = "currentSession"
+	RelationshipIndependent    = "independent"
+)
+
+// Delegation is a create_session call: work to start with a prompt.
+type Delegation struct {
+	// Prompt is the new chat's first message; Title its title.
+	Prompt, Title string
+	// Relationship is RelationshipCurrentSession or RelationshipIndependent.
+	Relationship string
+	// Workspace is the folder an independent session works in (a path or
+	// a file: URI); the caller's own folder when "".
+	Workspace string
+	// Worktree: an independent session in a git worktree of its own, on
+	// a new branch from the workspace's current one.
+	Worktree bool
+}
 
 // Page is a show_page call: a page to show on a canvas of the calling chat.
 type Page struct {
@@ -73,6 +102,9 @@ type Host interface {
 	ShowPage(ctx context.Context, caller Caller, page Page) (string, error)
 	// ClosePage closes a canvas of the caller's chat.
 	ClosePage(ctx context.Context, caller Caller, canvas string) error
+	// CreateSession starts delegated work as the caller's session's owner
+	// and says what it made.
+	CreateSession(ctx context.Context, caller Caller, d Delegation) (string, error)
 }
 
 // maxCredentials bounds the open credentials: one per open conversation.
@@ -174,6 +206,14 @@ type pageArgs struct {
 	Canvas string `json:"canvas,omitempty" jsonschema:"an ahp-canvas: URI show_page returned, to show the page on that canvas again instead of opening another"`
 }
 
+type createArgs struct {
+	Prompt       string `json:"prompt" jsonschema:"the first message of the new chat: the whole task, as you would give it to a colleague who has not seen this conversation"`
+	Title        string `json:"title" jsonschema:"a short title for the new chat (at most 200 characters)"`
+	Relationship string `json:"relationship,omitempty" jsonschema:"currentSession (the default): a new chat in this session, in its folders; independent: a separate session beside this one — only when the user asks for a separate or sibling session"`
+	Workspace    string `json:"workspace,omitempty" jsonschema:"for an independent session: the folder it works in (an absolute path or file: URI); this session's folder when left out"`
+	Worktree     *bool  `json:"worktree,omitempty" jsonschema:"for an independent session: true to work in a new git worktree of the workspace's repository, on a branch of its own, so its changes stay apart from this session's"`
+}
+
 type closeArgs struct {
 	Canvas string `json:"canvas" jsonschema:"the ahp-canvas: URI show_page returned"`
 }
@@ -199,6 +239,15 @@ func (s *Server) serverFor(caller Caller) *mcp.Server {
 	mcp.AddTool(srv, &mcp.Tool{Name: ClosePage, Description: "Close a canvas show_page opened in this chat."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in closeArgs) (*mcp.CallToolResult, any, error) {
 			text, err := s.Call(ctx, caller, ClosePage, map[string]string{"canvas": in.Canvas})
+			return result(text, err), nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: CreateSession, Description: "Delegate work: start a new chat with a prompt, in this session or (relationship independent) in a separate session, in a git worktree of its own when worktree is true. Returns where the work runs."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in createArgs) (*mcp.CallToolResult, any, error) {
+			args := map[string]string{"prompt": in.Prompt, "title": in.Title, "relationship": in.Relationship, "workspace": in.Workspace}
+			if in.Worktree != nil {
+				args["worktree"] = fmt.Sprint(*in.Worktree)
+			}
+			text, err := s.Call(ctx, caller, CreateSession, args)
 			return result(text, err), nil, nil
 		})
 	return srv
@@ -264,11 +313,61 @@ func (s *Server) Call(ctx context.Context, caller Caller, tool string, args map[
 			return "", fmt.Errorf("close_page: %w", err)
 		}
 		return "Closed the canvas " + canvas, nil
+	case CreateSession:
+		d, err := delegation(args)
+		if err != nil {
+			return "", fmt.Errorf("create_session: %w", err)
+		}
+		text, err := s.host.CreateSession(ctx, caller, d)
+		if err != nil {
+			return "", fmt.Errorf("create_session: %w", err)
+		}
+		s.log.Info("agent delegated work", "session", caller.Session, "chat", caller.Chat, "relationship", d.Relationship, "worktree", d.Worktree)
+		return text, nil
 	}
 	return "", fmt.Errorf("no host tool %q", tool)
 }
 
 // maxLine bounds a canvas's title and status.
 const maxLine = 512
+
+// Bounds of a create_session call.
+const (
+	maxPromptBytes = 64 << 10
+	maxTitleRunes  = 200
+)
+
+// delegation reads a create_session call's arguments.
+func delegation(args map[string]string) (Delegation, error) {
+	d := Delegation{Prompt: strings.TrimSpace(args["prompt"]), Title: oneLine(args["title"]),
+		Relationship: args["relationship"], Workspace: strings.TrimSpace(args["workspace"])}
+	switch {
+	case d.Prompt == "":
+		return d, errors.New("prompt is required")
+	case len(d.Prompt) > maxPromptBytes:
+		return d, fmt.Errorf("the prompt is longer than %d bytes", maxPromptBytes)
+	case d.Title == "":
+		return d, errors.New("title is required")
+	case len([]rune(d.Title)) > maxTitleRunes:
+		return d, fmt.Errorf("the title is longer than %d characters", maxTitleRunes)
+	}
+	if d.Relationship == "" {
+		d.Relationship = RelationshipCurrentSession
+	}
+	if d.Relationship != RelationshipCurrentSession && d.Relationship != RelationshipIndependent {
+		return d, fmt.Errorf("relationship %q is neither %s nor %s", d.Relationship, RelationshipCurrentSession, RelationshipIndependent)
+	}
+	switch args["worktree"] {
+	case "", "false":
+	case "true":
+		d.Worktree = true
+	default:
+		return d, fmt.Errorf("worktree must be a boolean, not %q", args["worktree"])
+	}
+	if d.Relationship == RelationshipCurrentSession && (d.Worktree || d.Workspace != "") {
+		return d, errors.New("workspace and worktree are for relationship independent: a new chat works in its session's folders")
+	}
+	return d, nil
+}
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

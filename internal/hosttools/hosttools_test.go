@@ -20,6 +20,7 @@ type fakeHost struct {
 	renamed []string // caller.Chat → chat → title
 	pages   []Page
 	closed  []string
+	made    []Delegation
 }
 
 func (f *fakeHost) RenameChat(_ context.Context, c Caller, chat, title string) error {
@@ -48,6 +49,13 @@ func (f *fakeHost) ClosePage(_ context.Context, c Caller, canvas string) error {
 	f.closed = append(f.closed, canvas)
 	f.mu.Unlock()
 	return nil
+}
+
+func (f *fakeHost) CreateSession(_ context.Context, c Caller, d Delegation) (string, error) {
+	f.mu.Lock()
+	f.made = append(f.made, d)
+	f.mu.Unlock()
+	return "New session created (copilot:/new).", nil
 }
 
 // bearer adds a credential to every request.
@@ -115,7 +123,7 @@ func TestToolsOverMCP(t *testing.T) {
 		names = append(names, tl.Name)
 	}
 	slices.Sort(names)
-	if strings.Join(names, ",") != "close_page,get_session_context,rename_chat,show_page" {
+	if strings.Join(names, ",") != "close_page,create_session,get_session_context,rename_chat,show_page" {
 		t.Fatalf("tools %v", names)
 	}
 	call := func(name string, args map[string]any) *mcp.CallToolResult {
@@ -212,5 +220,60 @@ func TestPageToolsOverMCP(t *testing.T) {
 	}
 	if len(host.closed) != 1 || host.closed[0] != "ahp-canvas:/x/y" {
 		t.Fatalf("closed %v", host.closed)
+	}
+}
+
+// TestCreateSessionToolOverMCP: create_session needs a prompt and a title
+// (at most 200 characters), takes relationship currentSession (the
+// default) or independent, and workspace and worktree only for an
+// independent session; a worktree must be a boolean. What the host does
+// with a call is tested through the daemon (spawn_test.go there).
+func TestCreateSessionToolOverMCP(t *testing.T) {
+	host := &fakeHost{}
+	s := New(host, nil)
+	url := serve(t, s)
+	tok, err := s.Grant(Caller{Session: "s1", Chat: "ahp-chat:/s1-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := connect(t, url, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	call := func(args map[string]any) *mcp.CallToolResult {
+		t.Helper()
+		r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: CreateSession, Arguments: args})
+		if err != nil {
+			t.Fatalf("create_session: %v", err)
+		}
+		return r
+	}
+	if r := call(map[string]any{"prompt": "write the tests", "title": "  Tests "}); r.IsError || !strings.Contains(text(r), "New session created") {
+		t.Fatalf("create_session: %q", text(r))
+	}
+	if r := call(map[string]any{"prompt": "p", "title": "t", "relationship": "independent", "workspace": "/w", "worktree": true}); r.IsError {
+		t.Fatalf("an independent worktree session: %q", text(r))
+	}
+	for name, args := range map[string]map[string]any{
+		"no prompt":                   {"title": "t"},
+		"no title":                    {"prompt": "p"},
+		"a title too long":            {"prompt": "p", "title": strings.Repeat("t", 201)},
+		"an unknown relationship":     {"prompt": "p", "title": "t", "relationship": "child"},
+		"a worktree for a chat":       {"prompt": "p", "title": "t", "worktree": true},
+		"a workspace for a chat":      {"prompt": "p", "title": "t", "relationship": "currentSession", "workspace": "/w"},
+		"a prompt past its bound":     {"prompt": strings.Repeat("p", maxPromptBytes+1), "title": "t"},
+		"a worktree that is a string": {"prompt": "p", "title": "t", "relationship": "independent", "worktree": "yes"},
+	} {
+		if r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: CreateSession, Arguments: args}); err == nil && !r.IsError {
+			t.Errorf("%s was taken", name)
+		}
+	}
+	want := []Delegation{
+		{Prompt: "write the tests", Title: "Tests", Relationship: RelationshipCurrentSession},
+		{Prompt: "p", Title: "t", Relationship: RelationshipIndependent, Workspace: "/w", Worktree: true},
+	}
+	if !slices.Equal(host.made, want) {
+		t.Fatalf("delegations %+v, want %+v", host.made, want)
 	}
 }

@@ -69,6 +69,10 @@ const (
 	// watched and the refreshes queued (host/gitsessions.go); held for the
 	// maps only: git runs, and the bus and lanes are taken, outside it.
 	HostGit
+	// HostSpawns counts the sessions and chats each session's agent made
+	// with the create_session tool (host/spawn.go); held for the count
+	// only, and nothing is taken inside it.
+	HostSpawns
 	// HostWatches guards the host's resource watches (host/resources.go);
 	// a client is subscribed to a watch, and a watch's subscribers are
 	// counted, under it, so the bus's lock is taken inside.
@@ -101,6 +105,7 @@ var rankNames = [...]string{
 	AgentSlots:      "AgentSlots",
 	HostFileIndex:   "HostFileIndex",
 	HostGit:         "HostGit",
+	HostSpawns:      "HostSpawns",
 	HostWatches:     "HostWatches",
 	Bus:             "Bus",
 	HostClient:      "HostClient",

@@ -15,8 +15,9 @@ import (
 // review comments clients anchor to its resources. The session actor owns
 // it; it is kept in the session record's meta, stored before it is said.
 
-// recordMeta is what the session keeps in its record's opaque meta.
-type recordMeta struct {
+// RecordMeta is what the session keeps in its record's opaque meta; the
+// host writes it when it creates the session.
+type RecordMeta struct {
 	Annotations []ahp.Annotation `json:"annotations,omitempty"`
 	// Sandbox is the session's sandbox mode, fixed at createSession
 	// (issue 36): what confines its processes, whatever its config values
@@ -25,10 +26,27 @@ type recordMeta struct {
 	// Repositories are the repositories the session was created from
 	// (createSession's repositories), never changed after.
 	Repositories []ahp.RepositorySource `json:"repositories,omitempty"`
+	// CreatedBy is the session and chat whose agent made this session
+	// (the create_session tool), nil for one a client made.
+	CreatedBy *CreatedBy `json:"createdBy,omitempty"`
 }
 
-func parseRecordMeta(raw json.RawMessage) recordMeta {
-	var m recordMeta
+// CreatedBy names where a delegated session came from, and how deep in a
+// chain of delegations it is (1: made by a session a client made).
+type CreatedBy struct {
+	Session string `json:"session"`
+	Chat    string `json:"chat"`
+	Depth   int    `json:"depth"`
+}
+
+// CreatedByKey is the _meta key of a delegated session's state naming
+// where it came from (VS Code's key).
+const CreatedByKey = "agentHost/createdBySession"
+
+// ParseRecordMeta reads a record's meta; one this version cannot read is
+// empty.
+func ParseRecordMeta(raw json.RawMessage) RecordMeta {
+	var m RecordMeta
 	if len(raw) > 0 {
 		_ = json.Unmarshal(raw, &m) // a meta this version cannot read starts empty
 	}
@@ -77,7 +95,7 @@ func (s *Session) onAnnotationsAction(cl chat.Client, origin *ahp.ActionOrigin, 
 		return
 	}
 	reduce.Annotations(&s.annotations, a)
-	meta := parseRecordMeta(s.record.Meta)
+	meta := ParseRecordMeta(s.record.Meta)
 	meta.Annotations = s.annotations.Annotations
 	raw, err := json.Marshal(meta)
 	if err != nil {

@@ -86,7 +86,7 @@ type Session struct {
 	// configValues is a snapshot of SessionState.config.values that chat
 	// actors read when they open a conversation (replaced by run).
 	configValues atomic.Pointer[map[string]any]
-	// sandbox is the sandbox mode fixed at createSession (recordMeta),
+	// sandbox is the sandbox mode fixed at createSession (RecordMeta),
 	// "" for a session stored before it was kept; set before the actor
 	// starts and never written again.
 	sandbox string
@@ -133,7 +133,7 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 	for _, r := range recs {
 		s.chats[r.URI] = &chatEntry{record: r}
 	}
-	meta := parseRecordMeta(cfg.Record.Meta)
+	meta := ParseRecordMeta(cfg.Record.Meta)
 	s.annotations.Annotations = meta.Annotations
 	s.sandbox = meta.Sandbox
 	s.publishDirs()
@@ -144,6 +144,7 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 // stateOf is the state a session opens with, but its config: its record,
 // and its open chats in catalogue order.
 func stateOf(rec store.SessionRecord, chats []store.ChatRecord) ahp.SessionState {
+	meta := ParseRecordMeta(rec.Meta)
 	st := ahp.SessionState{
 		Resource:           rec.URI,
 		Provider:           rec.Provider,
@@ -158,7 +159,10 @@ func stateOf(rec store.SessionRecord, chats []store.ChatRecord) ahp.SessionState
 		DefaultChat:        rec.DefaultChat,
 		// The repositories a session was created from are its intent,
 		// kept exactly as accepted (ahp/repositories.go).
-		Repositories: parseRecordMeta(rec.Meta).Repositories,
+		Repositories: meta.Repositories,
+	}
+	if by := meta.CreatedBy; by != nil {
+		st.Meta = map[string]any{CreatedByKey: map[string]any{"session": by.Session, "chat": by.Chat, "depth": by.Depth}}
 	}
 	for _, r := range chats {
 		st.Chats = append(st.Chats, summaryOfRecord(r))
@@ -777,7 +781,7 @@ func (s *Session) SetGitState(catalogue []ahp.Changeset, git map[string]any, cha
 // sandboxKept refuses a config change that names another sandbox mode
 // than the session's: the mode is chosen at createSession, where it is
 // checked against the kernel and the session's folders, and kept in the
-// record (recordMeta.Sandbox), which is what confines; a client able to
+// record (RecordMeta.Sandbox), which is what confines; a client able to
 // configure the session must not be told it lifted the confinement of its
 // agent (issue 36). A replacing change may drop the value from the
 // config: the kept mode still confines. "" lets the change through.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -1112,8 +1113,10 @@ var (
 )
 
 // hostToolArgs offers the host's tools to the CLI as an MCP server of its
-// own (--mcp-config), allowed without asking: renaming a chat when asked
-// and reading a #chat: pointer change nothing on disk (C-COMP-30).
+// own (--mcp-config), allowed without asking but those the host names to
+// confirm (create_session), which the CLI then asks about as it asks
+// about any tool: renaming a chat when asked and reading a #chat: pointer
+// change nothing on disk (C-COMP-30).
 func hostToolArgs(t *agent.HostTools) []string {
 	if t == nil {
 		return nil
@@ -1124,7 +1127,9 @@ func hostToolArgs(t *agent.HostTools) []string {
 	}
 	allowed := make([]string, 0, len(t.Names))
 	for _, n := range t.Names {
-		allowed = append(allowed, "mcp__"+t.ServerName+"__"+n)
+		if !slices.Contains(t.Confirm, n) {
+			allowed = append(allowed, "mcp__"+t.ServerName+"__"+n)
+		}
 	}
 	return []string{"--mcp-config", string(cfg), "--allowedTools", strings.Join(allowed, ",")}
 }

@@ -328,3 +328,20 @@ func TestEventQueueBackPressure(t *testing.T) {
 		t.Fatal("abandon did not release waitRoom")
 	}
 }
+
+// TestHostToolsAllowedButThoseToConfirm: the host's tools are allowed
+// without asking, but those the host names to confirm (create_session),
+// which the CLI then asks about like any other tool.
+func TestHostToolsAllowedButThoseToConfirm(t *testing.T) {
+	args := hostToolArgs(&agent.HostTools{URL: "http://127.0.0.1:1/ahp-mcp", Token: "t", ServerName: "ahp",
+		Names: []string{"rename_chat", "show_page", "create_session"}, Confirm: []string{"create_session"}})
+	if len(args) != 4 || args[2] != "--allowedTools" {
+		t.Fatalf("args %q", args)
+	}
+	if args[3] != "mcp__ahp__rename_chat,mcp__ahp__show_page" {
+		t.Fatalf("allowed %q; create_session must be left to ask", args[3])
+	}
+	if hostToolArgs(nil) != nil {
+		t.Fatal("no host tools gave arguments")
+	}
+}

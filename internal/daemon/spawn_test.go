@@ -1,0 +1,173 @@
+package daemon_test
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/testutil/ahptest"
+)
+
+// The create_session host tool (issue 33 §5; VS Code's
+// sessionServerTools.ts, create_session), called over MCP with the
+// credential a real conversation was handed, against the real git.
+
+var createdRe = regexp.MustCompile(`\((ahp-[a-z]+:/[^)]+|[a-z]+:/[0-9a-f-]{36})\)`)
+
+// delegate calls create_session and returns what it made (a session or a
+// chat URI); it fails the test when the tool refused.
+func delegate(t *testing.T, tools *agent.HostTools, args map[string]any) string {
+	t.Helper()
+	text, isErr := hostTool(t, tools, "create_session", args)
+	if isErr {
+		t.Fatalf("create_session %v: %s", args, text)
+	}
+	m := createdRe.FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("create_session named nothing it made: %q", text)
+	}
+	return m[1]
+}
+
+// stateOfSession subscribes to a session and returns its state.
+func stateOfSession(t *testing.T, c *ahptest.Client, uri string) ahp.SessionState {
+	t.Helper()
+	raw, _ := c.Subscribe(uri)
+	var st ahp.SessionState
+	if err := json.Unmarshal(raw, &st); err != nil {
+		t.Fatalf("session %s: %v", uri, err)
+	}
+	return st
+}
+
+// awaitFirstTurn subscribes to a delegated chat and waits for the end of
+// the turn the delegation started.
+func awaitFirstTurn(t *testing.T, c *ahptest.Client, chatURI string) {
+	t.Helper()
+	if st := chatOf(t, c, chatURI); len(st.Turns) > 0 && st.ActiveTurn == nil {
+		return
+	}
+	c.AwaitEnvelopeWithin("the delegated turn's end", 20*time.Second, func(e ahptest.Envelope) bool {
+		switch e.Type() {
+		case "chat/turnComplete", "chat/error", "chat/turnCancelled":
+			return e.Channel == chatURI
+		}
+		return false
+	})
+}
+
+// TestCreateSessionToolWorktree: an agent's create_session with
+// relationship independent and worktree true makes a session beside its
+// own, on the same agent, in a new git worktree of the repository, whose
+// state names where it came from; its chat carries the title and runs the
+// prompt there, apart from the repository's folder; disposed with changes,
+// the worktree is kept, and a clean delegate's worktree goes with it.
+func TestCreateSessionToolWorktree(t *testing.T) {
+	e := newEnv(t)
+	repo := gitRepo(t, filepath.Join(e.workDir, "repo"))
+	c := e.client("owner")
+	owner := "ahp-session:/5a000000-0000-4000-8000-000000000001"
+	c.MustCall("createSession", map[string]any{"channel": owner, "provider": "script", "workingDirectories": []string{ahp.FileURI(repo)}})
+	def := stateOfSession(t, c, owner).DefaultChat
+	c.Subscribe(def)
+	tools := toolsOf(t, e, c, def)
+
+	made := delegate(t, tools, map[string]any{"prompt": "!printf 'sib\\n' > sib.txt", "title": "Sibling work",
+		"relationship": "independent", "worktree": true})
+	if !ahp.IsSessionURI(made) || made == owner {
+		t.Fatalf("create_session made %q", made)
+	}
+	st := stateOfSession(t, c, made)
+	by, _ := st.Meta["agentHost/createdBySession"].(map[string]any)
+	if st.Provider != "script" || by["session"] != owner || by["chat"] != def {
+		t.Fatalf("the delegate: provider %q, _meta %v", st.Provider, st.Meta)
+	}
+	dir, _ := ahp.LocalPath(st.WorkingDirectories[0])
+	root, _ := filepath.EvalSymlinks(filepath.Join(e.cfg.DataDir, "worktrees"))
+	if filepath.Dir(dir) != root {
+		t.Fatalf("the delegate works in %s, not in a worktree under %s", dir, root)
+	}
+	c.WaitForWithin("the delegated ! command's file", 20*time.Second, func() bool { return fileExists(filepath.Join(dir, "sib.txt")) })
+	if fileExists(filepath.Join(repo, "sib.txt")) {
+		t.Fatal("the delegate's work reached the repository's own folder")
+	}
+	if ch := chatOf(t, c, st.DefaultChat); ch.Title != "Sibling work" {
+		t.Fatalf("the delegate's chat is titled %q", ch.Title)
+	}
+	c.MustCall("disposeSession", map[string]any{"channel": made})
+	if !fileExists(filepath.Join(dir, "sib.txt")) {
+		t.Fatal("disposing the delegate deleted its work")
+	}
+
+	clean := delegate(t, tools, map[string]any{"prompt": "hello", "title": "Clean", "relationship": "independent", "worktree": true})
+	cst := stateOfSession(t, c, clean)
+	cleanDir, _ := ahp.LocalPath(cst.WorkingDirectories[0])
+	awaitFirstTurn(t, c, cst.DefaultChat)
+	c.MustCall("disposeSession", map[string]any{"channel": clean})
+	if fileExists(cleanDir) {
+		t.Fatalf("a clean delegate's worktree %s outlived it", cleanDir)
+	}
+}
+
+// TestCreateSessionToolChatAndBounds: the default relationship makes a
+// titled chat of the caller's own session running the prompt; a
+// workspace outside the served paths or a worktree of a folder that is no
+// repository is refused with the reason; a chain of delegations stops at
+// depth three.
+func TestCreateSessionToolChatAndBounds(t *testing.T) {
+	e := newEnv(t)
+	c := e.client("owner")
+	owner, def := e.createSession(c, "ahp-session:/5b000000-0000-4000-8000-000000000001")
+	c.Subscribe(def)
+	tools := toolsOf(t, e, c, def)
+
+	chatURI := delegate(t, tools, map[string]any{"prompt": "hello", "title": "Side chat"})
+	st := stateOfSession(t, c, owner)
+	found := false
+	for _, ch := range st.Chats {
+		found = found || (ch.Resource == chatURI && ch.Title == "Side chat")
+	}
+	if !found {
+		t.Fatalf("the side chat %s is not in the session: %+v", chatURI, st.Chats)
+	}
+	awaitFirstTurn(t, c, chatURI)
+
+	for name, tc := range map[string]struct {
+		args map[string]any
+		want string
+	}{
+		"a workspace outside the served paths": {map[string]any{"prompt": "p", "title": "t", "relationship": "independent", "workspace": t.TempDir()}, "served paths"},
+		"a worktree of no repository":          {map[string]any{"prompt": "p", "title": "t", "relationship": "independent", "worktree": true}, "git"},
+		"a relative workspace":                 {map[string]any{"prompt": "p", "title": "t", "relationship": "independent", "workspace": "sub"}, "absolute"},
+	} {
+		text, isErr := hostTool(t, tools, "create_session", tc.args)
+		if !isErr || !strings.Contains(text, tc.want) {
+			t.Errorf("%s: %v %q, want a refusal naming %q", name, isErr, text, tc.want)
+		}
+	}
+
+	// Each delegate delegates in turn: depth 1, 2 and 3 are made, and the
+	// third may make no fourth.
+	from := tools
+	for depth := 1; depth <= 3; depth++ {
+		s := delegate(t, from, map[string]any{"prompt": "hello", "title": "level", "relationship": "independent"})
+		sst := stateOfSession(t, c, s)
+		if by, _ := sst.Meta["agentHost/createdBySession"].(map[string]any); by["depth"] != float64(depth) {
+			t.Fatalf("delegate at depth %d has _meta %v", depth, sst.Meta)
+		}
+		awaitFirstTurn(t, c, sst.DefaultChat)
+		// The delegated turn opened the chat's conversation: its tools
+		// are the newest handed out.
+		opens := e.script.Opens()
+		from = opens[len(opens)-1].HostTools
+	}
+	text, isErr := hostTool(t, from, "create_session", map[string]any{"prompt": "p", "title": "t", "relationship": "independent"})
+	if !isErr || !strings.Contains(text, "deep") {
+		t.Fatalf("a fourth level was made: %v %q", isErr, text)
+	}
+}
