@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -169,5 +170,46 @@ func TestCreateSessionToolChatAndBounds(t *testing.T) {
 	text, isErr := hostTool(t, from, "create_session", map[string]any{"prompt": "p", "title": "t", "relationship": "independent"})
 	if !isErr || !strings.Contains(text, "deep") {
 		t.Fatalf("a fourth level was made: %v %q", isErr, text)
+	}
+}
+
+// TestCreateSessionToolKeepsTheSandbox: a sandboxed session's delegate
+// gets the same sandbox, works only inside the caller's folders (another
+// served folder is refused), and its prompt's ! command cannot write
+// outside them.
+func TestCreateSessionToolKeepsTheSandbox(t *testing.T) {
+	requireLandlock(t)
+	e := newEnv(t)
+	mine, other := filepath.Join(e.workDir, "mine"), filepath.Join(e.workDir, "other")
+	for _, d := range []string{mine, other} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	outside := t.TempDir()
+	c := e.client("owner")
+	owner := "ahp-session:/5c000000-0000-4000-8000-000000000001"
+	c.MustCall("createSession", map[string]any{"channel": owner, "provider": "script",
+		"workingDirectories": []string{ahp.FileURI(mine)}, "config": map[string]any{"sandbox": "workspace"}})
+	def := stateOfSession(t, c, owner).DefaultChat
+	c.Subscribe(def)
+	tools := toolsOf(t, e, c, def)
+
+	text, isErr := hostTool(t, tools, "create_session", map[string]any{"prompt": "p", "title": "t", "relationship": "independent", "workspace": other})
+	if !isErr || !strings.Contains(text, "sandboxed") {
+		t.Fatalf("a sandboxed session delegated to another folder: %v %q", isErr, text)
+	}
+	escape := filepath.Join(outside, "escape.txt")
+	made := delegate(t, tools, map[string]any{"prompt": "!echo in > in.txt; echo out > " + escape, "title": "t", "relationship": "independent"})
+	st := stateOfSession(t, c, made)
+	if st.Config == nil || st.Config.Values["sandbox"] != "workspace" {
+		t.Fatalf("the delegate's config: %+v", st.Config)
+	}
+	awaitFirstTurn(t, c, st.DefaultChat)
+	if readFile(t, filepath.Join(mine, "in.txt")) != "in\n" {
+		t.Fatal("the delegate's ! command did not run in the caller's folder")
+	}
+	if fileExists(escape) {
+		t.Fatal("the sandboxed session's delegate wrote outside its folders")
 	}
 }
