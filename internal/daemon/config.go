@@ -135,6 +135,13 @@ type SandboxConfig struct {
 	// Backends adds paths a backend's CLI may write or read when
 	// sandboxed, by provider ("claude", "pi", "acp:<name>").
 	Backends map[string]sandbox.Paths `json:"backends,omitempty"`
+	// Network is how sandboxed sessions may use the network: open
+	// (default) or models, TCP connections only to the model endpoints'
+	// ports (every http(s) URL the agents' settings name, 443 for the
+	// hosted APIs, 53 for DNS over TCP), the daemon's own port and
+	// AllowPorts (Landlock ABI 4).
+	Network    string   `json:"network,omitempty"`
+	AllowPorts []uint16 `json:"allowPorts,omitempty"`
 }
 
 // TokenConfig is one connection token and the grants it carries.

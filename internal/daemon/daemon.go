@@ -284,6 +284,9 @@ func Start(ctx context.Context, cfg Config, o Options) (*Daemon, error) {
 		_ = lock.Unlock()
 		return nil, fmt.Errorf("listen: %w", err)
 	}
+	if a, ok := ln.Addr().(*net.TCPAddr); ok {
+		site.AllowOwnPort(uint16(a.Port)) // its host tools, for sandbox.network models
+	}
 	d := &Daemon{
 		cfg: cfg, log: log, logs: logs, store: st, host: h, rpc: srv, listener: ln,
 		served: make(chan error, 1),

@@ -33,14 +33,25 @@ func restrictAndExec(p Policy, path string, argv, env []string) error {
 	if ok, reason := Availability(p.Mode, abi, why); !ok {
 		return fmt.Errorf("sandbox %s: %s", p.Mode, reason)
 	}
+	if ok, reason := NetworkAvailability(p.Network, abi); !ok {
+		return fmt.Errorf("sandbox %s: %s", p.Mode, reason)
+	}
 	cfg := configs[min(abi, len(configs)-1)]
-	// The network stays open (issue 36 §2); signals may not reach
-	// processes outside the sandbox (the daemon, other sessions).
+	// The network stays open unless the policy limits TCP connections to
+	// its ports (issue 36 §2): then connect(2) alone is governed, so a
+	// dev server still binds and UDP (DNS) still flows. Signals may not
+	// reach processes outside the sandbox (the daemon, other sessions).
 	cfg.HandledAccessNet = 0
 	cfg.Scoped &= landlock.ScopedSet(ll.ScopeSignal)
 	rules, err := rulesFor(p, abi)
 	if err != nil {
 		return err
+	}
+	if p.Network == NetworkModels {
+		cfg.HandledAccessNet = landlock.AccessNetSet(ll.AccessNetConnectTCP)
+		for _, port := range p.ConnectTCP {
+			rules = append(rules, landlock.ConnectTCP(port))
+		}
 	}
 	fd, flags, err := cfg.NewRulesetFD(rules...)
 	if err != nil {

@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,8 +11,22 @@ import (
 	"testing"
 )
 
+// dialEnv makes the test binary, run as a confined process, dial a TCP
+// address and exit 0 when it connected, 3 when refused: a program that
+// connects, where the shell has no /dev/tcp.
+const dialEnv = "AHPD_SANDBOX_TEST_DIAL"
+
 func TestMain(m *testing.M) {
 	RunIfLauncher()
+	if addr := os.Getenv(dialEnv); addr != "" {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			fmt.Println(err)
+			os.Exit(3)
+		}
+		c.Close()
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 
@@ -167,5 +183,79 @@ func TestWrapRefusesAPolicyTooLargeToHandOver(t *testing.T) {
 	off := exec.Command("/bin/true")
 	if err := Wrap("/usr/bin/ahpd", Policy{Mode: Off}, off); err != nil || off.Path == "/usr/bin/ahpd" {
 		t.Fatalf("Wrap with mode off: %v, path %s; want the command untouched", err, off.Path)
+	}
+}
+
+// TestLauncherLimitsTCPToModelPorts: under sandbox.network models a
+// confined process connects to the ports its policy names (the model
+// endpoints', the daemon's own) and is refused any other.
+func TestLauncherLimitsTCPToModelPorts(t *testing.T) {
+	requireLandlock(t)
+	if abi, _ := kernelABI(); abi < NetworkMinABI {
+		t.Skipf("Landlock ABI %d: TCP rules need %d", abi, NetworkMinABI)
+	}
+	listen := func() (net.Listener, uint16) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
+		return ln, uint16(ln.Addr().(*net.TCPAddr).Port)
+	}
+	model, modelPort := listen()
+	own, ownPort := listen()
+	other, _ := listen()
+	root := t.TempDir()
+	work := filepath.Join(root, "work")
+	if err := os.MkdirAll(work, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	site := NewSite(Site{TempRoot: filepath.Join(root, "data", "tmp"), Secrets: []string{filepath.Join(root, "data")}, Home: root,
+		Network: NetworkModels, Ports: []uint16{modelPort}})
+	site.AllowOwnPort(ownPort)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The test binary is the program that dials: its folder is read.
+	p, err := site.Policy(Workspace, "s", "script", []string{work}, Paths{ReadOnly: []string{filepath.Dir(exe)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Network != NetworkModels || len(p.ConnectTCP) != 2 {
+		t.Fatalf("policy %+v", p)
+	}
+	dial := func(addr string) (string, error) {
+		cmd := exec.Command(exe)
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), dialEnv+"="+addr)
+		if err := Wrap(exe, p, cmd); err != nil {
+			t.Fatal(err)
+		}
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	for _, ln := range []net.Listener{model, own} {
+		if out, err := dial(ln.Addr().String()); err != nil {
+			t.Errorf("a connection to the allowed %s: %v %q", ln.Addr(), err, out)
+		}
+	}
+	if out, err := dial(other.Addr().String()); err == nil || !strings.Contains(out, "permission denied") {
+		t.Errorf("a connection to the unlisted %s: %v %q; want permission denied", other.Addr(), err, out)
+	}
+	// Open (the default) governs no connection.
+	site.Network = NetworkOpen
+	open, err := site.Policy(Workspace, "s", "script", []string{work}, Paths{})
+	if err != nil || open.Network != NetworkOpen || open.ConnectTCP != nil {
+		t.Fatalf("open policy %+v, %v", open, err)
 	}
 }

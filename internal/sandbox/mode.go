@@ -98,3 +98,38 @@ func Availability(m Mode, abi int, missing string) (ok bool, reason string) {
 	}
 	return true, ""
 }
+
+// Network is how a confined process may use the network.
+type Network string
+
+// Networks. Open is the default; Models limits TCP connections to the
+// model endpoints' ports the daemon's config names (and the daemon's own
+// port, for its host tools), through Landlock's network rules (ABI 4).
+// UDP stays open (a resolver asks DNS over it).
+const (
+	NetworkOpen   Network = ""
+	NetworkModels Network = "models"
+)
+
+// NetworkMinABI is the oldest Landlock ABI that governs TCP connect(2).
+const NetworkMinABI = 4
+
+// ParseNetwork reads a network's name: "", "open" or "models".
+func ParseNetwork(s string) (Network, error) {
+	switch strings.TrimSpace(s) {
+	case "", "open":
+		return NetworkOpen, nil
+	case string(NetworkModels):
+		return NetworkModels, nil
+	}
+	return "", fmt.Errorf("sandbox network %q: want open or models", s)
+}
+
+// NetworkAvailability says whether network can be enforced on a kernel
+// with Landlock ABI abi, and why not.
+func NetworkAvailability(n Network, abi int) (ok bool, reason string) {
+	if n == NetworkModels && abi < NetworkMinABI {
+		return false, fmt.Sprintf("sandbox.network models needs Landlock ABI %d (TCP rules); the kernel has %d", NetworkMinABI, abi)
+	}
+	return true, ""
+}

@@ -53,6 +53,11 @@ type Policy struct {
 	ReadOnly  []string `json:"readOnly,omitempty"`
 	// TempDir is where TMPDIR points.
 	TempDir string `json:"tempDir,omitempty"`
+	// Network is NetworkOpen (any connection) or NetworkModels: TCP
+	// connections only to the ports of ConnectTCP (Landlock ABI 4).
+	Network Network `json:"network,omitempty"`
+	// ConnectTCP are the ports a NetworkModels process may connect to.
+	ConnectTCP []uint16 `json:"connectTCP,omitempty"`
 }
 
 // Lister lists the names of a directory's entries: the one piece of I/O

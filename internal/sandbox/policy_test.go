@@ -177,3 +177,37 @@ func TestAvailability(t *testing.T) {
 		}
 	}
 }
+
+func TestParseNetwork(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Network
+		bad  bool
+	}{{"", NetworkOpen, false}, {"open", NetworkOpen, false}, {"models", NetworkModels, false}, {"none", "", true}} {
+		got, err := ParseNetwork(tc.in)
+		if (err != nil) != tc.bad || got != tc.want {
+			t.Errorf("ParseNetwork(%q) = %q, %v", tc.in, got, err)
+		}
+	}
+}
+
+// TestNetworkAvailability: models needs ABI 4 and is refused, with the
+// reason, below it; open runs on any ABI a mode runs on.
+func TestNetworkAvailability(t *testing.T) {
+	for _, tc := range []struct {
+		n      Network
+		abi    int
+		ok     bool
+		reason string
+	}{
+		{NetworkOpen, 3, true, ""},
+		{NetworkModels, 4, true, ""},
+		{NetworkModels, 7, true, ""},
+		{NetworkModels, 3, false, "needs Landlock ABI 4"},
+	} {
+		ok, reason := NetworkAvailability(tc.n, tc.abi)
+		if ok != tc.ok || !strings.Contains(reason, tc.reason) || (tc.reason == "" && reason != "") {
+			t.Errorf("NetworkAvailability(%q, %d) = %v %q", tc.n, tc.abi, ok, reason)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 )
 
@@ -30,14 +31,37 @@ type Site struct {
 	Default Mode
 	// Backends are the paths the config adds per backend (provider id).
 	Backends map[string]Paths
+	// Network is how confined processes may use the network
+	// (sandbox.network); Ports are the TCP ports NetworkModels allows.
+	Network Network
+	Ports   []uint16
 
 	abi     int
 	missing string
+	// listenPort is the daemon's own port, once it listens (AllowOwnPort):
+	// its host tools are served there.
+	listenPort *atomic.Uint32
+}
+
+func (s *Site) ownPort() uint16 {
+	if s.listenPort == nil {
+		return 0
+	}
+	return uint16(s.listenPort.Load())
+}
+
+// AllowOwnPort adds the daemon's own port, known once it listens, to
+// what NetworkModels allows.
+func (s *Site) AllowOwnPort(port uint16) {
+	if s != nil && s.listenPort != nil {
+		s.listenPort.Store(uint32(port))
+	}
 }
 
 // NewSite fills in the kernel's Landlock ABI and returns s.
 func NewSite(s Site) *Site {
 	s.abi, s.missing = kernelABI()
+	s.listenPort = new(atomic.Uint32)
 	if s.Default == "" {
 		s.Default = Off
 	}
@@ -75,10 +99,14 @@ func (s *Site) ABI() (int, string) {
 	return s.abi, s.missing
 }
 
-// Available says whether mode can run here, and why not.
+// Available says whether mode can run here, with the site's network
+// rule, and why not.
 func (s *Site) Available(m Mode) (bool, string) {
 	abi, missing := s.ABI()
-	return Availability(m, abi, missing)
+	if ok, why := Availability(m, abi, missing); !ok || !m.Confines() || s == nil {
+		return ok, why
+	}
+	return NetworkAvailability(s.Network, abi)
 }
 
 // Policy is the policy of a session's processes: mode, the session (its
@@ -127,7 +155,16 @@ func (s *Site) policy(mode Mode, session, provider string, folders []string, bac
 		Secrets: resolveAll(s.Secrets),
 		Home:    resolve(s.Home),
 	}
-	return Plan(in, listDir)
+	p, err := Plan(in, listDir)
+	if err != nil || s.Network != NetworkModels {
+		return p, err
+	}
+	p.Network = NetworkModels
+	p.ConnectTCP = append([]uint16(nil), s.Ports...)
+	if own := s.ownPort(); own != 0 && !slices.Contains(p.ConnectTCP, own) {
+		p.ConnectTCP = append(p.ConnectTCP, own)
+	}
+	return p, nil
 }
 
 // Wrapper is what a process of the session is started through: Wrap
