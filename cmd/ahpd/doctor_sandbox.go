@@ -12,7 +12,11 @@ import (
 // modes can run here; it fails only when the configured default cannot
 // (every session taking it would be refused).
 func sandboxCheck(cfg daemon.Config) check {
-	site := sandbox.NewSite(sandbox.Site{})
+	network, err := sandbox.ParseNetwork(cfg.Sandbox.Network)
+	if err != nil {
+		return check{Name: "sandbox", Detail: err.Error(), Fix: "set sandbox.network to open or models"}
+	}
+	site := sandbox.NewSite(sandbox.Site{Network: network})
 	abi, missing := site.ABI()
 	var can, cannot []string
 	for _, m := range sandbox.Modes {
@@ -34,8 +38,11 @@ func sandboxCheck(cfg daemon.Config) check {
 		return check{Name: "sandbox", Detail: err.Error(), Fix: "set sandbox.default to off, workspace or strict"}
 	}
 	detail += "; default " + string(mode)
+	if network == sandbox.NetworkModels {
+		detail += ", network models (TCP to the model endpoints' ports only)"
+	}
 	if ok, why := site.Available(mode); !ok {
-		return check{Name: "sandbox", Detail: detail, Fix: "sandbox.default " + string(mode) + " cannot run here (" + why + "): use a kernel with Landlock (ABI 3 or later, lsm= including landlock) or set sandbox.default to off"}
+		return check{Name: "sandbox", Detail: detail, Fix: "sandbox.default " + string(mode) + " cannot run here (" + why + "): use a kernel with Landlock (ABI 3 or later, 4 for network models; lsm= including landlock), or set sandbox.default to off (or sandbox.network to open)"}
 	}
 	return check{Name: "sandbox", OK: true, Detail: detail}
 }
