@@ -1,6 +1,7 @@
 package daemon_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -10,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ahpd/ahpd/internal/agent"
 	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/attach"
 	"github.com/ahpd/ahpd/internal/daemon"
 	"github.com/ahpd/ahpd/internal/host"
 	"github.com/ahpd/ahpd/internal/testutil"
@@ -497,5 +500,47 @@ func TestBotToolConfirmation(t *testing.T) {
 	}
 	if !done || answerOf(tr) != "echo: [confirm] go" {
 		t.Fatalf("bot turn: tool done %v, answered %q", done, answerOf(tr))
+	}
+}
+
+// TestBotRelaysAttachments: a bot turn's attachments reach the work
+// session's turn (issue 35 §5): an image and pasted text as bytes the work
+// session writes into its own attachments folder and hands its agent as
+// an image and inline text, a PDF by the path the bot's chat wrote it to.
+func TestBotRelaysAttachments(t *testing.T) {
+	e := newBotEnv(t, false)
+	c := e.client("c1")
+	b := createBot(t, c, map[string]any{"slug": "relay", "name": "Relay", "agent": "script"})
+	_, chat := botChat(t, c, "relay")
+	png := []byte("\x89PNG\r\n\x1a\nnot really")
+	pdf := []byte("%PDF-1.4 not really")
+	c.Dispatch(chat, turnWith("t1", "look at these",
+		embedded("shot.png", "image/png", png), embedded("notes.txt", "text/plain", []byte("pasted words")), embedded("doc.pdf", "application/pdf", pdf)))
+	if end := awaitEnd(t, c, chat, "t1"); end.Type() != "chat/turnComplete" {
+		t.Fatalf("bot turn ended %s", end.Raw)
+	}
+	var work agent.Turn
+	for _, tr := range e.script.Sent() {
+		if tr.Text == "look at these" {
+			work = tr
+		}
+	}
+	got := work.Attachments
+	if len(got) != 3 {
+		t.Fatalf("the work session's agent got %d attachments: %+v", len(got), got)
+	}
+	workID, _ := ahp.SessionID(b.Session)
+	workRoot := filepath.Join(e.cfg.DataDir, "attachments", workID)
+	if got[0].As != attach.AsImage || !bytes.Equal(got[0].Data, png) || !strings.HasPrefix(got[0].Path, workRoot) {
+		t.Errorf("the image reached the work session as %q %d bytes at %s", got[0].As, len(got[0].Data), got[0].Path)
+	}
+	if got[1].As != attach.AsInline || got[1].Text != "pasted words" || !strings.HasPrefix(got[1].Path, workRoot) {
+		t.Errorf("the text reached the work session as %q %q at %s", got[1].As, got[1].Text, got[1].Path)
+	}
+	if got[2].As != attach.AsPath || got[2].Label != "doc.pdf" {
+		t.Fatalf("the pdf reached the work session as %+v", got[2])
+	}
+	if data, err := os.ReadFile(got[2].Path); err != nil || !bytes.Equal(data, pdf) {
+		t.Errorf("the pdf's path %s holds %d bytes, %v", got[2].Path, len(data), err)
 	}
 }

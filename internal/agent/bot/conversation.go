@@ -288,7 +288,8 @@ func (c *conversation) send(t agent.Turn) {
 		// What the host has to say goes ahead of what was said (C-TURN-111).
 		text = t.HostContext + "\n\n" + text
 	}
-	start := ahp.ChatTurnStarted{TurnID: r.expect, StartedAt: isoNow(), Message: ahp.Message{Text: text, Origin: ahp.MessageOrigin{Kind: "user"}}}
+	msg := ahp.Message{Text: text, Origin: ahp.MessageOrigin{Kind: "user"}, Attachments: workAttachments(t.Attachments)}
+	start := ahp.ChatTurnStarted{TurnID: r.expect, StartedAt: isoNow(), Message: msg}
 	if _, err := w.Dispatch(ctx, start); err != nil {
 		c.finish(agent.End{Outcome: agent.OutcomeError, ErrorType: "workSessionUnavailable", Message: fmt.Sprintf("Handing the turn to bot %q's work session: %v", c.slug, err)})
 	}
