@@ -33,6 +33,9 @@ type realACPAgent struct {
 	// that writes made.txt, which the CLI asks permission for. Both are
 	// [[call NAME ARGS]] steps.
 	read, shell string
+	// unasked: the CLI runs shell without asking (a mode that asks
+	// nothing; see TestRealCodexACP).
+	unasked bool
 }
 
 // firstTurnWithin bounds a real CLI's first turn: it starts the CLI (a
@@ -61,8 +64,22 @@ func TestRealGeminiACP(t *testing.T) {
 
 // TestRealCodexACP drives Codex's ACP adapter (codex-acp) through ahpd
 // against the fake's Responses API (a provider in $CODEX_HOME/config.toml).
+//
+// Sandboxed by ahpd (AHPD_TEST_SANDBOX), Codex's own sandbox cannot start
+// (it builds a mount namespace, which Landlock forbids), so its commands
+// would fail: it runs in its full-access mode, which asks nothing, and
+// ahpd's Landlock is what confines it (docs/BACKENDS.md).
 func TestRealCodexACP(t *testing.T) {
+	sandboxed := os.Getenv("AHPD_TEST_SANDBOX") != ""
+	mode := "INITIAL_AGENT_MODE=workspace-write"
+	shell := `[[call exec_command {"cmd":"touch made.txt","sandbox_permissions":"require_escalated","justification":"make a file"}]]`
+	if sandboxed {
+		// Full access asks nothing, and escalates nothing.
+		mode = "INITIAL_AGENT_MODE=agent-full-access"
+		shell = `[[call exec_command {"cmd":"touch made.txt"}]]`
+	}
 	runRealACP(t, realACPAgent{
+		unasked: sandboxed,
 		provider: "codex", bin: "codex-acp",
 		env: func(t *testing.T, url, home string) []string {
 			codexHome := filepath.Join(home, ".codex")
@@ -85,14 +102,14 @@ stream_max_retries = 0
 				"HOME=" + home, "CODEX_HOME=" + codexHome, "FAKE_MODEL_KEY=dummy",
 				// The adapter's default mode has a model review each
 				// approval (the fake cannot); workspace-write asks the user.
-				"INITIAL_AGENT_MODE=workspace-write",
+				mode,
 			}
 		},
 		speaks: fakemodel.Request.IsResponses,
 		read:   `[[call exec_command {"cmd":"cat notes.txt"}]]`,
 		// Inside its sandbox the write needs no approval; an escalated
 		// command is asked for.
-		shell: `[[call exec_command {"cmd":"touch made.txt","sandbox_permissions":"require_escalated","justification":"make a file"}]]`,
+		shell: shell,
 	})
 }
 
@@ -183,12 +200,21 @@ func runRealACP(t *testing.T, ra realACPAgent) {
 	b := e.client("b")
 	b.Subscribe(def)
 	a.Dispatch(def, turnStarted("tp", ra.read+" "+ra.shell))
-	call := clAwaitAsk(t, b, def, "tp")
+	call := ""
+	if !ra.unasked {
+		call = clAwaitAsk(t, b, def, "tp")
+	} else {
+		// Queued behind tp: b must see it run first (a and b are two
+		// connections; nothing orders what each sends).
+		awaitTyped(t, b, def, "chat/turnStarted", "tp")
+	}
 	if env := b.AwaitEcho(setPending(b, def, "queued", "q1", "queued words")); env.RejectionReason != "" {
 		t.Fatalf("queueing refused: %s", env.RejectionReason)
 	}
-	if env := b.AwaitEcho(b.Dispatch(def, map[string]any{"type": "chat/toolCallConfirmed", "turnId": "tp", "toolCallId": call, "approved": true})); env.RejectionReason != "" {
-		t.Fatalf("confirmation refused: %s", env.RejectionReason)
+	if call != "" {
+		if env := b.AwaitEcho(b.Dispatch(def, map[string]any{"type": "chat/toolCallConfirmed", "turnId": "tp", "toolCallId": call, "approved": true})); env.RejectionReason != "" {
+			t.Fatalf("confirmation refused: %s", env.RejectionReason)
+		}
 	}
 	if end := awaitEnd(t, a, def, "tp"); end.Type() != "chat/turnComplete" {
 		t.Fatalf("tp ended with %s: %s", end.Type(), end.Action)
@@ -205,7 +231,8 @@ func runRealACP(t *testing.T, ra realACPAgent) {
 		t.Fatalf("%d turns after the queued one, want 3", len(st.Turns))
 	}
 	if calls := clToolCalls(st.Turns[1]); len(calls) < 2 {
-		t.Errorf("the tool turn shows %d tool calls, want the read and the command", len(calls))
+		raw, _ := json.Marshal(st.Turns[1])
+		t.Errorf("the tool turn shows %d tool calls, want the read and the command: %s", len(calls), raw)
 	}
 	if got := clMarkdown(st.Turns[2]); !strings.Contains(got, "fake reply: ") || !strings.Contains(got, "queued words") {
 		t.Errorf("the queued turn answered %q", got)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/daemon"
+	"github.com/ahpd/ahpd/internal/sandbox"
 	"github.com/ahpd/ahpd/internal/testutil/fakemodel"
 )
 
@@ -77,8 +78,14 @@ func TestACPPresetsUnavailableUntilFound(t *testing.T) {
 		}
 	}
 
-	dataDir := cfg.DataDir
-	e := newEnvWith(t, reg, func(c *daemon.Config) { c.DataDir = dataDir })
+	dataDir, state := cfg.DataDir, t.TempDir()
+	e := newEnvWith(t, reg, func(c *daemon.Config) {
+		c.DataDir = dataDir
+		// Sandboxed (AHPD_TEST_SANDBOX), the wrapper runs the fake agent
+		// from where the test built it, with its state where the test
+		// put it: the config gives both, as an operator would.
+		c.Sandbox.Backends = map[string]sandbox.Paths{"gemini": {ReadWrite: []string{state}, ReadOnly: []string{filepath.Dir(acpagent)}}}
+	})
 	c := e.client("a")
 	raw, _ := c.Subscribe(ahp.RootURI)
 	listed := rootAgents(t, raw)
@@ -99,7 +106,7 @@ func TestACPPresetsUnavailableUntilFound(t *testing.T) {
 	}
 
 	// Found on PATH: offered at the next createSession, and it runs.
-	wrapper := "#!/bin/sh\nexec " + acpagent + " -state " + t.TempDir() + "\n"
+	wrapper := "#!/bin/sh\nexec " + acpagent + " -state " + state + "\n"
 	if err := os.WriteFile(filepath.Join(pathDir, "gemini"), []byte(wrapper), 0o755); err != nil {
 		t.Fatal(err)
 	}
