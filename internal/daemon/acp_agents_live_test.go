@@ -79,7 +79,7 @@ func TestRealCodexACP(t *testing.T) {
 		shell = `[[call exec_command {"cmd":"touch made.txt"}]]`
 	}
 	runRealACP(t, realACPAgent{
-		unasked: sandboxed,
+		unasked:  sandboxed,
 		provider: "codex", bin: "codex-acp",
 		env: func(t *testing.T, url, home string) []string {
 			codexHome := filepath.Join(home, ".codex")
