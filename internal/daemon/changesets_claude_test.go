@@ -136,6 +136,10 @@ func mustRead(t *testing.T, path string) string {
 func TestChangesetsClaude(t *testing.T) {
 	ce := newClaudeEnv(t, "turn", func(c *daemon.Config) {
 		c.Tokens = append(c.Tokens, daemon.TokenConfig{Token: nobodyToken, Principal: "user:nobody", Grants: []string{"session:list"}})
+		// The agent writes outside the chat's directories on purpose (a
+		// changeset never records it): unconfined even in a sandboxed run
+		// (AHPD_TEST_SANDBOX), where the kernel would refuse the write.
+		c.Sandbox.Default = "off"
 	})
 	wd := ce.workDir
 	one, two := filepath.Join(wd, "one.txt"), filepath.Join(wd, "two.txt")
