@@ -378,14 +378,13 @@ func (c *conversation) ensureProcess(run *turnRun) (*process, error) {
 		if p.dead() {
 			err = p.fault()
 		}
-		p.kill()
-		go p.shutdown()
+		p.Kill()
 		return nil, fmt.Errorf("initialize %s: %w", c.a.opts.Name, err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		go p.shutdown()
+		go p.Close()
 		return nil, errors.New("conversation closed")
 	}
 	c.proc, c.caps, c.sessionID = p, resp.AgentCapabilities, ""
@@ -405,8 +404,7 @@ func (c *conversation) dropProcess(p *process) {
 		c.proc, c.sessionID = nil, ""
 	}
 	c.mu.Unlock()
-	p.kill()
-	go p.shutdown()
+	p.Kill()
 	c.terms.killAll()
 }
 
@@ -719,9 +717,9 @@ func (c *conversation) close(kill bool) error {
 	c.terms.killAll()
 	if p != nil {
 		if kill {
-			p.kill()
+			p.Kill()
 		}
-		p.shutdown()
+		p.Close()
 	}
 	return nil
 }

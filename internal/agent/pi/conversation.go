@@ -212,7 +212,7 @@ func (c *conversation) runTurn(r *run) agent.End {
 		return agent.End{Outcome: agent.OutcomeError, ErrorType: "agentStartFailed", Message: err.Error()}
 	}
 	if err := c.ensureModel(r, p); err != nil {
-		if p.dead() {
+		if p.Dead() {
 			return c.faultEnd(p, r)
 		}
 		// The turn runs on the model pi has (as C-TURN-79 says of Claude).
@@ -300,7 +300,7 @@ func (c *conversation) endOf(r *run, p *process) agent.End {
 func (c *conversation) faultEnd(p *process, r *run) agent.End {
 	c.dropProcess(p)
 	return agent.End{Outcome: agent.OutcomeError, ErrorType: "agentFault",
-		Message: fmt.Sprintf("pi exited during the turn: %v", p.exitError())}
+		Message: fmt.Sprintf("pi exited during the turn: %v", p.ExitError())}
 }
 
 // finish ends the turn once: the steering messages pi still holds go back
@@ -338,7 +338,7 @@ func (c *conversation) finish(r *run, end agent.End) {
 	})
 	if retire != nil {
 		c.log.Info("pi holds a steering message its turn did not use; replacing the process")
-		go retire.shutdown()
+		go retire.Close()
 	}
 }
 
@@ -361,7 +361,7 @@ func (c *conversation) emit(decide func() []agent.Event) {
 // until it answers get_state (pi buffers commands while it starts).
 func (c *conversation) ensureProcess(r *run) (*process, error) {
 	c.mu.Lock()
-	if p := c.proc; p != nil && !p.dead() {
+	if p := c.proc; p != nil && !p.Dead() {
 		c.mu.Unlock()
 		return p, nil
 	}
@@ -375,22 +375,22 @@ func (c *conversation) ensureProcess(r *run) (*process, error) {
 		args = append(args, "--model", m)
 	}
 	args = append(args, c.pi.opts.ExtraArgs...)
-	p, err := startProcess(c.bin, args, c.cwd, c.pi.opts.environ(), c.log, c.pi.opts.Ledger, c.sandbox, c.handleLine, c.processExited)
+	p, err := c.startProcess(args)
 	if err != nil {
-		return nil, fmt.Errorf("start pi: %w", err)
+		return nil, err
 	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		go p.shutdown()
+		go p.Close()
 		return nil, errors.New("conversation closed")
 	}
 	c.proc = p
 	c.mu.Unlock()
 	resp, err := c.request(r.ctx, p, map[string]any{"type": "get_state"})
 	if err != nil {
-		if p.dead() {
-			err = p.exitError()
+		if p.Dead() {
+			err = p.ExitError()
 		}
 		c.dropProcess(p)
 		return nil, fmt.Errorf("pi did not start: %w", err)
@@ -447,9 +447,9 @@ func (c *conversation) request(ctx context.Context, p *process, cmd map[string]a
 	select {
 	case resp := <-ch:
 		return resp, nil
-	case <-p.exited:
+	case <-p.Exited():
 		c.dropWaiter(id)
-		return outLine{}, p.exitError()
+		return outLine{}, p.ExitError()
 	case <-ctx.Done():
 		c.dropWaiter(id)
 		return outLine{}, fmt.Errorf("pi did not answer %s: %w", typ, ctx.Err())
@@ -478,7 +478,7 @@ func (c *conversation) writeLocked(p *process, cmd map[string]any) error {
 	if err != nil {
 		return err
 	}
-	return p.write(b)
+	return p.WriteLine(b)
 }
 
 // dropProcess forgets p and ends it, so the next turn starts a fresh one
@@ -489,8 +489,8 @@ func (c *conversation) dropProcess(p *process) {
 		c.proc = nil
 	}
 	c.mu.Unlock()
-	if !p.dead() {
-		go p.kill()
+	if !p.Dead() {
+		go p.Kill()
 	}
 }
 
@@ -563,7 +563,7 @@ func (c *conversation) Stop(ctx context.Context) error {
 
 // abortLocked sends pi an abort for r. c.mu must be held.
 func (c *conversation) abortLocked(r *run) {
-	if r.proc == nil || r.proc.dead() {
+	if r.proc == nil || r.proc.Dead() {
 		return
 	}
 	r.abortSent++
@@ -612,9 +612,9 @@ func (c *conversation) close(kill bool) error {
 	c.events.Abandon()
 	if p != nil {
 		if kill {
-			p.kill()
+			p.Kill()
 		}
-		p.shutdown()
+		p.Close()
 	}
 	return nil
 }
@@ -629,11 +629,11 @@ func (c *conversation) processExited(p *process) {
 	}
 	if r := c.running; r != nil && r.proc == p && !r.agentEnded {
 		r.agentEnded = true
-		r.exitErr = p.exitError()
+		r.exitErr = p.ExitError()
 		close(r.agentEnd)
 	}
 	if !c.closed {
-		c.log.Info("pi exited", "err", p.exitError())
+		c.log.Info("pi exited", "err", p.ExitError())
 	}
 }
 
