@@ -15,12 +15,6 @@ import (
 	"github.com/ahpd/ahpd/internal/agent/evqueue"
 )
 
-// maxHeld bounds the turns a conversation holds behind the running one.
-// The host runs one turn at a time, so at most the turn sent behind a
-// stopped turn that is still ending waits here; more is refused, not
-// dropped.
-const maxHeld = 4
-
 // stopGrace is how long a stopped turn waits for the agent to answer
 // session/cancel before the backend ends it cancelled itself and replaces
 // the process (a turn ends within a second of a stop).
@@ -71,7 +65,7 @@ type conversation struct {
 	tools   *agent.HostTools
 	title   string
 	running *turnRun
-	held    []agent.Turn
+	held    agentproc.HeldTurns
 	perms   map[acpsdk.ToolCallId]*permission
 	terms   *terminals
 	// replay collects what a session/load replays (nil when none runs).
@@ -147,23 +141,10 @@ func (c *conversation) Events() <-chan agent.Event { return c.events.Events() }
 // Send runs the turn, or holds it while another turn runs or ends
 // (C-TURN-103, 104).
 func (c *conversation) Send(ctx context.Context, t agent.Turn) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("send turn %s: %w", t.ID, err)
-	}
-	if t.ID == "" {
-		return errors.New("send turn: empty turn id")
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
-		return fmt.Errorf("send turn %s: conversation closed", t.ID)
-	}
-	if c.running != nil {
-		if len(c.held) >= maxHeld {
-			return fmt.Errorf("send turn %s: %d turns already wait behind the running one", t.ID, len(c.held))
-		}
-		c.held = append(c.held, t)
-		return nil
+	if runNow, err := c.held.Admit(ctx, t, c.closed, c.running != nil); !runNow {
+		return err
 	}
 	run := newTurnRun(t)
 	c.running = run
@@ -178,14 +159,13 @@ func (c *conversation) loop(run *turnRun, t agent.Turn) {
 		end := c.runTurn(run, t)
 		c.finish(run, end)
 		c.mu.Lock()
-		if c.closed || len(c.held) == 0 {
+		next, ok := c.held.Next()
+		if c.closed || !ok {
 			c.running = nil
 			c.mu.Unlock()
 			return
 		}
-		t = c.held[0]
-		c.held = c.held[1:]
-		run = newTurnRun(t)
+		t, run = next, newTurnRun(next)
 		c.running = run
 		c.mu.Unlock()
 	}
@@ -643,8 +623,7 @@ func (c *conversation) dropPermsLocked(run *turnRun) int {
 // stopGrace, when the process is replaced.
 func (c *conversation) Stop(ctx context.Context) error {
 	c.mu.Lock()
-	held := c.held
-	c.held = nil
+	held := c.held.Drop()
 	run := c.running
 	var p *process
 	sid := c.sessionID
@@ -708,7 +687,7 @@ func (c *conversation) close(kill bool) error {
 	p := c.proc
 	c.proc = nil
 	c.dropPermsLocked(nil)
-	c.held = nil
+	c.held.Drop()
 	if run := c.running; run != nil {
 		run.cancel()
 	}

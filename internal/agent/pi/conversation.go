@@ -19,11 +19,6 @@ import (
 	"github.com/ahpd/ahpd/internal/agent/evqueue"
 )
 
-// maxHeld bounds the turns a conversation holds behind the running one.
-// The host runs one turn at a time, so at most a turn sent behind a
-// stopped turn that is still ending waits here; more is refused.
-const maxHeld = 4
-
 // stopGrace is how long a stopped turn waits for pi's agent_end after the
 // abort before the backend ends it cancelled itself and replaces the
 // process.
@@ -59,7 +54,7 @@ type conversation struct {
 	// model is what pi runs, as "<provider>/<id>" ("" until pi said).
 	model   string
 	running *run
-	held    []agent.Turn
+	held    agentproc.HeldTurns
 	// waiters are the commands waiting for pi's response, by id.
 	waiters map[string]chan outLine
 	nextID  int
@@ -143,23 +138,10 @@ func (c *conversation) Events() <-chan agent.Event { return c.events.Events() }
 // Send runs the turn, or holds it while another turn runs or ends
 // (C-TURN-103, 104).
 func (c *conversation) Send(ctx context.Context, t agent.Turn) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("send turn %s: %w", t.ID, err)
-	}
-	if t.ID == "" {
-		return errors.New("send turn: empty turn id")
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
-		return fmt.Errorf("send turn %s: conversation closed", t.ID)
-	}
-	if c.running != nil {
-		if len(c.held) >= maxHeld {
-			return fmt.Errorf("send turn %s: %d turns already wait behind the running one", t.ID, len(c.held))
-		}
-		c.held = append(c.held, t)
-		return nil
+	if runNow, err := c.held.Admit(ctx, t, c.closed, c.running != nil); !runNow {
+		return err
 	}
 	r := newRun(t)
 	c.running = r
@@ -174,14 +156,13 @@ func (c *conversation) loop(r *run) {
 		end := c.runTurn(r)
 		c.finish(r, end)
 		c.mu.Lock()
-		if c.closed || len(c.held) == 0 {
+		next, ok := c.held.Next()
+		if c.closed || !ok {
 			c.running = nil
 			c.mu.Unlock()
 			return
 		}
-		t := c.held[0]
-		c.held = c.held[1:]
-		r = newRun(t)
+		r = newRun(next)
 		c.running = r
 		c.mu.Unlock()
 	}
@@ -538,8 +519,7 @@ func (c *conversation) Confirm(turnID, toolCallID string, approved bool) error {
 // the process is replaced.
 func (c *conversation) Stop(ctx context.Context) error {
 	c.mu.Lock()
-	held := c.held
-	c.held = nil
+	held := c.held.Drop()
 	r := c.running
 	var p *process
 	if r != nil && !r.ended && !r.stopping {
@@ -604,7 +584,7 @@ func (c *conversation) close(kill bool) error {
 	c.closed = true
 	p := c.proc
 	c.proc = nil
-	c.held = nil
+	c.held.Drop()
 	if r := c.running; r != nil {
 		r.cancel()
 	}
