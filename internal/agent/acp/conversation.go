@@ -27,12 +27,11 @@ const prepTimeout = 2 * time.Minute
 // conversation is one chat's ACP conversation: at most one agent process,
 // the session in it, and the turn that runs.
 //
-// Locks: mu guards the state below; emitMu orders events: whoever decides
-// on events takes emitMu, then mu, decides, lets mu go and pushes while
-// still holding emitMu, so events reach the chat actor in the order they
-// were decided, and nothing waits on the chat actor while holding mu (the
-// actor's calls take mu). The chat actor's calls never take emitMu; what
-// they report goes through pushOwed.
+// Locks: mu guards the state below; events are decided under it and
+// pushed after it is let go, in order (evqueue.Queue.Emit), so nothing
+// waits on the chat actor while holding mu (the actor's calls take mu).
+// The chat actor's calls never Emit; what they report goes through
+// PushOwed.
 type conversation struct {
 	a      *Agent
 	bin    string
@@ -40,8 +39,6 @@ type conversation struct {
 	dirs   []string
 	log    *slog.Logger
 	events *evqueue.Queue
-
-	emitMu sync.Mutex
 
 	mu   sync.Mutex
 	proc *process
@@ -315,18 +312,7 @@ func (c *conversation) finish(run *turnRun, end agent.End) {
 
 // emit decides on events under mu (decide runs with it held) and pushes
 // them in that order.
-func (c *conversation) emit(decide func() []agent.Event) {
-	c.emitMu.Lock()
-	defer c.emitMu.Unlock()
-	c.mu.Lock()
-	evs := decide()
-	c.mu.Unlock()
-	for _, ev := range evs {
-		if !c.events.Push(ev) {
-			return
-		}
-	}
-}
+func (c *conversation) emit(decide func() []agent.Event) { c.events.Emit(&c.mu, decide) }
 
 // ensureProcess starts the agent and initializes it when no process runs.
 func (c *conversation) ensureProcess(run *turnRun) (*process, error) {

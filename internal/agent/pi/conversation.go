@@ -31,10 +31,9 @@ const prepTimeout = 2 * time.Minute
 // conversation is one chat's pi conversation: at most one pi process on
 // the chat's session file, and the turn that runs.
 //
-// Locks: mu guards the state below; emitMu orders events: whoever decides
-// on events takes emitMu, then mu, decides, lets mu go and pushes while
-// still holding emitMu. The chat actor's calls never take emitMu; what
-// they report goes through pushOwed.
+// Locks: mu guards the state below; events are decided under it and
+// pushed after it is let go, in order (evqueue.Queue.Emit). The chat
+// actor's calls never Emit; what they report goes through PushOwed.
 type conversation struct {
 	pi     *Pi
 	bin    string
@@ -44,8 +43,6 @@ type conversation struct {
 	events *evqueue.Queue
 	// sandbox confines the pi process (agent.OpenParams.Sandbox).
 	sandbox func(*exec.Cmd) error
-
-	emitMu sync.Mutex
 
 	mu sync.Mutex
 	// path is the conversation's session file, handed to pi with --session.
@@ -325,18 +322,7 @@ func (c *conversation) finish(r *run, end agent.End) {
 
 // emit decides on events under mu (decide runs with it held) and pushes
 // them in that order.
-func (c *conversation) emit(decide func() []agent.Event) {
-	c.emitMu.Lock()
-	defer c.emitMu.Unlock()
-	c.mu.Lock()
-	evs := decide()
-	c.mu.Unlock()
-	for _, ev := range evs {
-		if !c.events.Push(ev) {
-			return
-		}
-	}
-}
+func (c *conversation) emit(decide func() []agent.Event) { c.events.Emit(&c.mu, decide) }
 
 // ensureProcess starts pi on the session file when none runs, and waits
 // until it answers get_state (pi buffers commands while it starts).
