@@ -525,16 +525,7 @@ func (c *conversation) ensureModel(run *turnRun, p *process) error {
 	ctx, cancel := context.WithTimeout(run.ctx, prepTimeout)
 	defer cancel()
 	if opt != "" {
-		resp, err := p.conn.SetSessionConfigOption(ctx, acpsdk.SetSessionConfigOptionRequest{ValueId: &acpsdk.SetSessionConfigOptionValueId{
-			SessionId: acpsdk.SessionId(sid), ConfigId: acpsdk.SessionConfigId(opt), Value: acpsdk.SessionConfigValueId(want),
-		}})
-		if err != nil {
-			return err
-		}
-		c.mu.Lock()
-		c.keepConfigLocked(resp.ConfigOptions)
-		c.mu.Unlock()
-		return nil
+		return c.setConfigOption(ctx, p, sid, opt, want)
 	}
 	if _, err := p.conn.UnstableSetSessionModel(ctx, acpsdk.UnstableSetSessionModelRequest{
 		SessionId: acpsdk.SessionId(sid), ModelId: acpsdk.UnstableModelId(want),
@@ -694,6 +685,21 @@ var (
 	_ agent.Killer       = (*conversation)(nil)
 )
 
+// setConfigOption sets the session's config option opt to value and keeps
+// the options the agent answers with.
+func (c *conversation) setConfigOption(ctx context.Context, p *process, sid, opt, value string) error {
+	resp, err := p.conn.SetSessionConfigOption(ctx, acpsdk.SetSessionConfigOptionRequest{ValueId: &acpsdk.SetSessionConfigOptionValueId{
+		SessionId: acpsdk.SessionId(sid), ConfigId: acpsdk.SessionConfigId(opt), Value: acpsdk.SessionConfigValueId(value),
+	}})
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.keepConfigLocked(resp.ConfigOptions)
+	c.mu.Unlock()
+	return nil
+}
+
 // ensureMode switches the session to the mode its settings name (the
 // session config's "mode"): through the mode config option, else
 // session/set_mode. Nothing named, or the mode it runs, changes nothing.
@@ -707,16 +713,7 @@ func (c *conversation) ensureMode(run *turnRun, p *process) error {
 	ctx, cancel := context.WithTimeout(run.ctx, prepTimeout)
 	defer cancel()
 	if opt != "" {
-		resp, err := p.conn.SetSessionConfigOption(ctx, acpsdk.SetSessionConfigOptionRequest{ValueId: &acpsdk.SetSessionConfigOptionValueId{
-			SessionId: acpsdk.SessionId(sid), ConfigId: acpsdk.SessionConfigId(opt), Value: acpsdk.SessionConfigValueId(want),
-		}})
-		if err != nil {
-			return err
-		}
-		c.mu.Lock()
-		c.keepConfigLocked(resp.ConfigOptions)
-		c.mu.Unlock()
-		return nil
+		return c.setConfigOption(ctx, p, sid, opt, want)
 	}
 	if _, err := p.conn.SetSessionMode(ctx, acpsdk.SetSessionModeRequest{SessionId: acpsdk.SessionId(sid), ModeId: acpsdk.SessionModeId(want)}); err != nil {
 		return err
