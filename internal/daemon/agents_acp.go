@@ -22,7 +22,7 @@ type acpEntry struct {
 
 // acpPreset is an ACP agent the root config offers unconfigured: listed
 // under its name, unavailable with the install hint until its command is
-// found (the configured path rules, then testdata/agents, then PATH, each
+// found (a configured path as it is, a bare name on PATH, each
 // time the agents are looked at, as for claude and pi). An agents.acp
 // entry of the same name replaces it.
 type acpPreset struct {

@@ -28,7 +28,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -47,8 +46,7 @@ type Options struct {
 	Name string `json:"name"`
 	// DisplayName is shown in the agents list; empty: Name.
 	DisplayName string `json:"displayName,omitempty"`
-	// Command is the agent's executable: a path, a name on PATH, or a name
-	// installed under testdata/agents/node_modules/.bin (make agents).
+	// Command is the agent's executable: a path, or a name on PATH.
 	Command string   `json:"command"`
 	Args    []string `json:"args,omitempty"`
 	// Env is laid over the daemon's environment: KEY=VALUE entries.
@@ -324,48 +322,15 @@ func (a *Agent) statePath(conversationID string) string {
 	return filepath.Join(a.opts.StateDir, conversationID+".json")
 }
 
-// binary resolves the agent's command: a path, testdata/agents (make
-// agents) above the working directory, then PATH.
+// binary resolves the agent's command: a path as it is, a name on PATH.
 func (a *Agent) binary() (string, error) {
 	cmd := a.opts.Command
-	hint := fmt.Sprintf("ACP agent command %q not found; run `make agents` or install it", cmd)
+	hint := fmt.Sprintf("ACP agent command %q not found; install it, or give its entry the command's path", cmd)
+	configured := ""
 	if strings.ContainsRune(cmd, os.PathSeparator) {
-		if _, err := exec.LookPath(cmd); err != nil {
-			return "", fmt.Errorf("%s: %w", hint, err)
-		}
-		return cmd, nil
+		configured = cmd
 	}
-	if p, ok := findInstalled(cmd); ok {
-		return p, nil
-	}
-	p, err := exec.LookPath(cmd)
-	if err != nil {
-		return "", errors.New(hint)
-	}
-	return p, nil
-}
-
-// findInstalled looks for testdata/agents/node_modules/.bin/<name> in the
-// working directory and each one above it, up to the module root.
-func findInstalled(name string) (string, bool) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", false
-	}
-	for {
-		p := filepath.Join(dir, "testdata", "agents", "node_modules", ".bin", name)
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
-			return p, true
-		}
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return "", false
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", false
-		}
-		dir = parent
-	}
+	return agentproc.Locate(configured, cmd, hint)
 }
 
 // environ is the daemon's environment with the agent's laid over it.

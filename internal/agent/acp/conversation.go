@@ -15,12 +15,6 @@ import (
 	"github.com/ahpd/ahpd/internal/agent/evqueue"
 )
 
-// maxHeld bounds the turns a conversation holds behind the running one.
-// The host runs one turn at a time, so at most the turn sent behind a
-// stopped turn that is still ending waits here; more is refused, not
-// dropped.
-const maxHeld = 4
-
 // stopGrace is how long a stopped turn waits for the agent to answer
 // session/cancel before the backend ends it cancelled itself and replaces
 // the process (a turn ends within a second of a stop).
@@ -33,12 +27,11 @@ const prepTimeout = 2 * time.Minute
 // conversation is one chat's ACP conversation: at most one agent process,
 // the session in it, and the turn that runs.
 //
-// Locks: mu guards the state below; emitMu orders events: whoever decides
-// on events takes emitMu, then mu, decides, lets mu go and pushes while
-// still holding emitMu, so events reach the chat actor in the order they
-// were decided, and nothing waits on the chat actor while holding mu (the
-// actor's calls take mu). The chat actor's calls never take emitMu; what
-// they report goes through pushOwed.
+// Locks: mu guards the state below; events are decided under it and
+// pushed after it is let go, in order (evqueue.Queue.Emit), so nothing
+// waits on the chat actor while holding mu (the actor's calls take mu).
+// The chat actor's calls never Emit; what they report goes through
+// PushOwed.
 type conversation struct {
 	a      *Agent
 	bin    string
@@ -46,8 +39,6 @@ type conversation struct {
 	dirs   []string
 	log    *slog.Logger
 	events *evqueue.Queue
-
-	emitMu sync.Mutex
 
 	mu   sync.Mutex
 	proc *process
@@ -71,7 +62,7 @@ type conversation struct {
 	tools   *agent.HostTools
 	title   string
 	running *turnRun
-	held    []agent.Turn
+	held    agentproc.HeldTurns
 	perms   map[acpsdk.ToolCallId]*permission
 	terms   *terminals
 	// replay collects what a session/load replays (nil when none runs).
@@ -147,23 +138,10 @@ func (c *conversation) Events() <-chan agent.Event { return c.events.Events() }
 // Send runs the turn, or holds it while another turn runs or ends
 // (C-TURN-103, 104).
 func (c *conversation) Send(ctx context.Context, t agent.Turn) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("send turn %s: %w", t.ID, err)
-	}
-	if t.ID == "" {
-		return errors.New("send turn: empty turn id")
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
-		return fmt.Errorf("send turn %s: conversation closed", t.ID)
-	}
-	if c.running != nil {
-		if len(c.held) >= maxHeld {
-			return fmt.Errorf("send turn %s: %d turns already wait behind the running one", t.ID, len(c.held))
-		}
-		c.held = append(c.held, t)
-		return nil
+	if runNow, err := c.held.Admit(ctx, t, c.closed, c.running != nil); !runNow {
+		return err
 	}
 	run := newTurnRun(t)
 	c.running = run
@@ -178,14 +156,13 @@ func (c *conversation) loop(run *turnRun, t agent.Turn) {
 		end := c.runTurn(run, t)
 		c.finish(run, end)
 		c.mu.Lock()
-		if c.closed || len(c.held) == 0 {
+		next, ok := c.held.Next()
+		if c.closed || !ok {
 			c.running = nil
 			c.mu.Unlock()
 			return
 		}
-		t = c.held[0]
-		c.held = c.held[1:]
-		run = newTurnRun(t)
+		t, run = next, newTurnRun(next)
 		c.running = run
 		c.mu.Unlock()
 	}
@@ -335,18 +312,7 @@ func (c *conversation) finish(run *turnRun, end agent.End) {
 
 // emit decides on events under mu (decide runs with it held) and pushes
 // them in that order.
-func (c *conversation) emit(decide func() []agent.Event) {
-	c.emitMu.Lock()
-	defer c.emitMu.Unlock()
-	c.mu.Lock()
-	evs := decide()
-	c.mu.Unlock()
-	for _, ev := range evs {
-		if !c.events.Push(ev) {
-			return
-		}
-	}
-}
+func (c *conversation) emit(decide func() []agent.Event) { c.events.Emit(&c.mu, decide) }
 
 // ensureProcess starts the agent and initializes it when no process runs.
 func (c *conversation) ensureProcess(run *turnRun) (*process, error) {
@@ -378,14 +344,13 @@ func (c *conversation) ensureProcess(run *turnRun) (*process, error) {
 		if p.dead() {
 			err = p.fault()
 		}
-		p.kill()
-		go p.shutdown()
+		p.Kill()
 		return nil, fmt.Errorf("initialize %s: %w", c.a.opts.Name, err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		go p.shutdown()
+		go p.Close()
 		return nil, errors.New("conversation closed")
 	}
 	c.proc, c.caps, c.sessionID = p, resp.AgentCapabilities, ""
@@ -405,8 +370,7 @@ func (c *conversation) dropProcess(p *process) {
 		c.proc, c.sessionID = nil, ""
 	}
 	c.mu.Unlock()
-	p.kill()
-	go p.shutdown()
+	p.Kill()
 	c.terms.killAll()
 }
 
@@ -561,16 +525,7 @@ func (c *conversation) ensureModel(run *turnRun, p *process) error {
 	ctx, cancel := context.WithTimeout(run.ctx, prepTimeout)
 	defer cancel()
 	if opt != "" {
-		resp, err := p.conn.SetSessionConfigOption(ctx, acpsdk.SetSessionConfigOptionRequest{ValueId: &acpsdk.SetSessionConfigOptionValueId{
-			SessionId: acpsdk.SessionId(sid), ConfigId: acpsdk.SessionConfigId(opt), Value: acpsdk.SessionConfigValueId(want),
-		}})
-		if err != nil {
-			return err
-		}
-		c.mu.Lock()
-		c.keepConfigLocked(resp.ConfigOptions)
-		c.mu.Unlock()
-		return nil
+		return c.setConfigOption(ctx, p, sid, opt, want)
 	}
 	if _, err := p.conn.UnstableSetSessionModel(ctx, acpsdk.UnstableSetSessionModelRequest{
 		SessionId: acpsdk.SessionId(sid), ModelId: acpsdk.UnstableModelId(want),
@@ -645,8 +600,7 @@ func (c *conversation) dropPermsLocked(run *turnRun) int {
 // stopGrace, when the process is replaced.
 func (c *conversation) Stop(ctx context.Context) error {
 	c.mu.Lock()
-	held := c.held
-	c.held = nil
+	held := c.held.Drop()
 	run := c.running
 	var p *process
 	sid := c.sessionID
@@ -710,7 +664,7 @@ func (c *conversation) close(kill bool) error {
 	p := c.proc
 	c.proc = nil
 	c.dropPermsLocked(nil)
-	c.held = nil
+	c.held.Drop()
 	if run := c.running; run != nil {
 		run.cancel()
 	}
@@ -719,9 +673,9 @@ func (c *conversation) close(kill bool) error {
 	c.terms.killAll()
 	if p != nil {
 		if kill {
-			p.kill()
+			p.Kill()
 		}
-		p.shutdown()
+		p.Close()
 	}
 	return nil
 }
@@ -730,6 +684,21 @@ var (
 	_ agent.Conversation = (*conversation)(nil)
 	_ agent.Killer       = (*conversation)(nil)
 )
+
+// setConfigOption sets the session's config option opt to value and keeps
+// the options the agent answers with.
+func (c *conversation) setConfigOption(ctx context.Context, p *process, sid, opt, value string) error {
+	resp, err := p.conn.SetSessionConfigOption(ctx, acpsdk.SetSessionConfigOptionRequest{ValueId: &acpsdk.SetSessionConfigOptionValueId{
+		SessionId: acpsdk.SessionId(sid), ConfigId: acpsdk.SessionConfigId(opt), Value: acpsdk.SessionConfigValueId(value),
+	}})
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.keepConfigLocked(resp.ConfigOptions)
+	c.mu.Unlock()
+	return nil
+}
 
 // ensureMode switches the session to the mode its settings name (the
 // session config's "mode"): through the mode config option, else
@@ -744,16 +713,7 @@ func (c *conversation) ensureMode(run *turnRun, p *process) error {
 	ctx, cancel := context.WithTimeout(run.ctx, prepTimeout)
 	defer cancel()
 	if opt != "" {
-		resp, err := p.conn.SetSessionConfigOption(ctx, acpsdk.SetSessionConfigOptionRequest{ValueId: &acpsdk.SetSessionConfigOptionValueId{
-			SessionId: acpsdk.SessionId(sid), ConfigId: acpsdk.SessionConfigId(opt), Value: acpsdk.SessionConfigValueId(want),
-		}})
-		if err != nil {
-			return err
-		}
-		c.mu.Lock()
-		c.keepConfigLocked(resp.ConfigOptions)
-		c.mu.Unlock()
-		return nil
+		return c.setConfigOption(ctx, p, sid, opt, want)
 	}
 	if _, err := p.conn.SetSessionMode(ctx, acpsdk.SetSessionModeRequest{SessionId: acpsdk.SessionId(sid), ModeId: acpsdk.SessionModeId(want)}); err != nil {
 		return err

@@ -1,7 +1,6 @@
 package acp
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"time"
 
@@ -19,17 +17,13 @@ import (
 	"github.com/ahpd/ahpd/internal/agent/agentproc"
 )
 
-// Shutdown timing: stdin is closed first (an ACP agent exits at EOF),
-// then the process group is interrupted, then killed.
-const (
-	closeGrace     = 2 * time.Second
-	interruptGrace = 2 * time.Second
-	killWait       = 5 * time.Second
-	waitDelay      = 2 * time.Second
-)
-
-// maxLine bounds one JSON-RPC line from the agent (the SDK's own bound).
+// maxLine bounds one JSON-RPC line from the agent: the SDK reads what
+// guard hands it with a scanner of this bound, so a longer line could not
+// pass (agentproc.MaxLine is the bound of the other CLIs).
 const maxLine = 10 << 20
+
+// faultWait bounds how long fault waits for the reap to say the exit.
+const faultWait = 2 * time.Second
 
 // maxUnhandledUpdates bounds the session/update notifications read from
 // the agent and not yet handled. The SDK queues notifications (1024 at
@@ -38,24 +32,13 @@ const maxLine = 10 << 20
 // slows the agent down instead of failing the turn.
 const maxUnhandledUpdates = 512
 
-// process is one running agent and the client connection over its stdio.
+// process is one running agent and the client connection over its stdio;
+// agentproc has the process's lifecycle.
 type process struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	wire   *wireOut
-	guard  *guard
-	stderr *agentproc.Stderr
-	conn   *acpsdk.ClientSideConnection
-	log    *slog.Logger
-	// endGroup kills what the agent left in its group and crosses the
-	// group out of the ledger, once the agent was reaped.
-	endGroup func()
-	// exited is closed once the process has been reaped; waitErr is set
-	// before.
-	exited  chan struct{}
-	waitErr error
-
-	shutdownOnce sync.Once
+	*agentproc.Proc
+	wire  *wireOut
+	guard *guard
+	conn  *acpsdk.ClientSideConnection
 }
 
 // startProcess starts the agent in dir and connects client to it;
@@ -63,41 +46,25 @@ type process struct {
 // launcher (agent.OpenParams.Sandbox).
 func startProcess(bin string, args []string, dir string, env []string, log *slog.Logger, ledger agentproc.Ledger,
 	sandbox func(*exec.Cmd) error, client acpsdk.Client) (*process, error) {
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = dir
-	cmd.Env = env
-	cmd.WaitDelay = waitDelay
-	agentproc.SetGroup(cmd)
-	if sandbox != nil {
-		if err := sandbox(cmd); err != nil {
-			return nil, fmt.Errorf("sandbox the ACP agent: %w", err)
-		}
-	}
-	p := &process{cmd: cmd, stderr: agentproc.NewStderr(log, "acp agent stderr", slog.LevelDebug), log: log, exited: make(chan struct{})}
-	cmd.Stderr = p.stderr
-	var err error
-	if p.stdin, err = cmd.StdinPipe(); err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
+	proc, err := agentproc.Start(agentproc.Spec{
+		Name: "acp agent", Bin: bin, Args: args, Dir: dir, Env: env, Sandbox: sandbox,
+		Ledger: ledger, Log: log, StderrLevel: slog.LevelDebug,
+	})
 	if err != nil {
 		return nil, err
 	}
-	if p.endGroup, err = ledger.Start(cmd); err != nil {
-		return nil, err
-	}
-	log.Debug("acp agent started", "pid", cmd.Process.Pid, "command", bin, "args", strings.Join(args, " "))
-	p.guard = newGuard(stdout, func() { agentproc.SignalGroup(cmd, os.Kill) })
-	p.wire = newWireOut(p.stdin)
+	p := &process{Proc: proc}
+	// A line that is not JSON-RPC kills the group without waiting: the
+	// guard runs on the reader the reap waits for.
+	p.guard = newGuard(proc.Stdout(), proc.ReadStopped(), func() { proc.Signal(os.Kill) })
+	p.wire = newWireOut(proc.Stdin())
 	p.conn = acpsdk.NewClientSideConnection(client, p.wire, p.guard)
 	p.conn.SetLogger(log)
 	go func() {
 		// Reaps the process once its stdout is done (exec's rule: Wait
 		// after the reads).
 		<-p.conn.Done()
-		p.waitErr = cmd.Wait()
-		p.endGroup()
-		close(p.exited)
+		proc.Reap()
 	}()
 	return p, nil
 }
@@ -112,45 +79,6 @@ func (p *process) dead() bool {
 	}
 }
 
-// shutdown ends the process: stdin closed, then an interrupt to its
-// process group, then a kill; it returns once the process is reaped.
-func (p *process) shutdown() {
-	p.shutdownOnce.Do(func() {
-		_ = p.stdin.Close()
-		if p.waitExit(closeGrace) {
-			return
-		}
-		agentproc.SignalGroup(p.cmd, os.Interrupt)
-		if p.waitExit(interruptGrace) {
-			return
-		}
-		p.log.Warn("acp agent did not exit on interrupt; killing")
-		agentproc.SignalGroup(p.cmd, os.Kill)
-		if p.waitExit(killWait) {
-			return
-		}
-		p.guard.close()
-	})
-	<-p.exited
-}
-
-// kill ends the process at once (a fault, or a stop it did not answer).
-func (p *process) kill() {
-	agentproc.SignalGroup(p.cmd, os.Kill)
-	_ = p.stdin.Close()
-}
-
-func (p *process) waitExit(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-p.exited:
-		return true
-	case <-t.C:
-		return false
-	}
-}
-
 // fault describes why the connection ended: garbage on stdout, or the
 // process's exit, with the end of its stderr.
 func (p *process) fault() error {
@@ -158,19 +86,19 @@ func (p *process) fault() error {
 		return err
 	}
 	select {
-	case <-p.exited:
-	case <-time.After(waitDelay):
+	case <-p.Exited():
+	case <-time.After(faultWait):
 	}
 	msg := "the agent exited"
 	select {
-	case <-p.exited:
-		if p.waitErr != nil {
-			msg = fmt.Sprintf("the agent exited: %v", p.waitErr)
+	case <-p.Exited():
+		if err := p.WaitErr(); err != nil {
+			msg = fmt.Sprintf("the agent exited: %v", err)
 		}
 	default:
 		msg = "the agent closed its stdout"
 	}
-	if tail := p.stderr.Tail(); tail != "" {
+	if tail := p.Stderr().Tail(); tail != "" {
 		msg += "; stderr: " + tail
 	}
 	return errors.New(msg)
@@ -182,8 +110,7 @@ func (p *process) fault() error {
 // would log it and go on. It also stops reading while maxUnhandledUpdates
 // session/update notifications wait for the chat actor.
 type guard struct {
-	r      *bufio.Reader
-	src    io.ReadCloser
+	lines  *agentproc.LineReader
 	onBad  func()
 	tokens chan struct{}
 
@@ -193,18 +120,17 @@ type guard struct {
 	// mu guards bad.
 	mu  sync.Mutex
 	bad error
-	// closed is closed by close: a waiting Read gives up.
-	closed    chan struct{}
-	closeOnce sync.Once
+	// stopped is closed when the process stops being read: a waiting
+	// Read gives up.
+	stopped <-chan struct{}
 }
 
-func newGuard(src io.ReadCloser, onBad func()) *guard {
+func newGuard(src io.Reader, stopped <-chan struct{}, onBad func()) *guard {
 	return &guard{
-		r:      bufio.NewReaderSize(src, 64<<10),
-		src:    src,
-		onBad:  onBad,
-		tokens: make(chan struct{}, maxUnhandledUpdates),
-		closed: make(chan struct{}),
+		lines:   agentproc.NewLineReader(src, maxLine),
+		onBad:   onBad,
+		tokens:  make(chan struct{}, maxUnhandledUpdates),
+		stopped: stopped,
 	}
 }
 
@@ -220,11 +146,6 @@ func (g *guard) fault() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.bad
-}
-
-func (g *guard) close() {
-	g.closeOnce.Do(func() { close(g.closed) })
-	_ = g.src.Close()
 }
 
 // wireMessage is what guard reads of a line.
@@ -257,7 +178,7 @@ func (g *guard) Read(p []byte) (int, error) {
 			if json.Unmarshal(m.Params, &n) == nil && n.Validate() == nil {
 				select {
 				case g.tokens <- struct{}{}:
-				case <-g.closed:
+				case <-g.stopped:
 					return 0, io.EOF
 				}
 			}
@@ -270,24 +191,11 @@ func (g *guard) Read(p []byte) (int, error) {
 }
 
 func (g *guard) readLine() ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := g.r.ReadSlice('\n')
-		line = append(line, chunk...)
-		if len(line) > maxLine {
-			return nil, g.fail(fmt.Errorf("the agent wrote a line of more than %d bytes", maxLine))
-		}
-		if err == nil {
-			return bytes.TrimRight(line, "\r\n"), nil
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if len(bytes.TrimSpace(line)) > 0 && errors.Is(err, io.EOF) {
-			return bytes.TrimRight(line, "\r\n"), nil
-		}
-		return nil, err
+	line, err := g.lines.Next()
+	if errors.Is(err, agentproc.ErrLineTooLong) {
+		return nil, g.fail(fmt.Errorf("the agent wrote a line of more than %d bytes", maxLine))
 	}
+	return line, err
 }
 
 func (g *guard) fail(err error) error {

@@ -1,8 +1,12 @@
-// Package agentproc is what the backends that run an agent CLI (claude,
-// pi, acp) share about the process: it starts in a process group of its
-// own, so a stop or a kill reaches the shells and tools it started too,
-// and its stderr is logged line by line, bounded, with its last lines kept
-// for the error that reports its end.
+// Package agentproc is the one process kit of the backends that run an
+// agent CLI (claude, pi, acp), which keep only their wire protocol: Locate
+// finds the CLI, Start runs it in a process group of its own (so a stop or
+// a kill reaches the shells and tools it started too) written in the
+// Ledger, with a stdin line queue, stdout read in lines of at most MaxLine
+// and stderr logged line by line, bounded, its last lines kept for the
+// error that reports its end; Close and Kill end it with one Grace and
+// return only once it was reaped. HeldTurns is the held-turn queue of the
+// conversations that run one turn at a time.
 package agentproc
 
 import (

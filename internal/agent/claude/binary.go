@@ -1,6 +1,6 @@
 package claude
 
 // Binary resolves the claude executable the next conversation would run
-// (the configured binary, testdata/agents, then PATH), for `ahpd doctor`.
+// (the configured binary, else PATH), for `ahpd doctor`.
 // It looks again on every call, so a CLI installed after start is found.
 func (c *Claude) Binary() (string, error) { return c.opts.binary() }

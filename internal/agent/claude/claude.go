@@ -20,7 +20,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -33,7 +32,7 @@ import (
 const Provider = "claude"
 
 // installHint says how to get the CLI when it is missing.
-const installHint = "claude CLI not found; run `make agents` or install @anthropic-ai/claude-code"
+const installHint = "claude CLI not found; install @anthropic-ai/claude-code, or set agents.claude.binary (`make agents` installs the pinned one under testdata/agents)"
 
 // Stop behaviours (Options.StopEnds).
 const (
@@ -48,8 +47,8 @@ const (
 // Options are the backend's daemon settings. OpenParams.Settings, when
 // set, is decoded over them for one conversation (Env is appended).
 type Options struct {
-	// Binary is the claude executable. Empty: testdata/agents/node_modules/.bin/claude
-	// above the working directory, then claude on PATH.
+	// Binary is the claude executable (a path, or a name on PATH). Empty:
+	// claude on PATH.
 	Binary string `json:"binary,omitempty"`
 	// ExtraArgs are appended to every command line.
 	ExtraArgs []string `json:"extraArgs,omitempty"`
@@ -242,48 +241,10 @@ func (o Options) with(settings json.RawMessage) (Options, error) {
 	return out, nil
 }
 
-// binary resolves the claude executable.
+// binary resolves the claude executable: the configured one, else claude
+// on PATH.
 func (o Options) binary() (string, error) {
-	if o.Binary != "" {
-		p, err := exec.LookPath(o.Binary)
-		if err != nil {
-			return "", fmt.Errorf("%s: %w", installHint, err)
-		}
-		return p, nil
-	}
-	if p, ok := findInstalled("claude"); ok {
-		return p, nil
-	}
-	p, err := exec.LookPath("claude")
-	if err != nil {
-		return "", errors.New(installHint)
-	}
-	return p, nil
-}
-
-// findInstalled looks for testdata/agents/node_modules/.bin/<name> in the
-// working directory and each directory above it, up to the module root
-// (the first directory holding go.mod), where `make agents` installs the
-// pinned CLIs.
-func findInstalled(name string) (string, bool) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", false
-	}
-	for {
-		p := filepath.Join(dir, "testdata", "agents", "node_modules", ".bin", name)
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
-			return p, true
-		}
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return "", false
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", false
-		}
-		dir = parent
-	}
+	return agentproc.Locate(o.Binary, "claude", installHint)
 }
 
 // environ is os.Environ() with the options' environment laid over it,

@@ -16,7 +16,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ahpd/ahpd/internal/agent"
-	"github.com/ahpd/ahpd/internal/agent/agentproc"
 )
 
 // A stop is watched twice. The CLI answers an interrupt's control request
@@ -256,9 +255,9 @@ func (c *conversation) startLocked(l launch) error {
 	}
 	args = append(args, hostToolArgs(c.params.HostTools)...)
 	args = append(args, c.opts.ExtraArgs...)
-	p, err := startProcess(c.bin, args, c.cwd, c.opts.environ(), c.log, c.opts.Ledger, agentproc.ToCmd(c.params.Sandbox), c.handleLine, c.processExited)
+	p, err := c.startProcess(args)
 	if err != nil {
-		return fmt.Errorf("start claude: %w", err)
+		return err
 	}
 	c.proc = p
 	c.streamed = make(map[string]bool)
@@ -336,7 +335,7 @@ func (c *conversation) writeJSON(v any) {
 		c.log.Error("claude frame not encodable", "err", err)
 		return
 	}
-	c.proc.write(b)
+	c.writeLine(c.proc, b)
 }
 
 // control sends a control request and returns its id. c.mu must be held.
@@ -547,9 +546,9 @@ func (c *conversation) retire(kill bool) {
 		// Owned by retire: shuts p down, then lets held turns start a new
 		// process.
 		if kill {
-			p.kill()
+			p.Kill()
 		} else {
-			p.shutdown()
+			p.Close()
 		}
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -604,7 +603,7 @@ func (c *conversation) close(kill bool) error {
 				c.nextReq++
 				b, _ := json.Marshal(controlRequestFrame{Type: "control_request",
 					RequestID: "ahpd-" + strconv.Itoa(c.nextReq), Request: map[string]any{"subtype": "interrupt"}})
-				p.write(b)
+				c.writeLine(p, b)
 				break
 			}
 		}
@@ -614,9 +613,9 @@ func (c *conversation) close(kill bool) error {
 		switch {
 		case proc == nil:
 		case kill:
-			proc.kill()
+			proc.Kill()
 		default:
-			proc.shutdown()
+			proc.Close()
 		}
 	}
 	c.events.abandon()
@@ -632,7 +631,7 @@ func (c *conversation) processExited(p *process) {
 	}
 	c.proc = nil
 	c.exited = true
-	err := p.exitError()
+	err := p.ExitError()
 	c.log.Warn("claude exited", "err", err)
 	c.emit(agent.Event{Kind: agent.EventExited, Err: err})
 	c.mu.Unlock()
@@ -1032,7 +1031,7 @@ func (c *conversation) errorEnd(t *hostTurn, l *outLine) agent.End {
 	if end.Message == "" {
 		end.Message = "claude ended the turn with " + l.Subtype
 		if p := c.proc; p != nil {
-			if tail := p.stderr.Tail(); tail != "" {
+			if tail := p.Stderr().Tail(); tail != "" {
 				end.Message += ": " + tail
 			}
 		}

@@ -2,15 +2,12 @@ package claude
 
 import (
 	"encoding/json"
-	"log/slog"
-	"os/exec"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/ahpd/ahpd/internal/agent"
 	"github.com/ahpd/ahpd/internal/agent/agentproc"
-	"github.com/ahpd/ahpd/internal/mailbox"
 )
 
 // These tests feed the conversation stdout lines shaped as the CLI prints
@@ -34,13 +31,7 @@ func newScripted(t *testing.T, stopEnds string) *scripted {
 	c := newConversation(opts, "claude-not-run", agent.OpenParams{
 		ConversationID: "sess", Directories: []string{t.TempDir()}, Logger: testLogger(t),
 	})
-	p := &process{
-		cmd:    &exec.Cmd{},
-		writes: mailbox.New[[]byte](0),
-		stderr: agentproc.NewStderr(discardLogger, "claude stderr", slog.LevelInfo),
-		log:    discardLogger,
-		exited: make(chan struct{}),
-	}
+	p := agentproc.Scripted(agentproc.Spec{Name: "claude", Log: discardLogger})
 	c.proc = p
 	s := &scripted{t: t, c: c, p: p}
 	t.Cleanup(func() {
@@ -51,12 +42,12 @@ func newScripted(t *testing.T, stopEnds string) *scripted {
 }
 
 // exit makes the stand-in process count as gone.
-func (s *scripted) exit() { s.exitOnce.Do(func() { close(s.p.exited) }) }
+func (s *scripted) exit() { s.exitOnce.Do(func() { s.p.Reap() }) }
 
 // written decodes the stdin lines written since the last call.
 func (s *scripted) written() []map[string]any {
 	var out []map[string]any
-	for _, line := range s.p.writes.Pop(nil) {
+	for _, line := range s.p.Written() {
 		if line == nil {
 			continue
 		}

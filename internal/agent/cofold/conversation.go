@@ -2,7 +2,6 @@ package cofold
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -16,9 +15,6 @@ const (
 	// eventCap bounds the events waiting for the chat actor; the run
 	// waits while it is full (the model stream is read no further).
 	eventCap = 256
-	// maxHeld bounds the turns waiting behind the running one; the host
-	// sends one at a time, so more is refused, not dropped.
-	maxHeld = 4
 	// maxSteering bounds the steering messages a run holds.
 	maxSteering = 8
 )
@@ -52,7 +48,7 @@ type conversation struct {
 	// mu guards running, held and closed.
 	mu      sync.Mutex
 	running *run
-	held    []agent.Turn
+	held    agentproc.HeldTurns
 	closed  bool
 }
 
@@ -101,23 +97,10 @@ func (c *conversation) Events() <-chan agent.Event { return c.events }
 
 // Send runs the turn, or holds it while another runs (C-TURN-103, 104).
 func (c *conversation) Send(ctx context.Context, t agent.Turn) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("send turn %s: %w", t.ID, err)
-	}
-	if t.ID == "" {
-		return errors.New("send turn: empty turn id")
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
-		return fmt.Errorf("send turn %s: conversation closed", t.ID)
-	}
-	if c.running != nil {
-		if len(c.held) >= maxHeld {
-			return fmt.Errorf("send turn %s: %d turns already wait behind the running one", t.ID, len(c.held))
-		}
-		c.held = append(c.held, t)
-		return nil
+	if runNow, err := c.held.Admit(ctx, t, c.closed, c.running != nil); !runNow {
+		return err
 	}
 	r := newRun(t)
 	c.running = r
@@ -150,9 +133,8 @@ func (c *conversation) loop(r *run) {
 		c.mu.Lock()
 		dropped := r.dropped
 		var next *run
-		if !c.closed && len(c.held) > 0 {
-			next = newRun(c.held[0])
-			c.held = c.held[1:]
+		if t, ok := c.held.Next(); ok && !c.closed {
+			next = newRun(t)
 		}
 		c.running = next
 		c.mu.Unlock()
@@ -256,8 +238,7 @@ func (c *conversation) Stop(context.Context) error {
 		return nil
 	}
 	r.stopped = true
-	r.dropped = append(r.dropped, c.held...)
-	c.held = nil
+	r.dropped = append(r.dropped, c.held.Drop()...)
 	c.settle(r)
 	r.cancel()
 	return nil
@@ -283,7 +264,7 @@ func (c *conversation) Close() error {
 		c.settle(r)
 		r.cancel()
 	}
-	c.held = nil
+	c.held.Drop()
 	c.mu.Unlock()
 	close(c.done)
 	go func() {

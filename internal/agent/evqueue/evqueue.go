@@ -22,6 +22,9 @@ const Cap = 256
 // than Cap plus those.
 type Queue struct {
 	out chan agent.Event
+	// emitMu orders Emit's callers: held from before the caller's lock is
+	// taken until the events it decided are queued.
+	emitMu sync.Mutex
 	// abort is closed by Abandon: pump stops delivering.
 	abort chan struct{}
 	// mu guards items and abandoned; space and ready are signalled on it.
@@ -53,6 +56,24 @@ func (q *Queue) Push(ev agent.Event) bool {
 		q.space.Wait()
 	}
 	return q.add(ev)
+}
+
+// Emit decides on events with mu held (decide runs under it), lets mu go
+// and queues them, waiting while the queue is full: events reach the chat
+// actor in the order they were decided, and nothing waits on the actor
+// while holding mu, which the actor's own calls take. The actor never
+// calls Emit (it would wait on itself).
+func (q *Queue) Emit(mu sync.Locker, decide func() []agent.Event) {
+	q.emitMu.Lock()
+	defer q.emitMu.Unlock()
+	mu.Lock()
+	evs := decide()
+	mu.Unlock()
+	for _, ev := range evs {
+		if !q.Push(ev) {
+			return
+		}
+	}
 }
 
 // PushOwed queues ev without waiting (see the type's comment).

@@ -1,6 +1,7 @@
 package evqueue
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -40,5 +41,48 @@ func TestQueueBoundsAndOrder(t *testing.T) {
 		t.Fatal("a push after Abandon was taken")
 	}
 	for range q.Events() {
+	}
+}
+
+// TestEmitLetsTheLockGoBeforeItWaits: Emit decides under the caller's
+// lock, and while it waits for room in a full queue that lock is free (the
+// chat actor's calls take it); its events arrive in the order decided.
+func TestEmitLetsTheLockGoBeforeItWaits(t *testing.T) {
+	q := New()
+	defer q.Abandon()
+	for range Cap {
+		q.Push(agent.Event{TurnID: "fill"})
+	}
+	var mu sync.Mutex
+	emitted := make(chan struct{})
+	go func() {
+		defer close(emitted)
+		q.Emit(&mu, func() []agent.Event {
+			return []agent.Event{{TurnID: "first"}, {TurnID: "second"}}
+		})
+	}()
+	locked := make(chan struct{})
+	go func() {
+		mu.Lock() // free while Emit waits for room
+		mu.Unlock()
+		close(locked)
+	}()
+	select {
+	case <-locked:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the caller's lock is held while Emit waits for room")
+	}
+	var got []string
+	for ev := range q.Events() {
+		if ev.TurnID != "fill" {
+			got = append(got, ev.TurnID)
+		}
+		if len(got) == 2 {
+			break
+		}
+	}
+	<-emitted
+	if got[0] != "first" || got[1] != "second" {
+		t.Fatalf("events %v, want first, second", got)
 	}
 }

@@ -19,11 +19,6 @@ import (
 	"github.com/ahpd/ahpd/internal/agent/evqueue"
 )
 
-// maxHeld bounds the turns a conversation holds behind the running one.
-// The host runs one turn at a time, so at most a turn sent behind a
-// stopped turn that is still ending waits here; more is refused.
-const maxHeld = 4
-
 // stopGrace is how long a stopped turn waits for pi's agent_end after the
 // abort before the backend ends it cancelled itself and replaces the
 // process.
@@ -36,10 +31,9 @@ const prepTimeout = 2 * time.Minute
 // conversation is one chat's pi conversation: at most one pi process on
 // the chat's session file, and the turn that runs.
 //
-// Locks: mu guards the state below; emitMu orders events: whoever decides
-// on events takes emitMu, then mu, decides, lets mu go and pushes while
-// still holding emitMu. The chat actor's calls never take emitMu; what
-// they report goes through pushOwed.
+// Locks: mu guards the state below; events are decided under it and
+// pushed after it is let go, in order (evqueue.Queue.Emit). The chat
+// actor's calls never Emit; what they report goes through PushOwed.
 type conversation struct {
 	pi     *Pi
 	bin    string
@@ -50,8 +44,6 @@ type conversation struct {
 	// sandbox confines the pi process (agent.OpenParams.Sandbox).
 	sandbox func(*exec.Cmd) error
 
-	emitMu sync.Mutex
-
 	mu sync.Mutex
 	// path is the conversation's session file, handed to pi with --session.
 	path string
@@ -59,7 +51,7 @@ type conversation struct {
 	// model is what pi runs, as "<provider>/<id>" ("" until pi said).
 	model   string
 	running *run
-	held    []agent.Turn
+	held    agentproc.HeldTurns
 	// waiters are the commands waiting for pi's response, by id.
 	waiters map[string]chan outLine
 	nextID  int
@@ -143,23 +135,10 @@ func (c *conversation) Events() <-chan agent.Event { return c.events.Events() }
 // Send runs the turn, or holds it while another turn runs or ends
 // (C-TURN-103, 104).
 func (c *conversation) Send(ctx context.Context, t agent.Turn) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("send turn %s: %w", t.ID, err)
-	}
-	if t.ID == "" {
-		return errors.New("send turn: empty turn id")
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
-		return fmt.Errorf("send turn %s: conversation closed", t.ID)
-	}
-	if c.running != nil {
-		if len(c.held) >= maxHeld {
-			return fmt.Errorf("send turn %s: %d turns already wait behind the running one", t.ID, len(c.held))
-		}
-		c.held = append(c.held, t)
-		return nil
+	if runNow, err := c.held.Admit(ctx, t, c.closed, c.running != nil); !runNow {
+		return err
 	}
 	r := newRun(t)
 	c.running = r
@@ -174,14 +153,13 @@ func (c *conversation) loop(r *run) {
 		end := c.runTurn(r)
 		c.finish(r, end)
 		c.mu.Lock()
-		if c.closed || len(c.held) == 0 {
+		next, ok := c.held.Next()
+		if c.closed || !ok {
 			c.running = nil
 			c.mu.Unlock()
 			return
 		}
-		t := c.held[0]
-		c.held = c.held[1:]
-		r = newRun(t)
+		r = newRun(next)
 		c.running = r
 		c.mu.Unlock()
 	}
@@ -212,7 +190,7 @@ func (c *conversation) runTurn(r *run) agent.End {
 		return agent.End{Outcome: agent.OutcomeError, ErrorType: "agentStartFailed", Message: err.Error()}
 	}
 	if err := c.ensureModel(r, p); err != nil {
-		if p.dead() {
+		if p.Dead() {
 			return c.faultEnd(p, r)
 		}
 		// The turn runs on the model pi has (as C-TURN-79 says of Claude).
@@ -300,7 +278,7 @@ func (c *conversation) endOf(r *run, p *process) agent.End {
 func (c *conversation) faultEnd(p *process, r *run) agent.End {
 	c.dropProcess(p)
 	return agent.End{Outcome: agent.OutcomeError, ErrorType: "agentFault",
-		Message: fmt.Sprintf("pi exited during the turn: %v", p.exitError())}
+		Message: fmt.Sprintf("pi exited during the turn: %v", p.ExitError())}
 }
 
 // finish ends the turn once: the steering messages pi still holds go back
@@ -338,30 +316,19 @@ func (c *conversation) finish(r *run, end agent.End) {
 	})
 	if retire != nil {
 		c.log.Info("pi holds a steering message its turn did not use; replacing the process")
-		go retire.shutdown()
+		go retire.Close()
 	}
 }
 
 // emit decides on events under mu (decide runs with it held) and pushes
 // them in that order.
-func (c *conversation) emit(decide func() []agent.Event) {
-	c.emitMu.Lock()
-	defer c.emitMu.Unlock()
-	c.mu.Lock()
-	evs := decide()
-	c.mu.Unlock()
-	for _, ev := range evs {
-		if !c.events.Push(ev) {
-			return
-		}
-	}
-}
+func (c *conversation) emit(decide func() []agent.Event) { c.events.Emit(&c.mu, decide) }
 
 // ensureProcess starts pi on the session file when none runs, and waits
 // until it answers get_state (pi buffers commands while it starts).
 func (c *conversation) ensureProcess(r *run) (*process, error) {
 	c.mu.Lock()
-	if p := c.proc; p != nil && !p.dead() {
+	if p := c.proc; p != nil && !p.Dead() {
 		c.mu.Unlock()
 		return p, nil
 	}
@@ -375,22 +342,22 @@ func (c *conversation) ensureProcess(r *run) (*process, error) {
 		args = append(args, "--model", m)
 	}
 	args = append(args, c.pi.opts.ExtraArgs...)
-	p, err := startProcess(c.bin, args, c.cwd, c.pi.opts.environ(), c.log, c.pi.opts.Ledger, c.sandbox, c.handleLine, c.processExited)
+	p, err := c.startProcess(args)
 	if err != nil {
-		return nil, fmt.Errorf("start pi: %w", err)
+		return nil, err
 	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		go p.shutdown()
+		go p.Close()
 		return nil, errors.New("conversation closed")
 	}
 	c.proc = p
 	c.mu.Unlock()
 	resp, err := c.request(r.ctx, p, map[string]any{"type": "get_state"})
 	if err != nil {
-		if p.dead() {
-			err = p.exitError()
+		if p.Dead() {
+			err = p.ExitError()
 		}
 		c.dropProcess(p)
 		return nil, fmt.Errorf("pi did not start: %w", err)
@@ -447,9 +414,9 @@ func (c *conversation) request(ctx context.Context, p *process, cmd map[string]a
 	select {
 	case resp := <-ch:
 		return resp, nil
-	case <-p.exited:
+	case <-p.Exited():
 		c.dropWaiter(id)
-		return outLine{}, p.exitError()
+		return outLine{}, p.ExitError()
 	case <-ctx.Done():
 		c.dropWaiter(id)
 		return outLine{}, fmt.Errorf("pi did not answer %s: %w", typ, ctx.Err())
@@ -478,7 +445,7 @@ func (c *conversation) writeLocked(p *process, cmd map[string]any) error {
 	if err != nil {
 		return err
 	}
-	return p.write(b)
+	return p.WriteLine(b)
 }
 
 // dropProcess forgets p and ends it, so the next turn starts a fresh one
@@ -489,8 +456,8 @@ func (c *conversation) dropProcess(p *process) {
 		c.proc = nil
 	}
 	c.mu.Unlock()
-	if !p.dead() {
-		go p.kill()
+	if !p.Dead() {
+		go p.Kill()
 	}
 }
 
@@ -538,8 +505,7 @@ func (c *conversation) Confirm(turnID, toolCallID string, approved bool) error {
 // the process is replaced.
 func (c *conversation) Stop(ctx context.Context) error {
 	c.mu.Lock()
-	held := c.held
-	c.held = nil
+	held := c.held.Drop()
 	r := c.running
 	var p *process
 	if r != nil && !r.ended && !r.stopping {
@@ -563,7 +529,7 @@ func (c *conversation) Stop(ctx context.Context) error {
 
 // abortLocked sends pi an abort for r. c.mu must be held.
 func (c *conversation) abortLocked(r *run) {
-	if r.proc == nil || r.proc.dead() {
+	if r.proc == nil || r.proc.Dead() {
 		return
 	}
 	r.abortSent++
@@ -604,7 +570,7 @@ func (c *conversation) close(kill bool) error {
 	c.closed = true
 	p := c.proc
 	c.proc = nil
-	c.held = nil
+	c.held.Drop()
 	if r := c.running; r != nil {
 		r.cancel()
 	}
@@ -612,9 +578,9 @@ func (c *conversation) close(kill bool) error {
 	c.events.Abandon()
 	if p != nil {
 		if kill {
-			p.kill()
+			p.Kill()
 		}
-		p.shutdown()
+		p.Close()
 	}
 	return nil
 }
@@ -629,11 +595,11 @@ func (c *conversation) processExited(p *process) {
 	}
 	if r := c.running; r != nil && r.proc == p && !r.agentEnded {
 		r.agentEnded = true
-		r.exitErr = p.exitError()
+		r.exitErr = p.ExitError()
 		close(r.agentEnd)
 	}
 	if !c.closed {
-		c.log.Info("pi exited", "err", p.exitError())
+		c.log.Info("pi exited", "err", p.ExitError())
 	}
 }
 

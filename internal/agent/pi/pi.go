@@ -25,7 +25,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -39,12 +38,12 @@ import (
 const Provider = "pi"
 
 // installHint says how to get the CLI when it is missing.
-const installHint = "pi CLI not found; run `make agents` or install @mariozechner/pi-coding-agent"
+const installHint = "pi CLI not found; install @mariozechner/pi-coding-agent, or set agents.pi.binary (`make agents` installs the pinned one under testdata/agents)"
 
 // Options are the backend's daemon settings: the config's "agents": {"pi": {...}}.
 type Options struct {
-	// Binary is the pi executable. Empty: testdata/agents/node_modules/.bin/pi
-	// above the working directory, then pi on PATH.
+	// Binary is the pi executable (a path, or a name on PATH). Empty: pi on
+	// PATH.
 	Binary string `json:"binary,omitempty"`
 	// AgentDir is pi's PI_CODING_AGENT_DIR (its models.json, settings and
 	// sessions). Empty: <data dir>/pi/agent, set by the daemon.
@@ -375,47 +374,9 @@ func (p *Pi) writeModels() error {
 	return nil
 }
 
-// binary resolves the pi executable.
+// binary resolves the pi executable: the configured one, else pi on PATH.
 func (o Options) binary() (string, error) {
-	if o.Binary != "" {
-		p, err := exec.LookPath(o.Binary)
-		if err != nil {
-			return "", fmt.Errorf("%s: %w", installHint, err)
-		}
-		return p, nil
-	}
-	if p, ok := findInstalled("pi"); ok {
-		return p, nil
-	}
-	p, err := exec.LookPath("pi")
-	if err != nil {
-		return "", errors.New(installHint)
-	}
-	return p, nil
-}
-
-// findInstalled looks for testdata/agents/node_modules/.bin/<name> in the
-// working directory and each one above it, up to the module root, where
-// `make agents` installs the pinned CLIs.
-func findInstalled(name string) (string, bool) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", false
-	}
-	for {
-		p := filepath.Join(dir, "testdata", "agents", "node_modules", ".bin", name)
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
-			return p, true
-		}
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return "", false
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", false
-		}
-		dir = parent
-	}
+	return agentproc.Locate(o.Binary, "pi", installHint)
 }
 
 // environ is what pi runs with: os.Environ(), pi kept off the network for
