@@ -13,6 +13,7 @@ import (
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/daemon"
 	"github.com/ahpd/ahpd/internal/sandbox"
+	"github.com/ahpd/ahpd/internal/testutil/ahptest"
 )
 
 // requireNetworkLandlock skips where the kernel has no Landlock TCP rules.
@@ -21,6 +22,23 @@ func requireNetworkLandlock(t *testing.T) {
 	if abi, _ := sandbox.NewSite(sandbox.Site{}).ABI(); abi < sandbox.NetworkMinABI {
 		t.Skipf("Landlock ABI %d: sandbox.network models needs %d", abi, sandbox.NetworkMinABI)
 	}
+}
+
+// confirmedBash runs turn t1 of def, whose one Bash call it confirms, and
+// returns the call's completion once the turn completed.
+func confirmedBash(t *testing.T, a *ahptest.Client, def, text string) ahptest.Envelope {
+	t.Helper()
+	a.Dispatch(def, turnStarted("t1", text))
+	call := clAwaitAsk(t, a, def, "t1")
+	confirm := map[string]any{"type": "chat/toolCallConfirmed", "turnId": "t1", "toolCallId": call, "approved": true}
+	if env := a.AwaitEcho(a.Dispatch(def, confirm)); env.RejectionReason != "" {
+		t.Fatalf("confirmation refused: %s", env.RejectionReason)
+	}
+	done := clAwaitAction(t, a, def, "t1", "chat/toolCallComplete")
+	if end := awaitEnd(t, a, def, "t1"); end.Type() != "chat/turnComplete" {
+		t.Fatalf("t1 ended with %s: %s", end.Type(), end.Action)
+	}
+	return done
 }
 
 // TestSandboxClaudeBashWritesOnlyTheSessionFolders drives the real
@@ -41,16 +59,7 @@ func TestSandboxClaudeBashWritesOnlyTheSessionFolders(t *testing.T) {
 	escape := filepath.Join(outside, "escape.txt")
 	db := filepath.Join(ce.cfg.DataDir, "ahpd.db")
 	cmd := "touch inside.txt; echo out > " + escape + "; cat " + db + " > dbcopy"
-	a.Dispatch(def, turnStarted("t1", "write around [bash:"+cmd+"]"))
-	call := clAwaitAsk(t, a, def, "t1")
-	confirm := map[string]any{"type": "chat/toolCallConfirmed", "turnId": "t1", "toolCallId": call, "approved": true}
-	if env := a.AwaitEcho(a.Dispatch(def, confirm)); env.RejectionReason != "" {
-		t.Fatalf("confirmation refused: %s", env.RejectionReason)
-	}
-	done := clAwaitAction(t, a, def, "t1", "chat/toolCallComplete")
-	if end := awaitEnd(t, a, def, "t1"); end.Type() != "chat/turnComplete" {
-		t.Fatalf("t1 ended with %s: %s", end.Type(), end.Action)
-	}
+	done := confirmedBash(t, a, def, "write around [bash:"+cmd+"]")
 	var res ahp.ToolCallResult
 	_ = done.Field("result", &res)
 	if !clExists(filepath.Join(ce.workDir, "inside.txt")) {
@@ -107,16 +116,7 @@ func TestSandboxNetworkModelsClaude(t *testing.T) {
 
 	port := other.Addr().(*net.TCPAddr).Port
 	cmd := "bash -c 'echo hi > /dev/tcp/127.0.0.1/" + strconv.Itoa(port) + "' 2>&1; echo exit=$?"
-	a.Dispatch(def, turnStarted("t1", "connect [bash:"+cmd+"]"))
-	call := clAwaitAsk(t, a, def, "t1")
-	confirm := map[string]any{"type": "chat/toolCallConfirmed", "turnId": "t1", "toolCallId": call, "approved": true}
-	if env := a.AwaitEcho(a.Dispatch(def, confirm)); env.RejectionReason != "" {
-		t.Fatalf("confirmation refused: %s", env.RejectionReason)
-	}
-	done := clAwaitAction(t, a, def, "t1", "chat/toolCallComplete")
-	if end := awaitEnd(t, a, def, "t1"); end.Type() != "chat/turnComplete" {
-		t.Fatalf("t1 ended with %s: %s (the CLI could not reach its model?)", end.Type(), end.Action)
-	}
+	done := confirmedBash(t, a, def, "connect [bash:"+cmd+"]")
 	if !strings.Contains(strings.ToLower(string(done.Action)), "permission denied") {
 		t.Errorf("the tool result does not say permission denied: %s", done.Action)
 	}

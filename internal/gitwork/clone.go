@@ -134,13 +134,11 @@ func removeClone(ctx context.Context, r Removal, real string) (Removal, error) {
 	if mark, _ := run(ctx, real, opts{}, "config", "--local", "--get", cloneMark); line(mark) != "true" {
 		return r, fmt.Errorf("%s: the main work tree of its repository, not a worktree or clone ahpd made", real)
 	}
-	status, err := run(ctx, real, opts{}, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=none")
-	if err != nil {
+	if dirty, err := hasChanges(ctx, real); err != nil || dirty {
+		if dirty {
+			r.Kept = KeptDirty
+		}
 		return r, err
-	}
-	if len(status) > 0 {
-		r.Kept = KeptDirty
-		return r, nil
 	}
 	if stashes, err := run(ctx, real, opts{}, "stash", "list"); err != nil {
 		return r, err
@@ -148,9 +146,11 @@ func removeClone(ctx context.Context, r Removal, real string) (Removal, error) {
 		r.Kept = KeptDirty
 		return r, nil
 	}
-	if r.Branch, err = CurrentBranch(ctx, real); err != nil {
+	branch, err := CurrentBranch(ctx, real)
+	if err != nil {
 		return r, err
 	}
+	r.Branch = branch
 	args := []string{"rev-list", "--max-count=1", "--branches"}
 	if id, _ := commitID(ctx, real, "HEAD"); id != "" {
 		args = append(args, id)

@@ -176,13 +176,11 @@ func RemoveWorktree(ctx context.Context, root, path, base string) (Removal, erro
 		return r, err
 	}
 
-	status, err := run(ctx, real, opts{}, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=none")
-	if err != nil {
+	if dirty, err := hasChanges(ctx, real); err != nil || dirty {
+		if dirty {
+			r.Kept = KeptDirty
+		}
 		return r, err
-	}
-	if len(status) > 0 {
-		r.Kept = KeptDirty
-		return r, nil
 	}
 	if r.Branch, err = CurrentBranch(ctx, real); err != nil {
 		return r, err
@@ -233,6 +231,13 @@ func RemoveWorktree(ctx context.Context, root, path, base string) (Removal, erro
 	}
 	r.BranchDeleted = true
 	return r, nil
+}
+
+// hasChanges reports whether the work tree at dir has changes or
+// untracked files that are not ignored.
+func hasChanges(ctx context.Context, dir string) (bool, error) {
+	status, err := run(ctx, dir, opts{}, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=none")
+	return len(status) > 0, err
 }
 
 // heldElsewhere reports whether a branch other than branch ("" for none), a

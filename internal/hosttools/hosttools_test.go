@@ -88,6 +88,23 @@ func connect(t *testing.T, url, token string) (*mcp.ClientSession, error) {
 	}, nil)
 }
 
+// callerSession serves a fake host's tools and connects as chat s1-a.
+func callerSession(t *testing.T) (*fakeHost, *mcp.ClientSession) {
+	t.Helper()
+	host := &fakeHost{}
+	s := New(host, nil)
+	tok, err := s.Grant(Caller{Session: "s1", Chat: "ahp-chat:/s1-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := connect(t, serve(t, s), tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return host, cs
+}
+
 func text(r *mcp.CallToolResult) string {
 	var out []string
 	for _, c := range r.Content {
@@ -177,18 +194,7 @@ func TestToolsOverMCP(t *testing.T) {
 // bounds its title; close_page needs its canvas (C-CANV-10). What the host
 // does with them is tested through the daemon (canvas_test.go there).
 func TestPageToolsOverMCP(t *testing.T) {
-	host := &fakeHost{}
-	s := New(host, nil)
-	url := serve(t, s)
-	tok, err := s.Grant(Caller{Session: "s1", Chat: "ahp-chat:/s1-a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := connect(t, url, tok)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	host, cs := callerSession(t)
 	call := func(name string, args map[string]any) *mcp.CallToolResult {
 		t.Helper()
 		r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
@@ -229,18 +235,7 @@ func TestPageToolsOverMCP(t *testing.T) {
 // independent session; a worktree must be a boolean. What the host does
 // with a call is tested through the daemon (spawn_test.go there).
 func TestCreateSessionToolOverMCP(t *testing.T) {
-	host := &fakeHost{}
-	s := New(host, nil)
-	url := serve(t, s)
-	tok, err := s.Grant(Caller{Session: "s1", Chat: "ahp-chat:/s1-a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := connect(t, url, tok)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	host, cs := callerSession(t)
 	call := func(args map[string]any) *mcp.CallToolResult {
 		t.Helper()
 		r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: CreateSession, Arguments: args})
