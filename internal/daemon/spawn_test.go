@@ -1,7 +1,6 @@
 package daemon_test
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -35,17 +34,6 @@ func delegate(t *testing.T, tools *agent.HostTools, args map[string]any) string 
 	return m[1]
 }
 
-// stateOfSession subscribes to a session and returns its state.
-func stateOfSession(t *testing.T, c *ahptest.Client, uri string) ahp.SessionState {
-	t.Helper()
-	raw, _ := c.Subscribe(uri)
-	var st ahp.SessionState
-	if err := json.Unmarshal(raw, &st); err != nil {
-		t.Fatalf("session %s: %v", uri, err)
-	}
-	return st
-}
-
 // awaitFirstTurn subscribes to a delegated chat and waits for the end of
 // the turn the delegation started.
 func awaitFirstTurn(t *testing.T, c *ahptest.Client, chatURI string) {
@@ -74,7 +62,7 @@ func TestCreateSessionToolWorktree(t *testing.T) {
 	c := e.client("owner")
 	owner := "ahp-session:/5a000000-0000-4000-8000-000000000001"
 	c.MustCall("createSession", map[string]any{"channel": owner, "provider": "script", "workingDirectories": []string{ahp.FileURI(repo)}})
-	def := stateOfSession(t, c, owner).DefaultChat
+	def := sessionState(t, c, owner).DefaultChat
 	c.Subscribe(def)
 	tools := toolsOf(t, e, c, def)
 
@@ -83,7 +71,7 @@ func TestCreateSessionToolWorktree(t *testing.T) {
 	if !ahp.IsSessionURI(made) || made == owner {
 		t.Fatalf("create_session made %q", made)
 	}
-	st := stateOfSession(t, c, made)
+	st := sessionState(t, c, made)
 	by, _ := st.Meta["agentHost/createdBySession"].(map[string]any)
 	if st.Provider != "script" || by["session"] != owner || by["chat"] != def {
 		t.Fatalf("the delegate: provider %q, _meta %v", st.Provider, st.Meta)
@@ -106,7 +94,7 @@ func TestCreateSessionToolWorktree(t *testing.T) {
 	}
 
 	clean := delegate(t, tools, map[string]any{"prompt": "hello", "title": "Clean", "relationship": "independent", "worktree": true})
-	cst := stateOfSession(t, c, clean)
+	cst := sessionState(t, c, clean)
 	cleanDir, _ := ahp.LocalPath(cst.WorkingDirectories[0])
 	awaitFirstTurn(t, c, cst.DefaultChat)
 	c.MustCall("disposeSession", map[string]any{"channel": clean})
@@ -128,7 +116,7 @@ func TestCreateSessionToolChatAndBounds(t *testing.T) {
 	tools := toolsOf(t, e, c, def)
 
 	chatURI := delegate(t, tools, map[string]any{"prompt": "hello", "title": "Side chat"})
-	st := stateOfSession(t, c, owner)
+	st := sessionState(t, c, owner)
 	found := false
 	for _, ch := range st.Chats {
 		found = found || (ch.Resource == chatURI && ch.Title == "Side chat")
@@ -157,7 +145,7 @@ func TestCreateSessionToolChatAndBounds(t *testing.T) {
 	from := tools
 	for depth := 1; depth <= 3; depth++ {
 		s := delegate(t, from, map[string]any{"prompt": "hello", "title": "level", "relationship": "independent"})
-		sst := stateOfSession(t, c, s)
+		sst := sessionState(t, c, s)
 		if by, _ := sst.Meta["agentHost/createdBySession"].(map[string]any); by["depth"] != float64(depth) {
 			t.Fatalf("delegate at depth %d has _meta %v", depth, sst.Meta)
 		}
@@ -191,7 +179,7 @@ func TestCreateSessionToolKeepsTheSandbox(t *testing.T) {
 	owner := "ahp-session:/5c000000-0000-4000-8000-000000000001"
 	c.MustCall("createSession", map[string]any{"channel": owner, "provider": "script",
 		"workingDirectories": []string{ahp.FileURI(mine)}, "config": map[string]any{"sandbox": "workspace"}})
-	def := stateOfSession(t, c, owner).DefaultChat
+	def := sessionState(t, c, owner).DefaultChat
 	c.Subscribe(def)
 	tools := toolsOf(t, e, c, def)
 
@@ -201,7 +189,7 @@ func TestCreateSessionToolKeepsTheSandbox(t *testing.T) {
 	}
 	escape := filepath.Join(outside, "escape.txt")
 	made := delegate(t, tools, map[string]any{"prompt": "!echo in > in.txt; echo out > " + escape, "title": "t", "relationship": "independent"})
-	st := stateOfSession(t, c, made)
+	st := sessionState(t, c, made)
 	if st.Config == nil || st.Config.Values["sandbox"] != "workspace" {
 		t.Fatalf("the delegate's config: %+v", st.Config)
 	}
