@@ -14,6 +14,9 @@ import (
 // next turn runs in a new conversation; a turn waiting on a client's
 // confirmation is not the agent's silence (issue 8 §4).
 func TestAgentSilenceEndsTurn(t *testing.T) {
+	// Slow and self-contained (its own daemon): it waits beside the other
+	// slow ones rather than in line (make test stays under four minutes).
+	t.Parallel()
 	e := newEnv(t, func(c *daemon.Config) { c.AgentSilenceSeconds = 1 })
 	c := e.client("a")
 	_, def := e.createSession(c, "ahp-session:/5113e0ce-0000-4000-8000-000000000001")
@@ -52,6 +55,9 @@ func TestAgentSilenceEndsTurn(t *testing.T) {
 // silent until chat.AgentStartAllowance, however short
 // agentSilenceSeconds is; once it has spoken, the limit is the setting.
 func TestAgentSilenceSparesAStartingAgent(t *testing.T) {
+	// Slow and self-contained (its own daemon): it waits beside the other
+	// slow ones rather than in line (make test stays under four minutes).
+	t.Parallel()
 	// [prep] says nothing for 3×SlowDelay (2.1 s) before its first event.
 	e := newScriptEnv(t, script.Options{SlowDelay: 700 * time.Millisecond}, false, func(c *daemon.Config) { c.AgentSilenceSeconds = 1 })
 	c := e.client("a")

@@ -25,6 +25,9 @@ import (
 // them; their review marks, and the operations commit, discard-changes and
 // sync. The suite's parity-only provider case is not a conformanceTest.
 func TestVSCodeChangesets(t *testing.T) {
+	// Slow and self-contained (its own daemon): it waits beside the other
+	// slow ones rather than in line (make test stays under four minutes).
+	t.Parallel()
 	needGitBinary(t)
 	v := newVSCodeEnv(t)
 	seen := map[string]bool{}

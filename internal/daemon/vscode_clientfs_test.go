@@ -747,6 +747,9 @@ func TestClientFilesGrants(t *testing.T) {
 // never comes back as a clear error; the connection stays up, and no other
 // request waits on it.
 func TestClientFilesHostileClient(t *testing.T) {
+	// Slow and self-contained (its own daemon): it waits beside the other
+	// slow ones rather than in line (make test stays under four minutes).
+	t.Parallel()
 	e := newEnv(t, func(c *daemon.Config) { c.ClientFileTimeoutSeconds = 2 })
 	ws := clientWorkspace(t)
 	file := filepath.Join(ws, "f.txt")
