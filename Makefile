@@ -12,6 +12,10 @@
 #               once.
 
 GO ?= go
+# -trimpath: builds name files by module path, not by where the checkout
+# lies, so a fresh clone reuses what the build cache already compiled for
+# another (and the binaries are reproducible).
+export GOFLAGS := -trimpath $(GOFLAGS)
 AGENTS_STAMP := testdata/agents/node_modules/.package-lock.json
 
 .PHONY: all build run test check fmt-check vet fmt generate agents chromium console-vendor bench clean
