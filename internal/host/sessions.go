@@ -78,11 +78,10 @@ func (d *sessionDesk) createSession(ctx context.Context, cl *client, params json
 	return struct{}{}, nil
 }
 
-// create makes the session p asks for and returns its first chat, as
-// principal: for cl, a client's
-// createSession; with cl nil, the host's own (create_session, a tool of
-// an agent's, by the session it came from), which seeds no active client
-// and reports no progress.
+// create makes the session p asks for, as principal, and returns its
+// first chat: for cl, a client's createSession; with cl nil, the host's
+// own for an agent's create_session tool (by names the session it was
+// delegated from), which seeds no active client and reports no progress.
 func (d *sessionDesk) create(ctx context.Context, cl *client, principal auth.Principal, p ahp.CreateSessionParams, by *session.CreatedBy) (string, error) {
 	if !principal.Can("session:create") {
 		return "", ahp.Errorf(ahp.ErrPermissionDenied, "creating a session needs the grant session:create")
@@ -364,6 +363,7 @@ func (d *sessionDesk) disposeSession(ctx context.Context, cl *client, params jso
 	// A worktree of its own goes when nothing would be lost; one holding
 	// changes or commits is kept and recorded (ahpd worktrees).
 	d.git.dispose(ctx, p.Channel)
+	d.tools.forgetSpawns(p.Channel)
 	d.bus.DropChannel(p.Channel)
 	for _, c := range chats {
 		d.bus.DropChannel(c)

@@ -33,7 +33,8 @@ const (
 	// maxSpawnsPerSession bounds the chats and sessions one session's
 	// agents make while the daemon runs.
 	maxSpawnsPerSession = 25
-	// maxSpawnCounts bounds the sessions whose spawns are counted.
+	// maxSpawnCounts bounds the sessions whose spawns are counted (a
+	// disposed session's count goes with it).
 	maxSpawnCounts = 4096
 )
 
@@ -111,6 +112,13 @@ func (d *toolDesk) countSpawn(session string) error {
 	}
 	d.spawned[session] = n + 1
 	return nil
+}
+
+// forgetSpawns drops a disposed session's count of delegations.
+func (d *toolDesk) forgetSpawns(session string) {
+	d.spawnMu.Lock()
+	delete(d.spawned, session)
+	d.spawnMu.Unlock()
 }
 
 // newChat is a new chat of the caller's session, titled and started with
