@@ -62,14 +62,26 @@ func (w *rawWatcher) send(b testing.TB, frame string) {
 }
 
 // readUntil reads until a frame holds marker.
+// A frame that does not come within a minute fails the read, naming what
+// was awaited and the last frames seen: a hung wait is a failure to read,
+// never a test binary killed at its timeout.
 func (w *rawWatcher) readUntil(b testing.TB, marker string) {
+	var last []string
 	for {
+		_ = w.ws.SetReadDeadline(time.Now().Add(3 * ahptest.Timeout))
 		_, data, err := w.ws.ReadMessage()
 		if err != nil {
-			b.Fatal(err)
+			b.Fatalf("waiting for %s: %v; the last frames: %q", marker, err, last)
 		}
 		if bytes.Contains(data, []byte(marker)) {
+			_ = w.ws.SetReadDeadline(time.Time{})
 			return
+		}
+		if len(data) > 300 {
+			data = data[:300]
+		}
+		if last = append(last, string(data)); len(last) > 4 {
+			last = last[1:]
 		}
 	}
 }
