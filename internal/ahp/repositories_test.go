@@ -3,6 +3,7 @@ package ahp
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -47,6 +48,8 @@ func TestCheckRepositories(t *testing.T) {
 		{"no host", `[{"source":"https:///o/r.git"}]`, one, nil, false},
 		{"no path", `[{"source":"https://example.com/"}]`, one, nil, false},
 		{"a control character", `[{"source":"https://example.com/o/r\u0000.git"}]`, one, nil, false},
+		{"a source past its bound", `[{"source":"https://example.com/` + strings.Repeat("r", 2100) + `"}]`, one, nil, false},
+		{"a revision past its bound", `[{"source":"https://example.com/r.git","revision":"` + strings.Repeat("v", 300) + `"}]`, rev, nil, false},
 		{"intent in config", `null`, one, map[string]any{"repositories": []any{}}, false},
 		{"an obsolete carrier in config", `null`, one, map[string]any{"repositoryUrl": "https://example.com/r.git"}, false},
 	} {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ahpd/ahpd/internal/agent"
 	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/daemon"
 	"github.com/ahpd/ahpd/internal/testutil/ahptest"
 )
 
@@ -199,5 +200,30 @@ func TestCreateSessionToolKeepsTheSandbox(t *testing.T) {
 	}
 	if fileExists(escape) {
 		t.Fatal("the sandboxed session's delegate wrote outside its folders")
+	}
+}
+
+// TestCreateSessionToolNeedsTheOwnersGrants: the tool acts as the
+// session's owner, so an owner whose token lacks chat:create may not have
+// a chat made in their session (a session beside it needs session:create,
+// which every owner held when they made theirs).
+func TestCreateSessionToolNeedsTheOwnersGrants(t *testing.T) {
+	const chatless = "chatless-token"
+	e := newEnv(t, func(c *daemon.Config) {
+		c.Tokens = []daemon.TokenConfig{{Token: chatless, Principal: "user:chatless",
+			Grants: []string{"session:create", "session:read", "chat:send", "chat:turns"}}}
+	})
+	c := ahptest.Dial(t, e.d.URL(), chatless)
+	c.Initialize("chatless")
+	const sess = "ahp-session:/5d000000-0000-4000-8000-000000000001"
+	c.MustCall("createSession", map[string]any{"channel": sess, "provider": "script"})
+	def := sessionState(t, c, sess).DefaultChat
+	c.Subscribe(def)
+	text, isErr := hostTool(t, toolsOf(t, e, c, def), "create_session", map[string]any{"prompt": "p", "title": "t"})
+	if !isErr || !strings.Contains(text, "chat:create") {
+		t.Fatalf("create_session = %v %q, want a refusal naming chat:create", isErr, text)
+	}
+	if st := sessionState(t, c, sess); len(st.Chats) != 1 {
+		t.Fatalf("a refused create_session made a chat: %+v", st.Chats)
 	}
 }
