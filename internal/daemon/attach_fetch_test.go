@@ -125,3 +125,29 @@ func TestAttachmentFetchBounds(t *testing.T) {
 		t.Fatalf("an unread resource went as %+v", got)
 	}
 }
+
+// TestAttachmentFetchFromASilentClient: a client that stays connected and
+// never answers the resourceRead is given clientFileTimeoutSeconds, the
+// bound of every request to a client's files; its turn then goes on with
+// the resource left as sent.
+func TestAttachmentFetchFromASilentClient(t *testing.T) {
+	e := newEnv(t, func(c *daemon.Config) { c.ClientFileTimeoutSeconds = 1 })
+	a := e.client("a")
+	_, def := e.createSession(a, "ahp-session:/fe7c0000-0000-4000-8000-000000000003")
+	a.Subscribe(def)
+	silent := e.client("silent")
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done) })
+	silent.OnRequest(func(string, json.RawMessage) (any, *ahptest.RPCError) {
+		<-done // never answers while the test runs
+		return nil, nil
+	})
+	const uri = "vscode-userdata:/silent/x.txt"
+	silent.Dispatch(def, turnWith("t1", "from a silent client", map[string]any{"type": "resource", "label": "x.txt", "uri": uri}))
+	if end := awaitEnd(t, a, def, "t1"); end.Type() != "chat/turnComplete" {
+		t.Fatalf("t1 ended %s", end.Raw)
+	}
+	if got := sentTurn(t, e, "t1").Attachments; len(got) != 1 || got[0].Path != uri {
+		t.Fatalf("an unanswered resource went as %+v", got)
+	}
+}

@@ -3,9 +3,9 @@ package host
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/ahpd/ahpd/internal/ahp"
@@ -27,6 +27,9 @@ type attacher struct {
 	env      *env.Env
 	log      *slog.Logger
 	sessions *sessionDesk
+	// files asks clients for their files: bounded in time and in the
+	// requests a client holds unanswered (clientfs.go).
+	files *clientFiles
 }
 
 // clientFor is who cl is to the chat actor for action a: the chat
@@ -82,25 +85,27 @@ type clientReadAnswer struct {
 	ContentType string `json:"contentType,omitempty"`
 }
 
-// readThroughClient asks the client for uri, bounded by the fetch limit.
+// readThroughClient asks the client for uri, bounded by the fetch limit,
+// the client file requests' timeout and the requests a client may hold.
 func (at *attacher) readThroughClient(ctx context.Context, cl *client, uri string) ([]byte, string, error) {
-	raw, err := cl.conn.Call(ctx, "resourceRead", map[string]any{"channel": ahp.RootURI, "uri": uri})
-	if err != nil {
-		return nil, "", err
+	limit := at.env.Attachments.FetchLimit
+	maxAnswer := math.MaxInt
+	if limit > 0 && limit < math.MaxInt/2 {
+		maxAnswer = int(limit)*4/3 + 64<<10 // base64 and the envelope
 	}
 	var res clientReadAnswer
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return nil, "", fmt.Errorf("resourceRead answer: %w", err)
+	file := clientFile{owner: cl, ClientFile: ahp.ClientFile{ClientID: cl.ClientID(), URI: uri}}
+	if err := at.files.callBounded(ctx, file, "resourceRead", map[string]any{"uri": uri}, &res, maxAnswer); err != nil {
+		return nil, "", err
 	}
-	limit := at.env.Attachments.FetchLimit
 	var data []byte
 	switch res.Encoding {
 	case "base64", "":
 		if limit > 0 && int64(base64.StdEncoding.DecodedLen(len(res.Data))) > limit+3 {
 			return nil, "", fmt.Errorf("%s is over attachmentFetchLimitBytes (%d)", uri, limit)
 		}
-		data, err = base64.StdEncoding.DecodeString(res.Data)
-		if err != nil {
+		var err error
+		if data, err = base64.StdEncoding.DecodeString(res.Data); err != nil {
 			return nil, "", fmt.Errorf("resourceRead answer: %w", err)
 		}
 	case "utf-8", "utf8":

@@ -186,6 +186,12 @@ func (cs *conns) live() []*client {
 // error answer is passed on (clientError); a gone, silent, oversized or
 // malformed answer is an error that says so.
 func (f *clientFiles) call(ctx context.Context, file clientFile, method string, params map[string]any, out any) error {
+	return f.callBounded(ctx, file, method, params, out, maxClientAnswerBytes)
+}
+
+// callBounded is call with an answer of at most maxAnswer bytes (the
+// attachment fetch's own bound, attachmentFetchLimitBytes).
+func (f *clientFiles) callBounded(ctx context.Context, file clientFile, method string, params map[string]any, out any, maxAnswer int) error {
 	owner, id := file.owner, file.ClientID
 	if n := owner.fileCalls.Add(1); n > maxClientFileCalls {
 		owner.fileCalls.Add(-1)
@@ -216,8 +222,8 @@ func (f *clientFiles) call(ctx context.Context, file clientFile, method string, 
 	default:
 		return ahp.Errorf(ahp.ErrInternal, "%s of %s on client %s: %v", method, file.URI, id, err)
 	}
-	if len(raw) > maxClientAnswerBytes {
-		return ahp.Errorf(ahp.ErrInternal, "client %s answered %s with %d bytes, over the %d-byte bound", id, method, len(raw), maxClientAnswerBytes)
+	if len(raw) > maxAnswer {
+		return ahp.Errorf(ahp.ErrInternal, "client %s answered %s with %d bytes, over the %d-byte bound", id, method, len(raw), maxAnswer)
 	}
 	if out == nil {
 		return nil

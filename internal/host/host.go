@@ -186,7 +186,7 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	}
 	h.autos = autos
 	h.actions = &dispatcher{autos: autos, log: log, bus: h.bus, lanes: h.lanes, actors: actors, root: h.root, cat: h.cat,
-		sessions: h.sessions, attach: &attacher{env: e, log: log, sessions: h.sessions}, own: h.own, git: h.git}
+		sessions: h.sessions, attach: &attacher{env: e, log: log, sessions: h.sessions, files: h.res.clients}, own: h.own, git: h.git}
 	h.cat.load = h.sessions.load
 	if err := h.sessions.restore(ctx); err != nil {
 		return nil, err
