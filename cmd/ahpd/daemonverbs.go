@@ -74,12 +74,17 @@ func runServe(cmd *cobra.Command, cfg daemon.Config) error {
 	for _, p := range d.LocalEndpoints() {
 		fmt.Fprintf(cmd.OutOrStdout(), "vscode local endpoint: %s\n", p)
 	}
-	sig := <-signals
 	grace := time.Duration(cfg.ShutdownGraceSeconds) * time.Second
 	if grace <= 0 {
 		grace = 10 * time.Second
 	}
-	log.Info("shutting down", "signal", sig.String(), "grace", grace)
+	var failed error
+	select {
+	case sig := <-signals:
+		log.Info("shutting down", "signal", sig.String(), "grace", grace)
+	case failed = <-d.Failed():
+		log.Error("shutting down: the daemon cannot go on", "err", failed)
+	}
 	go func() {
 		// A second signal: the operator will not wait.
 		s := <-signals
@@ -92,7 +97,10 @@ func runServe(cmd *cobra.Command, cfg daemon.Config) error {
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	if err := d.Shutdown(ctx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
+		return errors.Join(failed, fmt.Errorf("shutdown: %w", err))
+	}
+	if failed != nil {
+		return failed
 	}
 	log.Info("stopped")
 	return nil

@@ -47,6 +47,8 @@ type Daemon struct {
 	listener net.Listener
 	http     *http.Server
 	served   chan error
+	// failed receives the host's restore failure (Failed).
+	failed chan error
 	// lock is the data dir's lock, held until Close.
 	lock *flock.Flock
 	// closeOnce runs Close's work once; closeErr is what it came to, what
@@ -297,8 +299,19 @@ func Start(ctx context.Context, cfg Config, o Options) (*Daemon, error) {
 	d.toolsCtx, d.stopTools = context.WithCancel(context.Background())
 	d.metricsHandler = d.newMetrics()
 	d.http = &http.Server{Handler: d.withHostTools(d.opsMux(srv)), ReadHeaderTimeout: 10 * time.Second}
-	// host.New has ended every turn a crash left running: recovery is done.
-	d.ready.Store(true)
+	d.failed = make(chan error, 1)
+	go func() {
+		// The host lists its stored sessions and ends every turn a crash
+		// left running while the daemon already listens (requests wait
+		// for it on their lanes): recovery is done when it is.
+		<-h.Restored()
+		if err := h.RestoreErr(); err != nil {
+			log.Error("restore the stored sessions; the daemon stops", "err", err)
+			d.failed <- err
+			return
+		}
+		d.ready.Store(true)
+	}()
 	if err := d.writePIDFile(); err != nil {
 		log.Warn("write pid file", "err", err)
 	}
@@ -330,6 +343,11 @@ func nonEmpty(s string) []string {
 	}
 	return []string{s}
 }
+
+// Failed receives an error when the daemon cannot go on: its stored
+// sessions could not be listed after it began to listen. The caller stops
+// it (Shutdown) and exits with the error.
+func (d *Daemon) Failed() <-chan error { return d.failed }
 
 // Addr is the address the daemon listens on.
 func (d *Daemon) Addr() string { return d.listener.Addr().String() }

@@ -509,17 +509,49 @@ func startOn(b testing.TB, dataDir string) (*daemon.Daemon, time.Duration) {
 }
 
 // BenchmarkColdStart: a daemon starting on 100,000 stored turns in 1,000
-// sessions, against one starting on an empty data dir (goal < 100 ms,
-// independent of history).
+// sessions, against one starting on an empty data dir; the median of
+// nine starts of each, alternated (goal: listening ≤ 1.5× empty, issue
+// 34). first-ms is how long a client that connects at once waits for its
+// first listSessions answer, which waits for the catalogue (Host.restore):
+// the start-up a user sees, beside the listening time the goal counts.
 func BenchmarkColdStart(b *testing.B) {
+	full, empty := b.TempDir(), b.TempDir()
+	seedStore(b, full, 1000, 100)
+	start := func(dir string) (listen, first time.Duration) {
+		t0 := time.Now()
+		d, listen := startOn(b, dir)
+		w := dialWatcher(b, d.URL())
+		w.send(b, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"channel":"ahp-root://","protocolVersions":["1.0.0"],"clientId":"cold"}}`)
+		w.readUntil(b, `"id":1`)
+		w.send(b, `{"jsonrpc":"2.0","id":2,"method":"listSessions","params":{"channel":"ahp-root://","limit":1}}`)
+		w.readUntil(b, `"id":2`)
+		first = time.Since(t0)
+		_ = w.ws.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := d.Close(ctx); err != nil {
+			b.Fatal(err)
+		}
+		return listen, first
+	}
+	median := func(ds []time.Duration) time.Duration {
+		slices.Sort(ds)
+		return ds[len(ds)/2]
+	}
 	for range b.N {
-		full := b.TempDir()
-		seedStore(b, full, 1000, 100)
-		_, took := startOn(b, full)
-		_, empty := startOn(b, b.TempDir())
-		b.ReportMetric(float64(took.Milliseconds()), "ahpd-ms")
-		b.ReportMetric(float64(empty.Milliseconds()), "empty-ms")
-		b.ReportMetric(float64(took)/float64(empty), "ratio")
+		var fullListen, fullFirst, emptyListen, emptyFirst []time.Duration
+		for range 9 {
+			l, f := start(full)
+			fullListen, fullFirst = append(fullListen, l), append(fullFirst, f)
+			l, f = start(empty)
+			emptyListen, emptyFirst = append(emptyListen, l), append(emptyFirst, f)
+		}
+		took, base := median(fullListen), median(emptyListen)
+		b.ReportMetric(float64(took.Microseconds())/1000, "ahpd-ms")
+		b.ReportMetric(float64(base.Microseconds())/1000, "empty-ms")
+		b.ReportMetric(float64(took)/float64(base), "ratio")
+		b.ReportMetric(float64(median(fullFirst).Microseconds())/1000, "first-ms")
+		b.ReportMetric(float64(median(emptyFirst).Microseconds())/1000, "empty-first-ms")
 	}
 }
 

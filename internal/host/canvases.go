@@ -33,7 +33,8 @@ func newCanvasKit(sessions *sessionDesk, origin func() string) *canvasKit {
 
 // CanvasFilesHandler serves file canvases (mount it at canvas.FilesPath on
 // the daemon's port).
-func (h *Host) CanvasFilesHandler() http.Handler { return h.canv.files }
+// It waits for the catalogue (Host.restore) as the lanes do.
+func (h *Host) CanvasFilesHandler() http.Handler { return h.afterRestore(h.canv.files) }
 
 // board is the host as plugins draw through it: each call goes to the
 // actor of the canvas's chat.

@@ -139,14 +139,16 @@ func (c *catalogue) onSession(ctx context.Context, uri string, fn func(*session.
 	}
 }
 
-// addStored lists a stored session that is not open: its summary and its
-// chats (start-up reads them from the store, Summarize).
-func (c *catalogue) addStored(uri string, sum ahp.SessionSummary, chats []store.ChatRecord) {
+// addAllStored lists many stored sessions at once (restore): sums carry
+// their URIs in Resource, chats are each session's open chats.
+func (c *catalogue) addAllStored(sums []ahp.SessionSummary, chats map[string][]store.ChatRecord) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.summaries.put(uri, sum)
-	for _, ch := range chats {
-		c.chats[ch.URI] = uri
+	c.summaries.putAll(sums)
+	for _, sum := range sums {
+		for _, ch := range chats[sum.Resource] {
+			c.chats[ch.URI] = sum.Resource
+		}
 	}
 }
 
@@ -468,6 +470,7 @@ func (d *sessionDesk) restore(ctx context.Context) error {
 	for _, uri := range inGit {
 		eager[uri] = true
 	}
+	stored := make([]ahp.SessionSummary, 0, len(recs))
 	for _, r := range recs {
 		if eager[r.URI] {
 			if _, err := d.open(ctx, r, true); err != nil {
@@ -475,7 +478,10 @@ func (d *sessionDesk) restore(ctx context.Context) error {
 			}
 			continue
 		}
-		d.cat.addStored(r.URI, session.Summarize(r, chats[r.URI]), chats[r.URI])
+		sum := session.Summarize(r, chats[r.URI])
+		sum.Resource = r.URI
+		stored = append(stored, sum)
 	}
+	d.cat.addAllStored(stored, chats)
 	return nil
 }

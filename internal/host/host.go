@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -117,10 +118,15 @@ type Host struct {
 	autos      *automationDesk // the automation catalogue, its runs and scheduler (automations.go)
 
 	closing chan struct{}
+	// restored is closed when restore has ended; restoreErr is written
+	// before it closes and read after.
+	restored   chan struct{}
+	restoreErr error
 }
 
-// New builds a host, restoring every stored session. A turn left running
-// by a process that died is ended with an error (C-TURN-10).
+// New builds a host and starts restoring every stored session in the
+// background (restore): a turn left running by a process that died is
+// ended with an error (C-TURN-10) before any client is answered.
 func New(ctx context.Context, opts Options) (*Host, error) {
 	if opts.HostName == "" {
 		opts.HostName, _ = os.Hostname()
@@ -188,14 +194,62 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	h.actions = &dispatcher{autos: autos, log: log, bus: h.bus, lanes: h.lanes, actors: actors, root: h.root, cat: h.cat,
 		sessions: h.sessions, attach: &attacher{env: e, log: log, sessions: h.sessions, files: h.res.clients}, own: h.own, git: h.git}
 	h.cat.load = h.sessions.load
+	h.restored = make(chan struct{})
+	go h.restore(context.WithoutCancel(ctx))
+	return h, nil
+}
+
+// restore lists the stored sessions and ends the turns a crash left
+// running, after New has returned: the daemon listens at once, whatever
+// its history (issue 34), and until the catalogue is whole every request
+// and routed action waits on its lane (lanes.opened), never on a read
+// loop. The automations start after it, since their runs start sessions.
+func (h *Host) restore(ctx context.Context) {
+	defer close(h.restored)
+	defer h.lanes.open()
 	if err := h.sessions.restore(ctx); err != nil {
-		return nil, err
+		h.restoreErr = err
+		return
 	}
 	if err := h.sessions.recoverRunningTurns(ctx); err != nil {
-		return nil, err
+		h.restoreErr = err
+		return
 	}
-	h.autos.start() // runs start sessions, so once they are restored
-	return h, nil
+	h.autos.start()
+}
+
+// Restored is closed once the stored sessions are listed and the turns a
+// crash left running are ended; RestoreErr then says whether that failed
+// (the daemon stops: Daemon.Failed).
+func (h *Host) Restored() <-chan struct{} { return h.restored }
+
+// RestoreErr is restore's failure, read after Restored is closed.
+func (h *Host) RestoreErr() error {
+	<-h.restored
+	return h.restoreErr
+}
+
+// afterRestore serves next once the catalogue is whole (an HTTP entry
+// point that does not pass a lane).
+func (h *Host) afterRestore(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h.awaitRestored(r.Context()); err != nil {
+			http.Error(w, "the host is starting", http.StatusServiceUnavailable)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// awaitRestored waits for the catalogue, for the host's entry points
+// that do not pass a lane.
+func (h *Host) awaitRestored(ctx context.Context) error {
+	select {
+	case <-h.restored:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Close stops every session (and so every chat) and waits for them.
@@ -206,6 +260,8 @@ func (h *Host) Close(ctx context.Context) error {
 	default:
 		close(h.closing)
 	}
+	// A restore still listing would open sessions behind the loop below.
+	<-h.restored
 	h.res.close()
 	h.autos.close()
 	if t := h.opts.Env.Terminals; t != nil {
@@ -228,6 +284,9 @@ func (h *Host) Close(ctx context.Context) error {
 
 // OpenChats counts the chat actors loaded now (for status and tests).
 func (h *Host) OpenChats(ctx context.Context) int {
+	if h.awaitRestored(ctx) != nil {
+		return 0
+	}
 	all := h.cat.all()
 	n := 0
 	for _, s := range all {

@@ -44,7 +44,8 @@ type toolDesk struct {
 
 // ToolsHandler serves the host's tools to agents (mount it at
 // hosttools.Path on the daemon's port).
-func (h *Host) ToolsHandler() http.Handler { return h.tools.server }
+// It waits for the catalogue (Host.restore) as the lanes do.
+func (h *Host) ToolsHandler() http.Handler { return h.afterRestore(h.tools.server) }
 
 // SetToolsURL tells the host where its tools are served, once the daemon
 // listens; until then no conversation is offered them.

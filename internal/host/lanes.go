@@ -27,17 +27,38 @@ type lanes struct {
 	mu     lockorder.Mutex
 	m      map[string]*lane
 	queued int
+	// opened is closed once the host has listed its stored sessions
+	// (Host.restore): until then no lane runs and none is idle, so every
+	// request and routed action waits on its lane, off the read loops,
+	// for a catalogue that is whole.
+	opened chan struct{}
 }
 
 type lane struct{ queue []func() }
 
 func newLanes(log *slog.Logger) *lanes {
-	return &lanes{log: log, mu: lockorder.Mutex{Rank: lockorder.HostLanes}, m: make(map[string]*lane)}
+	return &lanes{log: log, mu: lockorder.Mutex{Rank: lockorder.HostLanes}, m: make(map[string]*lane), opened: make(chan struct{})}
+}
+
+// open lets the lanes run (once the catalogue is restored).
+func (l *lanes) open() { close(l.opened) }
+
+// isOpen reports whether the lanes run yet.
+func (l *lanes) isOpen() bool {
+	select {
+	case <-l.opened:
+		return true
+	default:
+		return false
+	}
 }
 
 // idle reports whether nothing waits or runs in channel's lane, so an
 // action may go to the channel's owner directly without passing one.
 func (l *lanes) idle(channel string) bool {
+	if !l.isOpen() {
+		return false
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.m[channel] == nil
@@ -64,6 +85,7 @@ func (l *lanes) push(channel string, fn func()) bool {
 // run is channel's lane goroutine: it runs what the lane holds in order
 // and ends, removing the lane, once it is empty.
 func (l *lanes) run(channel string, ln *lane) {
+	<-l.opened
 	for {
 		l.mu.Lock()
 		if len(ln.queue) == 0 {

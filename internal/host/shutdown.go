@@ -15,6 +15,9 @@ const ShutdownNotice = "The host is stopping: this turn was cancelled."
 // and ShutdownNotice, stored and published while the connections are still
 // open, so every client sees the ending and a restart reads it back.
 func (h *Host) CancelTurnsForShutdown(ctx context.Context) error {
+	if err := h.awaitRestored(ctx); err != nil {
+		return err
+	}
 	all := h.cat.all()
 	var errs []error
 	for _, s := range all {
@@ -27,9 +30,13 @@ func (h *Host) CancelTurnsForShutdown(ctx context.Context) error {
 
 // SessionCount is how many sessions the host holds (status, metrics).
 func (h *Host) SessionCount() int {
+	<-h.restored
 	return h.cat.count()
 }
 
 // OpenSessions counts the sessions whose actor runs now; the others are
 // listed from their records until something needs them.
-func (h *Host) OpenSessions() int { return len(h.cat.all()) }
+func (h *Host) OpenSessions() int {
+	<-h.restored
+	return len(h.cat.all())
+}

@@ -63,6 +63,28 @@ func (x *summaryIndex) put(uri string, sum ahp.SessionSummary) {
 	x.order = slices.Insert(x.order, i, uri)
 }
 
+// putAll adds many summaries at once and sorts the order once: restore's
+// bulk load, where put's insertion per summary would copy the order a
+// thousand times.
+func (x *summaryIndex) putAll(sums []ahp.SessionSummary) {
+	for _, sum := range sums {
+		if _, ok := x.byURI[sum.Resource]; !ok {
+			x.order = append(x.order, sum.Resource)
+		}
+		x.byURI[sum.Resource] = sum
+	}
+	slices.SortFunc(x.order, func(a, b string) int {
+		sa, sb := x.byURI[a], x.byURI[b]
+		switch {
+		case a == b:
+			return 0
+		case before(sa, sb):
+			return -1
+		}
+		return 1
+	})
+}
+
 // drop forgets a session.
 func (x *summaryIndex) drop(uri string) {
 	if old, ok := x.byURI[uri]; ok {

@@ -59,3 +59,36 @@ func TestSummaryIndexKeepsListOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestSummaryIndexBulkLoadListsAsPut: restore's bulk load (putAll), on an
+// index that already holds a few sessions (those opened eagerly), lists
+// exactly what putting each summary alone would, and a put after it still
+// finds its place.
+func TestSummaryIndexBulkLoadListsAsPut(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	one, bulk := newSummaryIndex(), newSummaryIndex()
+	var sums []ahp.SessionSummary
+	for i := range 500 {
+		uri := fmt.Sprintf("ahp-session:/s%03d", i)
+		sum := ahp.SessionSummary{Resource: uri, Title: fmt.Sprint(i), ModifiedAt: fmt.Sprintf("2026-12-04T00:%02d:00Z", rng.IntN(30))}
+		one.put(uri, sum)
+		if i%50 == 0 {
+			bulk.put(uri, sum) // opened before the bulk load
+		}
+		sums = append(sums, sum)
+	}
+	bulk.putAll(sums)
+	late := ahp.SessionSummary{Resource: "ahp-session:/late", ModifiedAt: "2026-12-04T00:15:30Z"}
+	one.put(late.Resource, late)
+	bulk.put(late.Resource, late)
+	a, _ := one.page(0, 1000)
+	b, _ := bulk.page(0, 1000)
+	if len(a) != len(b) {
+		t.Fatalf("bulk lists %d, one by one %d", len(b), len(a))
+	}
+	for i := range a {
+		if a[i].Resource != b[i].Resource {
+			t.Fatalf("at %d: bulk lists %s, one by one %s", i, b[i].Resource, a[i].Resource)
+		}
+	}
+}
