@@ -136,6 +136,15 @@ func (d dispatcher) Handle(ctx context.Context, jc *jsonrpc2.Conn, req *jsonrpc2
 			c.bug("a request was answered twice", "method", req.Method, "id", req.ID.String())
 			return
 		}
+		if err == nil {
+			if frame, ok := c.resultFrame(req, result); ok {
+				if err := c.enqueue(frame, true); err != nil {
+					c.log.Debug("reply not sent", "method", req.Method, "id", req.ID.String(), "err", err)
+				}
+				return
+			}
+			err = ahp.Errorf(ahp.ErrInternal, "encode result of %s", req.Method)
+		}
 		resp := c.response(req, result, err)
 		// SendResponse only queues (stream.WriteObject), so it is safe and
 		// quick from any goroutine.
@@ -167,6 +176,50 @@ func (c *Conn) request(ctx context.Context, method string, params json.RawMessag
 		}
 	}()
 	c.srv.opts.Handler.Request(ctx, c, method, params, reply)
+}
+
+// ahpPackage is the wire types' package, whose results resultFrame trusts
+// to marshal valid JSON.
+var ahpPackage = reflect.TypeFor[ahp.ListSessionsResult]().PkgPath()
+
+// resultFrame encodes a successful reply to req in one pass: the result is
+// marshalled once and framed here, where jsonrpc2's SendResponse would
+// marshal its Response and message wrappers around it, and encoding/json
+// would compact and copy the whole result again at each of those levels
+// (issue 37: three passes over a 500-session listSessions page were most
+// of its cost). A result that is itself a json.Marshaler is asked
+// directly, skipping the compaction json.Marshal adds around one. false:
+// the result does not encode (logged; the caller answers an internal
+// error).
+func (c *Conn) resultFrame(req *jsonrpc2.Request, result any) ([]byte, bool) {
+	var body []byte
+	var err error
+	if m, ok := result.(json.Marshaler); ok && result != nil {
+		body, err = m.MarshalJSON()
+		// The protocol's own results marshal through json.Marshal; any
+		// other Marshaler's bytes are checked before they reach a client.
+		if err == nil && reflect.TypeOf(result).PkgPath() != ahpPackage && !json.Valid(body) {
+			err = fmt.Errorf("%T.MarshalJSON wrote invalid JSON", result)
+		}
+	} else {
+		body, err = json.Marshal(result)
+	}
+	if err != nil {
+		c.log.Error("encode result", "method", req.Method, "err", err)
+		return nil, false
+	}
+	id, err := json.Marshal(req.ID)
+	if err != nil {
+		c.log.Error("encode reply id", "method", req.Method, "err", err)
+		return nil, false
+	}
+	frame := make([]byte, 0, len(body)+len(id)+32)
+	frame = append(frame, `{"jsonrpc":"2.0","id":`...)
+	frame = append(frame, id...)
+	frame = append(frame, `,"result":`...)
+	frame = append(frame, body...)
+	frame = append(frame, '}')
+	return frame, true
 }
 
 // response builds the reply to req: result, or err mapped by ahp.WireError.

@@ -26,7 +26,7 @@ var goals = map[string]string{
 	"BenchmarkIdleSessionMemory":               "loaded ≤ 20 KiB, unloaded ≤ 4 KiB",
 	"BenchmarkWholeTurn":                       "ratio ≤ 15",
 	"BenchmarkColdStart":                       "ratio ≤ 1.5",
-	"BenchmarkListSessionsPage/sessions=1000":  "≤ 5 ms/page",
+	"BenchmarkListSessionsPage/sessions=2000":  "≤ 5 ms/page",
 	"BenchmarkListSessionsPage/sessions=10000": "≤ 5 ms/page",
 	"BenchmarkPersist200Parts":                 "ratio ≤ 1.2",
 	"BenchmarkNotify":                          "-",
