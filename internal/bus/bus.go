@@ -21,6 +21,23 @@ type Subscriber interface {
 	ClientID() string
 }
 
+// ActionSubscriber is a Subscriber that is handed each published action
+// with its envelope, rather than the envelope alone, so it may hold and
+// merge streaming deltas for a connection that accepts some latency
+// (subscribe's delivery.maxLatencyMs; host/coalesce.go). It is called
+// under the bus's lock, in serverSeq order, and must not block or call
+// the bus. fromClient is set when the action carries a client's origin.
+type ActionSubscriber interface {
+	Subscriber
+	DeliverAction(channel string, action ahp.Action, seq int64, envelope json.RawMessage, fromClient bool)
+}
+
+// Envelope is the JSON of an action envelope with no origin: what a
+// coalescing subscriber sends for deltas it merged.
+func Envelope(channel string, action ahp.Action, seq int64) json.RawMessage {
+	return newEnvelope(channel, action, nil, "").stamp(seq)
+}
+
 // SubscribeWatcher is a Subscriber that is told the moment it is
 // subscribed to a channel (Subscribe, Replay), under the bus's lock: the
 // moment the owner takes the snapshot the subscriber's reply will carry.
@@ -145,7 +162,11 @@ func (b *Bus) Publish(channel string, action ahp.Action, origin *ahp.ActionOrigi
 	delivered := 0
 	for s := range b.subs[channel] {
 		if s.Knows(typ) {
-			s.Deliver("action", raw)
+			if as, ok := s.(ActionSubscriber); ok {
+				as.DeliverAction(channel, action, b.seq, raw, origin != nil)
+			} else {
+				s.Deliver("action", raw)
+			}
 			delivered++
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/auth"
@@ -43,6 +44,16 @@ type client struct {
 	logs     map[string]*otlp.Subscription
 	logsGone bool
 
+	// latency is how long streaming deltas may be held per channel for
+	// this connection (subscribe's delivery.maxLatencyMs), held is what is
+	// held now and flush sends it when its time is up (coalesce.go); all
+	// guarded by mu. coalescing is set while latency holds any channel,
+	// so a connection that asked for none delivers without taking mu.
+	latency    map[string]time.Duration
+	held       *heldDelta
+	flush      *time.Timer
+	coalescing atomic.Bool
+
 	// fileCalls counts the reverse requests for this client's files that
 	// it has not answered (clientfs.go), bounded by maxClientFileCalls.
 	fileCalls atomic.Int32
@@ -59,7 +70,10 @@ type snapshotHold struct {
 	release func() // set by Subscribed; nil until then
 }
 
-var _ bus.SubscribeWatcher = (*client)(nil)
+var (
+	_ bus.SubscribeWatcher = (*client)(nil)
+	_ bus.ActionSubscriber = (*client)(nil)
+)
 
 // awaitSnapshot says that a reply this connection is about to get carries
 // channel's snapshot. From the moment the owner subscribes it (in the same
@@ -108,6 +122,12 @@ func (c *client) Subscribed(channel string) {
 
 // Deliver queues a notification on the connection; it never blocks.
 func (c *client) Deliver(method string, params json.RawMessage) {
+	if c.coalescing.Load() {
+		// What is held goes first (coalesce.go).
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.flushLocked()
+	}
 	_ = c.conn.NotifyRaw(method, params)
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/auth"
@@ -190,10 +191,23 @@ func (h *Host) subscribeRequest(ctx context.Context, cl *client, params json.Raw
 		reply(ahp.SubscribeResult{}, nil)
 		return
 	}
+	var latency time.Duration
+	if p.Delivery != nil && p.Delivery.MaxLatencyMs != nil {
+		ms := *p.Delivery.MaxLatencyMs
+		if ms < 0 {
+			reply(nil, ahp.Errorf(ahp.ErrInvalidParams, "params.delivery.maxLatencyMs: must be 0 or more, not %d", ms))
+			return
+		}
+		latency = time.Duration(min(ms, int64(maxCoalesceLatency/time.Millisecond))) * time.Millisecond
+	}
+	// Before the subscription: the first deltas after the snapshot may
+	// merge too. A subscribe without delivery asks for every delta again.
+	cl.setLatency(p.Channel, latency)
 	done := cl.awaitSnapshot(p.Channel)
 	defer done()
 	snap, err := h.subscribe(ctx, cl, p.Channel, p.View)
 	if err != nil {
+		cl.setLatency(p.Channel, 0)
 		reply(nil, err)
 		return
 	}
@@ -265,6 +279,7 @@ func (h *Host) Notification(c *rpc.Conn, method string, params json.RawMessage) 
 				return
 			}
 			h.bus.Unsubscribe(cl, p.Channel)
+			cl.setLatency(p.Channel, 0)
 			if isResourceWatch(p.Channel) {
 				h.res.watchesLeft(nil) // its last subscriber may have gone
 			}
