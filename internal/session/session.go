@@ -165,7 +165,14 @@ func stateOf(rec store.SessionRecord, chats []store.ChatRecord) ahp.SessionState
 		st.Meta = map[string]any{CreatedByKey: map[string]any{"session": by.Session, "chat": by.Chat, "depth": by.Depth}}
 	}
 	for _, r := range chats {
-		st.Chats = append(st.Chats, summaryOfRecord(r))
+		cs := summaryOfRecord(r)
+		// A session was modified when its last chat was: each chat's
+		// commit stores that, so the session record need not be written
+		// for it on every turn (chatSummaryChanged).
+		if cs.ModifiedAt > st.ModifiedAt {
+			st.ModifiedAt = cs.ModifiedAt
+		}
+		st.Chats = append(st.Chats, cs)
 	}
 	if st.DefaultChat == "" && len(st.Chats) > 0 {
 		st.DefaultChat = st.Chats[0].Resource
@@ -596,13 +603,9 @@ func (s *Session) chatSummaryChanged(cs ahp.ChatSummary) {
 			s.cfg.OnSummary(s.summary())
 		}
 	}
-	s.persist()
-}
-
-// persist writes the session record behind the actor, for what a crash may
-// lose (the modification time).
-func (s *Session) persist() {
-	s.cfg.Env.Store.Enqueue(s.recordOp())
+	// Nothing to write: the chat's own commit stored its summary, and the
+	// session's modification time is its newest chat's (stateOf). A title
+	// the session took from its default chat was committed by apply.
 }
 
 // commitRecord writes the session record and waits until it is committed.

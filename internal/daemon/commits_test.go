@@ -1,0 +1,35 @@
+package daemon_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/ahpd/ahpd/internal/agent/script"
+)
+
+// TestATurnCostsTwoCommits: publish only what is stored costs two commits
+// per turn, no more (the turn's start, its end with the chat's record):
+// over 100 turns one after another, the store's writer opens two
+// transactions a turn, and nothing is written behind them (the session's
+// modification time is its newest chat's, stored by the chat's commit).
+func TestATurnCostsTwoCommits(t *testing.T) {
+	e := newScriptEnv(t, script.Options{}, true)
+	c := e.client("driver")
+	_, chat := e.createSession(c, "script:/c0a1e5ce-0000-4000-8000-0000000000c2")
+	c.Subscribe(chat)
+	for i := range 3 { // the first turns title the chat and the session
+		sendTurn(t, c, chat, fmt.Sprint("warm", i), "a turn")
+	}
+	before := e.d.Store().Stats()
+	const turns = 100
+	for i := range turns {
+		sendTurn(t, c, chat, fmt.Sprint("t", i), "a turn")
+	}
+	after := e.d.Store().Stats()
+	groups, ops := after.Groups-before.Groups, after.Written-before.Written
+	// Two of slack: a write that is no turn's (the session's first
+	// activity settling) may fall in the window; a per-turn cost cannot.
+	if groups > 2*turns+2 || ops > 2*turns+2 {
+		t.Fatalf("%d turns cost %d transactions and %d writes; want at most 2 a turn", turns, groups, ops)
+	}
+}
