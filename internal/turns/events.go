@@ -106,6 +106,8 @@ func (e *Engine) turnEvent(t *Active, conv agent.Conversation, ev agent.Event) {
 			u.CacheReadTokens = &n
 		}
 		e.Apply(ahp.ChatUsage{TurnID: t.ID, Usage: u}, nil)
+	case agent.EventInputRequest:
+		e.inputRequested(t, ev.Input)
 	case agent.EventNotice:
 		t.lastKind = ahp.PartSystemNotification
 		e.Apply(ahp.ChatResponsePart{TurnID: t.ID, Part: ahp.SystemNotificationPart(ev.Text, nil)}, nil)
