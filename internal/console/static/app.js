@@ -6,6 +6,7 @@ import { Connection, ROOT, uuid } from './proto.js';
 import { reduceChat, reduceSession, statusText } from './reduce.js';
 import { renderMarkdown } from './markdown.js';
 import { hunks, lineDiff } from './diff.js';
+import { renderInputRequest } from './ask.js';
 
 const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = 'ahpd.token';
@@ -488,7 +489,7 @@ function renderPart(p, t, live) {
     case 'error':
       return el('div', { class: 'error', role: 'alert', text: 'Error: ' + ((p.error && p.error.message) || 'the turn failed') });
     case 'inputRequest':
-      return el('div', { class: 'notice', text: 'The agent asks: ' + ((p.request && (p.request.message || p.request.title)) || 'a question') });
+      return renderInputRequest(p, t, live, { el, act, chat: app.chat });
     case 'contentRef':
       return el('div', { class: 'notice', text: 'Content: ' + p.uri });
     default:
