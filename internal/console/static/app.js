@@ -5,7 +5,7 @@
 import { Connection, ROOT, uuid } from './proto.js';
 import { reduceChat, reduceSession, statusText } from './reduce.js';
 import { renderMarkdown } from './markdown.js';
-import { hunks, lineDiff } from './diff.js';
+import { reduceChangeset, renderChangeset as renderChangesetPanel } from './review.js';
 import { renderInputRequest } from './ask.js';
 
 const $ = (id) => document.getElementById(id);
@@ -591,29 +591,6 @@ function changesetFor(placeholder, value) {
   return null;
 }
 
-function reduceChangeset(s, a) {
-  switch (a.type) {
-    case 'changeset/fileSet': {
-      const i = s.files.findIndex((f) => f.id === a.file.id);
-      if (i >= 0) s.files[i] = a.file;
-      else s.files.push(a.file);
-      return;
-    }
-    case 'changeset/fileRemoved':
-      s.files = s.files.filter((f) => f.id !== a.fileId);
-      return;
-    case 'changeset/contentChanged':
-      s.files = a.files || [];
-      return;
-    case 'changeset/cleared':
-      s.files = [];
-      return;
-    case 'changeset/statusChanged':
-      s.status = a.status;
-      return;
-  }
-}
-
 async function openChangeset(uri, label) {
   closeChangeset();
   app.changeset = { uri, label, state: { files: [] }, texts: new Map() };
@@ -645,32 +622,8 @@ function readText(uri) {
 }
 
 function renderChangeset() {
-  const cs = app.changeset;
-  const panel = $('changes-panel');
-  panel.hidden = false;
-  const files = cs.state.files;
-  const body = el('div', { class: 'changes-files' });
-  if (!files.length) body.append(el('p', { class: 'hint', text: 'No changes.' }));
-  for (const f of files) {
-    const edit = f.edit || {};
-    const name = decodeURIComponent(String(f.id).replace(/^file:\/\//, ''));
-    const counts = edit.diff ? ` +${edit.diff.added || 0} −${edit.diff.removed || 0}` : '';
-    const pre = el('pre', { class: 'diff', 'aria-label': 'Diff of ' + name, text: 'loading…' });
-    body.append(el('details', { class: 'file-edit', open: true, dataset: { file: f.id } }, el('summary', { text: name + counts + (!edit.before ? ' (new)' : !edit.after ? ' (deleted)' : '') }), pre));
-    const side = (x) => (x && x.content && x.content.uri ? readText(x.content.uri) : Promise.resolve(''));
-    Promise.all([side(edit.before), side(edit.after)]).then(([b, a]) => {
-      const d = lineDiff(b, a);
-      if (!d) {
-        pre.textContent = 'too large to compare here';
-        return;
-      }
-      pre.replaceChildren(...hunks(d).map((x) => el('span', { class: x.op === '+' ? 'add' : x.op === '-' ? 'del' : x.op === '@' ? 'hunk' : '', text: (x.op === '@' ? '' : x.op) + x.line + '\n' })));
-    }, (e) => (pre.textContent = 'cannot read: ' + e.message));
-  }
-  panel.replaceChildren(
-    el('div', { class: 'row' }, el('h2', { text: cs.label }), el('button', { type: 'button', id: 'changes-close', onclick: closeChangeset, text: 'Close changes' })),
-    body,
-  );
+  $('changes-panel').hidden = false;
+  renderChangesetPanel($('changes-panel'), app.changeset, { el, call: (m, p) => app.conn.call(m, p), close: closeChangeset, rerender: renderChangeset, current: () => app.changeset, readText });
 }
 
 // ---- waiting messages ------------------------------------------------------
