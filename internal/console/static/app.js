@@ -7,6 +7,8 @@ import { reduceChat, reduceSession, statusText } from './reduce.js';
 import { renderMarkdown } from './markdown.js';
 import { reduceChangeset, renderChangeset as renderChangesetPanel } from './review.js';
 import { renderInputRequest } from './ask.js';
+import { renderSessionTools, sessionRowTools, sessionShown } from './manage.js';
+import { initNotify, summaryChanged } from './notify.js';
 
 const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = 'ahpd.token';
@@ -42,6 +44,9 @@ function el(tag, attrs = {}, ...children) {
   for (const c of children) if (c !== null && c !== undefined) n.append(c);
   return n;
 }
+
+// manage is what the session tools (manage.js) use of the page.
+const manage = { el, app, alertError, rerender: renderSessions };
 
 // keepFocus runs render, then gives the focus back to the element that had
 // it when render replaced that element with a new one of the same focus
@@ -218,7 +223,9 @@ function onNotification(method, p) {
       break;
     case 'root/sessionSummaryChanged': {
       const s = app.sessions.get(p.session);
+      const before = s && s.status;
       if (s) Object.assign(s, p.changes);
+      if (s) summaryChanged(s, before);
       break;
     }
     default:
@@ -254,7 +261,7 @@ function renderProviders() {
 function renderSessions() {
   const q = $('filter').value.trim().toLowerCase();
   const rows = [...app.sessions.values()]
-    .filter((s) => !q || [s.title, s.provider, s.activity].some((v) => (v || '').toLowerCase().includes(q)))
+    .filter((s) => sessionShown(s) && (!q || [s.title, s.provider, s.activity].some((v) => (v || '').toLowerCase().includes(q))))
     .sort((a, b) => String(b.modifiedAt).localeCompare(String(a.modifiedAt)));
   keepFocus($('sessions-list'), () => $('sessions-list').replaceChildren(
     ...rows.map((s) =>
@@ -268,9 +275,11 @@ function renderSessions() {
           el('span', { class: 'meta' }, el('span', { class: 'status', dataset: { status: statusText(s.status) }, text: statusText(s.status) }), ' · ', el('span', { class: 'provider', text: s.provider }), s.activity ? el('span', { class: 'activity', text: ' · ' + s.activity }) : null),
           el('time', { class: 'modified', datetime: s.modifiedAt, text: when(s.modifiedAt) }),
         ),
+        ...sessionRowTools(s, manage),
       ),
     ),
   ));
+  renderSessionTools(manage);
 }
 
 async function createSession(ev) {
@@ -333,6 +342,7 @@ function renderSession() {
   if (!st) return;
   const summary = app.sessions.get(app.session);
   $('session-title').textContent = st.title || (summary && summary.title) || '(untitled session)';
+  renderSessionTools(manage);
   const tabs = visibleChats().map((c) => {
     const selected = c.resource === app.chat;
     return el('button', {
@@ -920,6 +930,8 @@ function wire() {
   });
   $('new-session-form').addEventListener('submit', createSession);
   $('filter').addEventListener('input', renderSessions);
+  $('show-archived').addEventListener('change', renderSessions);
+  initNotify({ app, openSession });
   $('back').addEventListener('click', () => (document.body.dataset.view = 'sessions'));
   $('new-chat').addEventListener('click', newChat);
   $('rename').addEventListener('click', renameStart);
