@@ -404,7 +404,16 @@ func (e *Engine) Client(from From, origin *ahp.ActionOrigin, a ahp.Action) {
 	case ahp.ChatToolCallResultConfirmed:
 		e.clientToolResultConfirmed(from, origin, a)
 	case ahp.ChatInputCompleted:
-		e.clientInputCompleted(from, origin, a)
+		// Said to every client (the part shows it answered), then handed
+		// to the backend that asked (input.go).
+		if reason := inputRefusal(&e.st, a); reason != "" {
+			e.refuse(from, origin, a, reason)
+			return
+		}
+		e.Apply(a, origin)
+		if err := e.active.handAnswer(&e.st, a); err != nil {
+			e.host.Warn("hand an input answer", "request", a.RequestID, "err", err)
+		}
 	default:
 		e.Apply(a, origin)
 	}

@@ -11,22 +11,23 @@ import (
 // chat shows it as an inputRequest part (chat/inputRequested), a client
 // answers it (chat/inputCompleted), and the answer, with the drafts the
 // clients synced (chat/inputAnswerChanged), goes back to the backend
-// (agent.InputAnswerer).
+// (agent.InputAnswerer). The running turn (Active) keeps which requests
+// its backend made; the Engine only routes (events.go, Client).
 
-// inputRequested says the running turn's request in as an inputRequest
-// part. A request said again with the same id replaces the unanswered one
-// (the reducer keeps its drafts).
-func (e *Engine) inputRequested(t *Active, in *agent.InputRequest) {
+// ask records the running turn's request in and returns the action that
+// says it as an inputRequest part; false for a request without an id. A
+// request said again with the same id replaces the unanswered one (the
+// reducer keeps its drafts).
+func (t *Active) ask(in *agent.InputRequest) (ahp.ChatInputRequested, bool) {
 	if in == nil || in.ID == "" {
-		e.host.Warn("input request without an id", "turn", t.ID)
-		return
+		return ahp.ChatInputRequested{}, false
 	}
 	if t.asked == nil {
 		t.asked = map[string]bool{}
 	}
 	t.asked[in.ID] = true
 	t.lastKind = ahp.PartInputRequest
-	e.Apply(ahp.ChatInputRequested{Request: InputRequest(in)}, nil)
+	return ahp.ChatInputRequested{Request: InputRequest(in)}, true
 }
 
 // InputRequest is the protocol's form of a backend's request.
@@ -52,30 +53,31 @@ func InputRequest(in *agent.InputRequest) ahp.ChatInputRequest {
 	return r
 }
 
-// clientInputCompleted takes a client's answer to an input request of the
-// running turn: said to every client (the part shows it answered), then
-// handed to the backend that asked.
-func (e *Engine) clientInputCompleted(from From, origin *ahp.ActionOrigin, a ahp.ChatInputCompleted) {
+// inputRefusal is why a client's answer a cannot be taken in state st,
+// "" when it can: a response AHP does not name, or no open request of
+// that id in the running turn.
+func inputRefusal(st *ahp.ChatState, a ahp.ChatInputCompleted) string {
 	switch {
 	case a.Response != agent.InputAccept && a.Response != agent.InputDecline && a.Response != agent.InputCancel:
-		e.refuse(from, origin, a, ReasonBadInputResponse)
-		return
-	case !inputWaitsIn(&e.st, a.RequestID):
-		e.refuse(from, origin, a, ReasonNoInputRequest)
-		return
+		return ReasonBadInputResponse
+	case !inputWaitsIn(st, a.RequestID):
+		return ReasonNoInputRequest
 	}
-	e.Apply(a, origin)
-	t := e.active
+	return ""
+}
+
+// handAnswer hands answer a, already applied to st, to the backend of the
+// running turn t when that backend asked it and takes answers; nil t (no
+// turn runs) hands nothing.
+func (t *Active) handAnswer(st *ahp.ChatState, a ahp.ChatInputCompleted) error {
 	if t == nil || !t.asked[a.RequestID] || t.Conv == nil {
-		return
+		return nil
 	}
 	answerer, ok := t.Conv.(agent.InputAnswerer)
 	if !ok {
-		return
+		return nil
 	}
-	if err := answerer.InputAnswered(t.ID, a.RequestID, InputAnswer(&e.st, a)); err != nil {
-		e.host.Warn("hand an input answer", "request", a.RequestID, "err", err)
-	}
+	return answerer.InputAnswered(t.ID, a.RequestID, InputAnswer(st, a))
 }
 
 // InputAnswer is the backend's form of completed request a: its response

@@ -70,10 +70,13 @@ function tools(s, where, deps) {
   const title = titleOf(s, deps);
   const archived = isArchived(s);
   const key = (what) => `${where}-${what}:${s.resource}`;
+  // In the header they sit above the chat's own Rename: their text says
+  // they act on the session.
+  const noun = where === 'head' ? ' session' : '';
   return [
-    el('button', { type: 'button', class: 'session-rename', dataset: { focusKey: key('rename') }, 'aria-label': 'Rename session ' + title, onclick: () => rename(s, deps), text: 'Rename' }),
+    el('button', { type: 'button', class: 'session-rename', dataset: { focusKey: key('rename') }, 'aria-label': 'Rename session ' + title, onclick: () => rename(s, deps), text: 'Rename' + noun }),
     el('button', { type: 'button', class: 'session-archive', dataset: { focusKey: key('archive') }, 'aria-label': (archived ? 'Unarchive session ' : 'Archive session ') + title, onclick: () => archive(s, !archived, deps), text: archived ? 'Unarchive' : 'Archive' }),
-    el('button', { type: 'button', class: 'session-delete deny', dataset: { focusKey: key('delete') }, 'aria-label': 'Delete session ' + title, onclick: () => remove(s, deps), text: 'Delete' }),
+    el('button', { type: 'button', class: 'session-delete deny', dataset: { focusKey: key('delete') }, 'aria-label': 'Delete session ' + title, onclick: () => remove(s, deps), text: 'Delete' + noun }),
   ];
 }
 
