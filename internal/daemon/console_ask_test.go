@@ -94,8 +94,18 @@ func TestConsoleAsk(t *testing.T) {
   f.querySelector('.ask-submit').click();
   const done = sent.find((x) => x.type === 'chat/inputCompleted');
   f.remove();
+  // Another page's drafts show in a drawn form, except in the question
+  // the person is in.
+  const part = { kind: 'inputRequest', request: { ...req, id: 'r3' } };
+  const g = window.__ask.renderInputRequest(part, { id: 't9' }, true, { el, act, chat: 'test' });
+  document.body.append(g);
+  g.querySelector('[data-question=mail] input').focus();
+  const draft = (kind, value) => ({ state: 'draft', value: { kind, value } });
+  const again = window.__ask.renderInputRequest({ kind: 'inputRequest', request: { ...part.request, answers: { mail: draft('text', 'other@example.com'), i: draft('number', 7), ok: draft('boolean', false), one: draft('selected', 'a'), many: draft('selected-many', ['y']) } } }, { id: 't9' }, true, { el, act, chat: 'test' });
+  const synced = [again === g, g.querySelector('[data-question=mail] input').value, g.querySelector('[data-question=i] input').value, g.querySelector('[data-question=ok] [aria-checked=true]')?.dataset.option, g.querySelector('[data-question=one] [aria-checked=true]')?.dataset.option, [...g.querySelectorAll('[data-question=many] input')].map((c) => c.checked).join('/')].join(',');
+  g.remove();
   const bare = window.__ask.renderInputRequest({ kind: 'inputRequest', request: { id: 'r2', message: 'Go on?', url: 'javascript:alert(1)' } }, { id: 't9' }, true, { el, act, chat: 'test' });
-  return JSON.stringify({ kinds, refused, done, bare: [...bare.querySelectorAll('button')].map((b) => b.textContent).join('|') + ' links=' + bare.querySelectorAll('a').length });
+  return JSON.stringify({ kinds, refused, done, synced, bare: [...bare.querySelectorAll('button')].map((b) => b.textContent).join('|') + ' links=' + bare.querySelectorAll('a').length });
 })()`)
 	for _, want := range []string{
 		`text:email`, `number:number`, `integer:number`, `boolean:button=true,button=false`,
@@ -109,6 +119,7 @@ func TestConsoleAsk(t *testing.T) {
 		`"many":{"state":"submitted","value":{"kind":"selected-many","value":["x","z"]}}`,
 		`"response":"accept"`,
 		`"bare":"Accept|Decline|Dismiss links=0"`,
+		`"synced":"true,,7,false,a,false/true/false"`,
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the form of every kind: %s\nwant it to hold %s", got, want)

@@ -1,9 +1,8 @@
 // Input requests: what an agent asks the person in a turn (an
 // inputRequest part) as a form, one control per question, answered with
 // chat/inputCompleted (accept, decline or cancel). What a person picks or
-// types is synced as a draft (chat/inputAnswerChanged), which a page that
-// draws the form later starts from; once answered, every page shows the
-// answer.
+// types is synced as a draft (chat/inputAnswerChanged), so every page on
+// the chat shows it; once answered, every page shows the answer.
 //
 // reduceInput is the pure part (reduce.js calls it); renderInputRequest
 // draws a part. A live request's form is kept across redraws of its turn
@@ -121,11 +120,12 @@ export function renderInputRequest(p, t, live, deps) {
   const sig = JSON.stringify({ id: req.id, message: req.message, url: req.url, questions });
   const kept = forms.get(key);
   if (kept && kept.sig === sig) {
+    kept.sync(req.answers || {});
     kept.refocus();
     return kept.node;
   }
-  const form = buildForm(req, questions, key, head(), deps);
-  forms.set(key, { sig, node: form, refocus: refocuser(form) });
+  const { form, sync } = buildForm(req, questions, key, head(), deps);
+  forms.set(key, { sig, node: form, sync, refocus: refocuser(form) });
   for (const k of forms.keys()) if (!k.startsWith(deps.chat + '|')) forms.delete(k);
   return form;
 }
@@ -149,7 +149,10 @@ function refocuser(form) {
 function buildForm(req, questions, key, head, deps) {
   const { el, act } = deps;
   const drafts = req.answers || {};
-  const values = new Map(); // question id -> () => answer | undefined
+  // ctl.values reads each question's answer value (undefined: none);
+  // ctl.shows puts a value another page drafted into its controls.
+  const ctl = { values: new Map(), shows: new Map() };
+  const values = ctl.values;
   const form = el('form', { class: 'input-request', 'aria-labelledby': 'ask-' + cssId(key), dataset: { requestId: req.id, response: 'none' } }, ...head);
   const err = el('p', { class: 'ask-error error', role: 'alert' });
   const complete = (response, answers) => {
@@ -181,7 +184,7 @@ function buildForm(req, questions, key, head, deps) {
   // One question whose answer is one press (a single select, a yes or
   // no): its buttons answer at once.
   const direct = questions.length === 1 && (questions[0].kind === KINDS.single || questions[0].kind === KINDS.boolean);
-  questions.forEach((q, qi) => form.append(renderQuestion(q, qi, key, req.message, drafts[q.id], values, direct ? (v) => complete('accept', { [q.id]: { state: 'submitted', value: v } }) : null, draft, deps)));
+  questions.forEach((q, qi) => form.append(renderQuestion(q, qi, key, req.message, drafts[q.id], ctl, direct ? (v) => complete('accept', { [q.id]: { state: 'submitted', value: v } }) : null, draft, deps)));
   const buttons = el('div', { class: 'ask-buttons row' });
   if (!direct) buttons.append(el('button', { type: 'submit', class: 'ask-submit', dataset: { focusKey: 'ask-submit:' + key }, text: questions.length ? 'Submit' : req.url && safeURL(req.url) ? 'Done' : 'Accept' }));
   buttons.append(
@@ -193,13 +196,31 @@ function buildForm(req, questions, key, head, deps) {
     ev.preventDefault();
     submit();
   });
-  return form;
+  // sync shows the drafts of the request as the host holds them now: a
+  // question whose draft changed (another page's, or this one's echo) is
+  // shown anew, unless the person is in its controls.
+  const seen = new Map(questions.map((q) => [q.id, JSON.stringify(drafts[q.id] || null)]));
+  const sync = (answers) => {
+    for (const q of questions) {
+      const now = JSON.stringify(answers[q.id] || null);
+      if (seen.get(q.id) === now) continue;
+      seen.set(q.id, now);
+      const box = form.querySelector(`fieldset[data-question="${CSS.escape(q.id)}"]`);
+      if (box && box.contains(document.activeElement)) continue;
+      const show = ctl.shows.get(q.id);
+      const a = answers[q.id];
+      if (show) show(a && a.state !== 'skipped' ? a.value : undefined);
+    }
+  };
+  return { form, sync };
 }
 
 // renderQuestion draws one question as a fieldset; values gets the function
 // that reads its answer value (undefined: none given). answerNow, when
 // set, is called with the value of a pressed option.
-function renderQuestion(q, qi, key, asked, saved, values, answerNow, draft, deps) {
+function renderQuestion(q, qi, key, asked, saved, ctl, answerNow, draft, deps) {
+  const values = ctl.values;
+  const shows = ctl.shows;
   const { el } = deps;
   const id = 'ask-' + cssId(key) + '-q' + qi;
   const legend = el('legend', { text: q.title && q.title !== q.message ? q.title : q.message || q.id });
@@ -208,6 +229,9 @@ function renderQuestion(q, qi, key, asked, saved, values, answerNow, draft, deps
   const sv = saved && saved.value;
   const free = q.allowFreeformInput ? el('input', { type: 'text', id: id + '-free', class: 'ask-free', 'aria-label': 'Or type an answer', placeholder: 'Or type an answer', value: ((sv && sv.freeformValues) || [])[0] || '' }) : null;
   const freeValues = () => (free && free.value.trim() ? [free.value.trim()] : []);
+  const showFree = (v) => {
+    if (free) free.value = ((v && v.freeformValues) || [])[0] || '';
+  };
   const sendDraft = (v) => draft(q.id, v === undefined ? undefined : { state: 'draft', value: v });
   switch (q.kind) {
     case KINDS.single: {
@@ -238,6 +262,11 @@ function renderQuestion(q, qi, key, asked, saved, values, answerNow, draft, deps
         }
       }
       values.set(q.id, () => (chosen || freeValues().length ? { kind: 'selected', value: chosen || '', ...(freeValues().length ? { freeformValues: freeValues() } : {}) } : undefined));
+      shows.set(q.id, (v) => {
+        chosen = v && v.kind === 'selected' ? v.value : undefined;
+        if (!answerNow) buttons.forEach((b) => b.setAttribute('aria-checked', String(b.dataset.option === chosen)));
+        showFree(v);
+      });
       break;
     }
     case KINDS.multi: {
@@ -254,6 +283,11 @@ function renderQuestion(q, qi, key, asked, saved, values, answerNow, draft, deps
       };
       box.append(el('div', { class: 'ask-options' }, ...checks));
       if (free) box.append(free);
+      shows.set(q.id, (v) => {
+        const on = new Set(v && v.kind === 'selected-many' ? v.value || [] : []);
+        checks.forEach((l) => (l.querySelector('input').checked = on.has(l.querySelector('input').value)));
+        showFree(v);
+      });
       values.set(q.id, () => {
         const v = read();
         const n = v ? v.value.length : 0;
@@ -282,6 +316,10 @@ function renderQuestion(q, qi, key, asked, saved, values, answerNow, draft, deps
       );
       box.append(el('div', { class: 'ask-options', role: answerNow ? 'group' : 'radiogroup', 'aria-label': legend.textContent }, ...buttons));
       values.set(q.id, () => (chosen === undefined ? undefined : { kind: 'boolean', value: chosen }));
+      shows.set(q.id, (v) => {
+        chosen = v && v.kind === 'boolean' ? v.value : undefined;
+        if (!answerNow) buttons.forEach((x) => x.setAttribute('aria-checked', String(x.dataset.option === String(chosen))));
+      });
       break;
     }
     case KINDS.number:
@@ -289,6 +327,7 @@ function renderQuestion(q, qi, key, asked, saved, values, answerNow, draft, deps
       const input = el('input', { type: 'number', id, step: q.kind === KINDS.integer ? '1' : 'any', min: q.min, max: q.max, required: !!q.required, value: sv && sv.kind === 'number' ? String(sv.value) : q.defaultValue !== undefined ? String(q.defaultValue) : '' });
       input.addEventListener('change', () => sendDraft(read()));
       const read = () => (input.value === '' || isNaN(input.valueAsNumber) ? undefined : { kind: 'number', value: input.valueAsNumber });
+      shows.set(q.id, (v) => (input.value = v && v.kind === 'number' ? String(v.value) : ''));
       box.append(el('label', { for: id, class: 'sr-only', text: legend.textContent }), input);
       values.set(q.id, () => {
         const v = read();
@@ -306,6 +345,7 @@ function renderQuestion(q, qi, key, asked, saved, values, answerNow, draft, deps
       input.value = sv && sv.kind === 'text' ? sv.value : typeof q.defaultValue === 'string' ? q.defaultValue : '';
       input.addEventListener('change', () => sendDraft(read()));
       const read = () => (input.value === '' ? undefined : { kind: 'text', value: input.value });
+      shows.set(q.id, (v) => (input.value = v && v.kind === 'text' ? v.value : ''));
       box.append(el('label', { for: id, class: 'sr-only', text: legend.textContent }), input);
       values.set(q.id, read);
     }
