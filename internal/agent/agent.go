@@ -374,6 +374,10 @@ const (
 	EventWorkerStarted
 	// EventWorkerEnded: the worker Spawn.ID ended (End says how).
 	EventWorkerEnded
+	// EventInputRequest: the turn asks the user something (Input: a
+	// question with options, free text, a yes or no); the backend waits
+	// for the answer, which the host hands it through InputAnswerer.
+	EventInputRequest
 )
 
 // Outcome is how a turn ended.
@@ -495,6 +499,84 @@ type Event struct {
 	Worker string
 	// Spawn describes the worker of EventWorkerStarted and EventWorkerEnded.
 	Spawn *WorkerSpawn
+	// Input is the request of EventInputRequest.
+	Input *InputRequest
+}
+
+// InputRequest is what a turn asks the user (an elicitation): a message,
+// a URL to open, and questions, answered together.
+type InputRequest struct {
+	// ID names the request within the chat; the answer carries it.
+	ID        string
+	Message   string
+	URL       string
+	Questions []InputQuestion
+}
+
+// Input question kinds (InputQuestion.Kind), as AHP names them.
+const (
+	InputText         = "text"
+	InputNumber       = "number"
+	InputInteger      = "integer"
+	InputBoolean      = "boolean"
+	InputSingleSelect = "single-select"
+	InputMultiSelect  = "multi-select"
+)
+
+// InputQuestion is one question of an InputRequest.
+type InputQuestion struct {
+	ID      string
+	Kind    string
+	Title   string
+	Message string
+	// Required: the request cannot be accepted without an answer to it.
+	Required bool
+	// Options are a select question's choices.
+	Options []InputOption
+	// AllowFreeform: a select question also takes typed text.
+	AllowFreeform bool
+}
+
+// InputOption is one choice of a select question.
+type InputOption struct {
+	ID          string
+	Label       string
+	Description string
+	Recommended bool
+}
+
+// Input responses (InputAnswer.Response), as AHP names them.
+const (
+	InputAccept  = "accept"
+	InputDecline = "decline"
+	InputCancel  = "cancel"
+)
+
+// InputAnswer is the user's answer to an InputRequest.
+type InputAnswer struct {
+	// Response is InputAccept, InputDecline or InputCancel.
+	Response string
+	// Values are the answers of an accepted request by question id; a
+	// skipped question has none.
+	Values map[string]InputValue
+}
+
+// InputValue is the answer to one question: Text for text and a single
+// select (the option's id), Number, Bool, or Selected (a multi-select's
+// option ids); Freeform is text typed beside or instead of options.
+type InputValue struct {
+	Text     string
+	Number   float64
+	Bool     bool
+	Selected []string
+	Freeform []string
+}
+
+// InputAnswerer is a Conversation whose turns ask the user
+// (EventInputRequest): the answer a client gives (chat/inputCompleted) is
+// handed to it.
+type InputAnswerer interface {
+	InputAnswered(turnID, requestID string, answer InputAnswer) error
 }
 
 // WorkerStopper is a Conversation that can stop one worker and leave the

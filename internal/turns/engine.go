@@ -56,6 +56,7 @@ const (
 	ReasonToolNotRunning    = "This tool call is not running, so it has no result to take."
 	ReasonNoResultToConfirm = "This tool call's result does not wait for confirmation."
 	ReasonNoInputRequest    = "No input request of the running turn has that id, or it was answered."
+	ReasonBadInputResponse  = "An input request is answered with accept, decline or cancel."
 )
 
 // MaxWaiting bounds what may wait in one chat: the queued messages, and
@@ -218,6 +219,8 @@ type Active struct {
 	slotNoticed bool
 	// clientRun are the turn's calls a client runs (agent.ToolCall.Client).
 	clientRun map[string]bool
+	// asked are the input requests the turn's backend made (input.go).
+	asked map[string]bool
 }
 
 // on reports whether the turn belongs to conv: handed to it, or not handed
@@ -401,11 +404,16 @@ func (e *Engine) Client(from From, origin *ahp.ActionOrigin, a ahp.Action) {
 	case ahp.ChatToolCallResultConfirmed:
 		e.clientToolResultConfirmed(from, origin, a)
 	case ahp.ChatInputCompleted:
-		if !inputWaitsIn(&e.st, a.RequestID) {
-			e.refuse(from, origin, a, ReasonNoInputRequest)
+		// Said to every client (the part shows it answered), then handed
+		// to the backend that asked (input.go).
+		if reason := inputRefusal(&e.st, a); reason != "" {
+			e.refuse(from, origin, a, reason)
 			return
 		}
 		e.Apply(a, origin)
+		if err := e.active.handAnswer(&e.st, a); err != nil {
+			e.host.Warn("hand an input answer", "request", a.RequestID, "err", err)
+		}
 	default:
 		e.Apply(a, origin)
 	}

@@ -106,6 +106,13 @@ func (e *Engine) turnEvent(t *Active, conv agent.Conversation, ev agent.Event) {
 			u.CacheReadTokens = &n
 		}
 		e.Apply(ahp.ChatUsage{TurnID: t.ID, Usage: u}, nil)
+	case agent.EventInputRequest:
+		a, ok := t.ask(ev.Input)
+		if !ok {
+			e.host.Warn("input request without an id", "turn", t.ID)
+			return
+		}
+		e.Apply(a, nil)
 	case agent.EventNotice:
 		t.lastKind = ahp.PartSystemNotification
 		e.Apply(ahp.ChatResponsePart{TurnID: t.ID, Part: ahp.SystemNotificationPart(ev.Text, nil)}, nil)

@@ -78,6 +78,11 @@ func (f *fakeConv) Confirm(turnID, toolCallID string, approved bool) error {
 	return nil
 }
 
+func (f *fakeConv) InputAnswered(turnID, requestID string, a agent.InputAnswer) error {
+	f.h.note("answered %s %s %s %v", turnID, requestID, a.Response, a.Values)
+	return nil
+}
+
 func (f *fakeConv) Stop(context.Context) error { f.h.note("stop %s", f.name); return nil }
 func (f *fakeConv) Events() <-chan agent.Event { return nil }
 func (f *fakeConv) Close() error               { f.h.note("close %s", f.name); return nil }

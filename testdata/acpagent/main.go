@@ -65,7 +65,8 @@ var (
 	writeRE = regexp.MustCompile(`\[write:([^\]]*)\]`)
 	termRE  = regexp.MustCompile(`\[term:([^|\]]*)\|([^\]]*)\]`)
 	// editRE: an edit tool call naming PATH in its locations, asked, then
-	// the file written (through the client) with CONTENT.
+	// the file written (through the client) with CONTENT; several in one
+	// message are several calls, in order.
 	editRE = regexp.MustCompile(`\[edit:([^|\]]*)\|([^\]]*)\]`)
 	waitRE = regexp.MustCompile(`\[wait:([^\]]*)\]`)
 )
@@ -263,11 +264,15 @@ func (f *fake) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptRespo
 		f.say(ctx, sid, answer)
 		return end(answer)
 	case editRE.MatchString(text):
-		m := editRE.FindStringSubmatch(text)
-		answer := f.editFile(ctx, sid, m[1], m[2])
-		if ctx.Err() != nil {
-			return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
+		// Each [edit:...] is a call of its own (edit-1, edit-2, ...), in order.
+		var answers []string
+		for i, m := range editRE.FindAllStringSubmatch(text, -1) {
+			answers = append(answers, f.editFile(ctx, sid, acp.ToolCallId(fmt.Sprintf("edit-%d", i+1)), m[1], m[2]))
+			if ctx.Err() != nil {
+				return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
+			}
 		}
+		answer := strings.Join(answers, "; ")
 		f.say(ctx, sid, answer)
 		return end(answer)
 	case strings.Contains(text, "[perm]"):
@@ -431,22 +436,22 @@ func (f *fake) runTerminal(ctx context.Context, sid acp.SessionId, cwd, cmd stri
 // editFile is an edit tool call on path, as agents that edit report it:
 // kind edit, the file in its locations, permission asked first; allowed,
 // the file is written through the client.
-func (f *fake) editFile(ctx context.Context, sid acp.SessionId, path, content string) string {
+func (f *fake) editFile(ctx context.Context, sid acp.SessionId, id acp.ToolCallId, path, content string) string {
 	locs := []acp.ToolCallLocation{{Path: path}}
 	kind, title := acp.ToolKindEdit, "Edit "+path
-	_ = f.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: sid, Update: acp.StartToolCall("edit-1", title,
+	_ = f.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: sid, Update: acp.StartToolCall(id, title,
 		acp.WithStartKind(kind), acp.WithStartStatus(acp.ToolCallStatusPending),
 		acp.WithStartLocations(locs), acp.WithStartRawInput(map[string]any{"path": path}))})
 	// The request names the call in full, as agents that edit send it: the
 	// client may take it before the notification above.
 	r, err := f.conn.RequestPermission(ctx, acp.RequestPermissionRequest{SessionId: sid,
-		ToolCall: acp.ToolCallUpdate{ToolCallId: "edit-1", Kind: &kind, Title: &title, Locations: locs},
+		ToolCall: acp.ToolCallUpdate{ToolCallId: id, Kind: &kind, Title: &title, Locations: locs},
 		Options: []acp.PermissionOption{
 			{Kind: acp.PermissionOptionKindAllowOnce, Name: "Allow", OptionId: "allow"},
 			{Kind: acp.PermissionOptionKindRejectOnce, Name: "Reject", OptionId: "reject"},
 		}})
 	if err != nil || r.Outcome.Selected == nil || r.Outcome.Selected.OptionId != "allow" {
-		_ = f.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: sid, Update: acp.UpdateToolCall("edit-1", acp.WithUpdateStatus(acp.ToolCallStatusFailed))})
+		_ = f.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: sid, Update: acp.UpdateToolCall(id, acp.WithUpdateStatus(acp.ToolCallStatusFailed))})
 		return "edit not allowed"
 	}
 	_, err = f.conn.WriteTextFile(ctx, acp.WriteTextFileRequest{SessionId: sid, Path: path, Content: content})
@@ -454,6 +459,6 @@ func (f *fake) editFile(ctx context.Context, sid acp.SessionId, path, content st
 	if err != nil {
 		st, answer = acp.ToolCallStatusFailed, "edit refused: "+err.Error()
 	}
-	_ = f.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: sid, Update: acp.UpdateToolCall("edit-1", acp.WithUpdateStatus(st))})
+	_ = f.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: sid, Update: acp.UpdateToolCall(id, acp.WithUpdateStatus(st))})
 	return answer
 }

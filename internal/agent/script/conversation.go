@@ -108,6 +108,9 @@ type active struct {
 	// client is the client-run call waiting for its result, nil when none
 	// (clienttool.go).
 	client *clientWait
+	// ask is the input request waiting for its answer, nil when none
+	// (ask.go).
+	ask *askWait
 }
 
 func newConversation(s *Script, id, model string, logger *slog.Logger) *conversation {
@@ -378,7 +381,7 @@ func (c *conversation) next() (q *queued, a *active, ok bool) {
 
 // markers are what a turn's text asks for.
 type markers struct {
-	think, tool, confirm, slow, hold, prep, exit, deaf, late, stubborn, worker bool
+	think, tool, confirm, slow, hold, prep, exit, deaf, late, stubborn, worker, ask bool
 	// fail: [error] or [error:resumable]; resumable: the latter.
 	fail, resumable bool
 	// burst is [burst:N]: N deltas of burstChunk at once, no delay, so a
@@ -408,6 +411,7 @@ func parseMarkers(text string) markers {
 		late:      has("[late]"),
 		stubborn:  has("[stubborn]"),
 		worker:    has("[worker"),
+		ask:       has("[ask]"),
 		fail:      has("[error]") || has("[error:resumable]"),
 		resumable: has("[error:resumable]"),
 		burst:     burstOf(text),
@@ -525,6 +529,13 @@ func (r *turnRun) body() error {
 	answer := "echo: " + t.Text
 	if m := clientToolRE.FindStringSubmatch(t.Text); m != nil {
 		said, err := r.clientToolCall(r.ids+"-client-1", m[1], "")
+		if err != nil {
+			return err
+		}
+		answer = said
+	}
+	if r.m.ask {
+		said, err := r.askColour()
 		if err != nil {
 			return err
 		}

@@ -29,6 +29,8 @@
 //	                   [worker], [worker:hold], [worker:confirm], [worker:nested],
 //	                   [worker:bg]; a later turn saying [release] ends a background
 //	                   worker (worker.go)
+//	[ask]              an input request "Pick a colour" (red, blue); the turn waits for
+//	                   InputAnswered and answers "You picked <option>" (ask.go)
 //
 // A steering message whose text holds [refuse] is refused.
 //

@@ -5,7 +5,10 @@
 import { Connection, ROOT, uuid } from './proto.js';
 import { reduceChat, reduceSession, statusText } from './reduce.js';
 import { renderMarkdown } from './markdown.js';
-import { hunks, lineDiff } from './diff.js';
+import { reduceChangeset, renderChangeset as renderChangesetPanel } from './review.js';
+import { renderInputRequest } from './ask.js';
+import { renderSessionTools, sessionRowTools, sessionShown } from './manage.js';
+import { initNotify, summaryChanged } from './notify.js';
 
 const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = 'ahpd.token';
@@ -41,6 +44,9 @@ function el(tag, attrs = {}, ...children) {
   for (const c of children) if (c !== null && c !== undefined) n.append(c);
   return n;
 }
+
+// manage is what the session tools (manage.js) use of the page.
+const manage = { el, app, alertError, rerender: renderSessions };
 
 // keepFocus runs render, then gives the focus back to the element that had
 // it when render replaced that element with a new one of the same focus
@@ -217,7 +223,9 @@ function onNotification(method, p) {
       break;
     case 'root/sessionSummaryChanged': {
       const s = app.sessions.get(p.session);
+      const before = s && s.status;
       if (s) Object.assign(s, p.changes);
+      if (s) summaryChanged(s, before);
       break;
     }
     default:
@@ -253,7 +261,7 @@ function renderProviders() {
 function renderSessions() {
   const q = $('filter').value.trim().toLowerCase();
   const rows = [...app.sessions.values()]
-    .filter((s) => !q || [s.title, s.provider, s.activity].some((v) => (v || '').toLowerCase().includes(q)))
+    .filter((s) => sessionShown(s) && (!q || [s.title, s.provider, s.activity].some((v) => (v || '').toLowerCase().includes(q))))
     .sort((a, b) => String(b.modifiedAt).localeCompare(String(a.modifiedAt)));
   keepFocus($('sessions-list'), () => $('sessions-list').replaceChildren(
     ...rows.map((s) =>
@@ -267,9 +275,11 @@ function renderSessions() {
           el('span', { class: 'meta' }, el('span', { class: 'status', dataset: { status: statusText(s.status) }, text: statusText(s.status) }), ' · ', el('span', { class: 'provider', text: s.provider }), s.activity ? el('span', { class: 'activity', text: ' · ' + s.activity }) : null),
           el('time', { class: 'modified', datetime: s.modifiedAt, text: when(s.modifiedAt) }),
         ),
+        ...sessionRowTools(s, manage),
       ),
     ),
   ));
+  renderSessionTools(manage);
 }
 
 async function createSession(ev) {
@@ -332,6 +342,7 @@ function renderSession() {
   if (!st) return;
   const summary = app.sessions.get(app.session);
   $('session-title').textContent = st.title || (summary && summary.title) || '(untitled session)';
+  renderSessionTools(manage);
   const tabs = visibleChats().map((c) => {
     const selected = c.resource === app.chat;
     return el('button', {
@@ -488,7 +499,7 @@ function renderPart(p, t, live) {
     case 'error':
       return el('div', { class: 'error', role: 'alert', text: 'Error: ' + ((p.error && p.error.message) || 'the turn failed') });
     case 'inputRequest':
-      return el('div', { class: 'notice', text: 'The agent asks: ' + ((p.request && (p.request.message || p.request.title)) || 'a question') });
+      return renderInputRequest(p, t, live, { el, act, chat: app.chat });
     case 'contentRef':
       return el('div', { class: 'notice', text: 'Content: ' + p.uri });
     default:
@@ -590,29 +601,6 @@ function changesetFor(placeholder, value) {
   return null;
 }
 
-function reduceChangeset(s, a) {
-  switch (a.type) {
-    case 'changeset/fileSet': {
-      const i = s.files.findIndex((f) => f.id === a.file.id);
-      if (i >= 0) s.files[i] = a.file;
-      else s.files.push(a.file);
-      return;
-    }
-    case 'changeset/fileRemoved':
-      s.files = s.files.filter((f) => f.id !== a.fileId);
-      return;
-    case 'changeset/contentChanged':
-      s.files = a.files || [];
-      return;
-    case 'changeset/cleared':
-      s.files = [];
-      return;
-    case 'changeset/statusChanged':
-      s.status = a.status;
-      return;
-  }
-}
-
 async function openChangeset(uri, label) {
   closeChangeset();
   app.changeset = { uri, label, state: { files: [] }, texts: new Map() };
@@ -644,32 +632,8 @@ function readText(uri) {
 }
 
 function renderChangeset() {
-  const cs = app.changeset;
-  const panel = $('changes-panel');
-  panel.hidden = false;
-  const files = cs.state.files;
-  const body = el('div', { class: 'changes-files' });
-  if (!files.length) body.append(el('p', { class: 'hint', text: 'No changes.' }));
-  for (const f of files) {
-    const edit = f.edit || {};
-    const name = decodeURIComponent(String(f.id).replace(/^file:\/\//, ''));
-    const counts = edit.diff ? ` +${edit.diff.added || 0} −${edit.diff.removed || 0}` : '';
-    const pre = el('pre', { class: 'diff', 'aria-label': 'Diff of ' + name, text: 'loading…' });
-    body.append(el('details', { class: 'file-edit', open: true, dataset: { file: f.id } }, el('summary', { text: name + counts + (!edit.before ? ' (new)' : !edit.after ? ' (deleted)' : '') }), pre));
-    const side = (x) => (x && x.content && x.content.uri ? readText(x.content.uri) : Promise.resolve(''));
-    Promise.all([side(edit.before), side(edit.after)]).then(([b, a]) => {
-      const d = lineDiff(b, a);
-      if (!d) {
-        pre.textContent = 'too large to compare here';
-        return;
-      }
-      pre.replaceChildren(...hunks(d).map((x) => el('span', { class: x.op === '+' ? 'add' : x.op === '-' ? 'del' : x.op === '@' ? 'hunk' : '', text: (x.op === '@' ? '' : x.op) + x.line + '\n' })));
-    }, (e) => (pre.textContent = 'cannot read: ' + e.message));
-  }
-  panel.replaceChildren(
-    el('div', { class: 'row' }, el('h2', { text: cs.label }), el('button', { type: 'button', id: 'changes-close', onclick: closeChangeset, text: 'Close changes' })),
-    body,
-  );
+  $('changes-panel').hidden = false;
+  renderChangesetPanel($('changes-panel'), app.changeset, { el, call: (m, p) => app.conn.call(m, p), close: closeChangeset, rerender: renderChangeset, current: () => app.changeset, readText });
 }
 
 // ---- waiting messages ------------------------------------------------------
@@ -966,6 +930,8 @@ function wire() {
   });
   $('new-session-form').addEventListener('submit', createSession);
   $('filter').addEventListener('input', renderSessions);
+  $('show-archived').addEventListener('change', renderSessions);
+  initNotify({ app, openSession });
   $('back').addEventListener('click', () => (document.body.dataset.view = 'sessions'));
   $('new-chat').addEventListener('click', newChat);
   $('rename').addEventListener('click', renameStart);

@@ -3,6 +3,8 @@
 // internal/reduce does on the host. The page never applies its own actions
 // before the host echoes them, so what it shows is what the host stored.
 
+import { reduceInput } from './ask.js';
+
 export const STATUS = { Idle: 1, Error: 2, InProgress: 8, InputNeeded: 24, IsRead: 32, IsArchived: 64 };
 
 export function statusText(s) {
@@ -228,6 +230,10 @@ export function reduceChat(s, a) {
     case 'chat/backgroundWorkRemoved':
       s.backgroundWork = (s.backgroundWork || []).filter((x) => x.id !== a.id);
       return;
+    case 'chat/inputRequested':
+    case 'chat/inputAnswerChanged':
+    case 'chat/inputCompleted':
+      return reduceInput(s, a);
   }
 }
 
