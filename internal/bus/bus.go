@@ -27,10 +27,16 @@ type Subscriber interface {
 // (subscribe's delivery.maxLatencyMs; host/coalesce.go). It is called
 // under the bus's lock, in serverSeq order, and must not block or call
 // the bus. fromClient is set when the action carries a client's origin.
+// frame is the whole JSON-RPC "action" notification carrying envelope,
+// built once per publish and shared by every subscriber: it must not be
+// modified.
 type ActionSubscriber interface {
 	Subscriber
-	DeliverAction(channel string, action ahp.Action, seq int64, envelope json.RawMessage, fromClient bool)
+	DeliverAction(channel string, action ahp.Action, seq int64, envelope json.RawMessage, frame []byte, fromClient bool)
 }
+
+// actionFrameHead opens the JSON-RPC notification an envelope travels in.
+const actionFrameHead = `{"jsonrpc":"2.0","method":"action","params":`
 
 // Envelope is the JSON of an action envelope with no origin: what a
 // coalescing subscriber sends for deltas it merged.
@@ -149,6 +155,18 @@ func (e envelope) stamp(seq int64) json.RawMessage {
 	return append(out, e.tail...)
 }
 
+// stampFrame returns the action notification carrying the envelope with
+// serverSeq seq, and the envelope itself (a slice of the frame).
+func (e envelope) stampFrame(seq int64) (frame []byte, raw json.RawMessage) {
+	out := make([]byte, 0, len(actionFrameHead)+len(e.head)+20+len(e.tail)+1)
+	out = append(out, actionFrameHead...)
+	out = append(out, e.head...)
+	out = strconv.AppendInt(out, seq, 10)
+	out = append(out, e.tail...)
+	out = append(out, '}')
+	return out, out[len(actionFrameHead) : len(out)-1 : len(out)-1]
+}
+
 // Publish stamps the next serverSeq on the action and sends it to every
 // Subscriber of channel that knows its type. Refusals go through Refuse.
 func (b *Bus) Publish(channel string, action ahp.Action, origin *ahp.ActionOrigin) int64 {
@@ -157,13 +175,13 @@ func (b *Bus) Publish(channel string, action ahp.Action, origin *ahp.ActionOrigi
 	b.seqMu.Lock()
 	defer b.seqMu.Unlock()
 	b.seq++
-	raw := env.stamp(b.seq)
+	frame, raw := env.stampFrame(b.seq)
 	b.appendLog(logEntry{seq: b.seq, channel: channel, actionType: typ, envelope: raw})
 	delivered := 0
 	for s := range b.subs[channel] {
 		if s.Knows(typ) {
 			if as, ok := s.(ActionSubscriber); ok {
-				as.DeliverAction(channel, action, b.seq, raw, origin != nil)
+				as.DeliverAction(channel, action, b.seq, raw, frame, origin != nil)
 			} else {
 				s.Deliver("action", raw)
 			}

@@ -150,3 +150,52 @@ func TestVersionFilterOnPublishAndReplay(t *testing.T) {
 		}
 	}
 }
+
+// frameSink is an ActionSubscriber that keeps the frames it is handed.
+type frameSink struct {
+	sink
+	frames [][]byte
+	envs   []json.RawMessage
+}
+
+func (s *frameSink) DeliverAction(_ string, _ ahp.Action, _ int64, env json.RawMessage, frame []byte, _ bool) {
+	s.frames = append(s.frames, frame)
+	s.envs = append(s.envs, env)
+}
+
+// TestActionFrameBuiltOncePerPublish: every subscriber of a publish is
+// handed the same notification frame (one encoding, however many watch),
+// a JSON-RPC "action" notification whose params are the envelope the
+// replay log keeps.
+func TestActionFrameBuiltOncePerPublish(t *testing.T) {
+	b := NewBus(16)
+	a, c := &frameSink{sink: sink{id: "a"}}, &frameSink{sink: sink{id: "c"}}
+	b.Subscribe(a, "ch")
+	b.Subscribe(c, "ch")
+	b.Publish("ch", delta("hi"), nil)
+	if len(a.frames) != 1 || len(c.frames) != 1 {
+		t.Fatalf("frames: %d and %d", len(a.frames), len(c.frames))
+	}
+	if &a.frames[0][0] != &c.frames[0][0] {
+		t.Fatal("each subscriber got a frame of its own: the frame is built per subscriber")
+	}
+	var note struct {
+		JSONRPC string          `json:"jsonrpc"`
+		Method  string          `json:"method"`
+		Params  json.RawMessage `json:"params"`
+	}
+	if err := json.Unmarshal(a.frames[0], &note); err != nil || note.JSONRPC != "2.0" || note.Method != "action" {
+		t.Fatalf("frame %s: %v", a.frames[0], err)
+	}
+	if string(note.Params) != string(a.envs[0]) {
+		t.Fatalf("params %s, envelope %s", note.Params, a.envs[0])
+	}
+	envs, ok := b.Replay(&sink{id: "late"}, 0, []string{"ch"})
+	if !ok || len(envs) != 1 || string(envs[0]) != string(a.envs[0]) {
+		t.Fatalf("replay %q, %v", envs, ok)
+	}
+	// The envelope a subscriber keeps cannot grow into the frame's tail.
+	if cap(a.envs[0]) != len(a.envs[0]) {
+		t.Fatalf("envelope cap %d, len %d", cap(a.envs[0]), len(a.envs[0]))
+	}
+}

@@ -92,9 +92,9 @@ func (c *client) setLatency(channel string, d time.Duration) {
 }
 
 // DeliverAction is the bus's delivery of one action (bus.ActionSubscriber).
-func (c *client) DeliverAction(channel string, a ahp.Action, seq int64, raw json.RawMessage, fromClient bool) {
+func (c *client) DeliverAction(channel string, a ahp.Action, seq int64, raw json.RawMessage, frame []byte, fromClient bool) {
 	if !c.coalescing.Load() {
-		_ = c.conn.NotifyRaw("action", raw)
+		_ = c.conn.NotifyFrame(frame)
 		return
 	}
 	c.mu.Lock()
@@ -103,7 +103,7 @@ func (c *client) DeliverAction(channel string, a ahp.Action, seq int64, raw json
 	kind, turn, part, content, ok := mergeableDelta(a)
 	if wait <= 0 || !ok || fromClient {
 		c.flushLocked()
-		_ = c.conn.NotifyRaw("action", raw)
+		_ = c.conn.NotifyFrame(frame)
 		return
 	}
 	if h := c.held; h != nil && h.channel == channel && h.kind == kind && h.turn == turn && h.part == part {

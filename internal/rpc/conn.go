@@ -240,6 +240,16 @@ func (c *Conn) NotifyRaw(method string, params json.RawMessage) error {
 	return c.enqueue(notificationFrame(method, params), false)
 }
 
+// NotifyFrame queues a whole notification frame built by the caller, once
+// for every connection it goes to (the bus's action frames): the frame is
+// shared and never modified here.
+func (c *Conn) NotifyFrame(frame []byte) error {
+	if c.ctx.Err() != nil {
+		return ErrConnClosed
+	}
+	return c.enqueue(frame, false)
+}
+
 // Hold holds every notification queued on this connection from now on,
 // until release is called; replies are never held. A request that
 // subscribes opens a hold when its snapshot is taken and releases it
