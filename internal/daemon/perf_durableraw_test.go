@@ -335,6 +335,10 @@ func recordTurn(b *testing.B, ahpd *perfServer) string {
 			break
 		}
 	}
+	// Done with: left open and unread, ahpd would close them for not
+	// answering its pings, in the middle of the measurement.
+	_ = driver.ws.Close()
+	_ = recorder.ws.Close()
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(ahpd.dataDir, "ahpd.db")+"?mode=ro")
 	if err != nil {
 		b.Fatal(err)
