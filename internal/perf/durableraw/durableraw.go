@@ -135,6 +135,9 @@ func (s *Server) Close() error {
 	return s.writer.close()
 }
 
+// maxFrame bounds a frame the server reads.
+const maxFrame = 1 << 20
+
 // request is what the server reads of a client's frame.
 type request struct {
 	ID     json.RawMessage `json:"id"`
@@ -157,6 +160,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer ws.Close()
+	// A client's frames are a few hundred bytes; the bound keeps a
+	// stray client from holding the server's memory.
+	ws.SetReadLimit(maxFrame)
 	m := &member{ws: ws}
 	var joined []*room
 	defer func() {
