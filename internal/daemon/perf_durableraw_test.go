@@ -356,8 +356,8 @@ func recordTurn(b *testing.B, ahpd *perfServer) string {
 		b.Fatal(err)
 	}
 	b.Logf("recorded turn: %d frames, %d bytes", len(rec.Frames), len(data))
-	if os.Getenv("AHPD_PERF_DUMP") != "" {
-		b.Logf("%s", data)
+	if os.Getenv("AHPD_BENCH_SHOW_RECORDING") != "" {
+		b.Logf("the recording the raw servers replay: %s", data)
 	}
 	path := filepath.Join(b.TempDir(), "recording.json")
 	if err := os.WriteFile(path, data, 0o600); err != nil {
