@@ -83,8 +83,11 @@ generate:
 
 # The figures of docs/PERFORMANCE.md, each against a baseline measured in
 # the same run, as one table (internal/perf/benchtable).
-PERF_BENCH := Fanout|IdleSessionMemory|WholeTurn|ColdStart|ListSessionsPage|Persist200Parts|FirstSubscribe|Load
-# The load figure's chats (four clients each); each client is a socket on both ends.
+# TurnVsDurableRaw and LoadVsDurableRaw measure ahpd against the durable raw
+# server (internal/perf/durableraw) and the bare server, each in its own process.
+PERF_BENCH := Fanout|IdleSessionMemory|TurnVsDurableRaw|ColdStart|ListSessionsPage|Persist200Parts|FirstSubscribe|LoadVsDurableRaw
+# The load figure's chats (four clients each); each client is a socket on both
+# ends, and the three servers' clients are all open at once.
 BENCH_LOAD_CHATS ?= 1000
 # The sessions of the idle-memory figure.
 BENCH_SESSIONS ?= 10000

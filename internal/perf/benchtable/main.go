@@ -2,8 +2,13 @@
 // figures of docs/PERFORMANCE.md as one table: figure, ahpd, the baseline
 // measured in the same run, their ratio, and the goal. A benchmark takes
 // part when it reports a "ratio" metric, an ahpd metric (named ahpd-… or
-// loaded-…) and a baseline (raw-… or empty-…); other lines pass through to
-// stderr so nothing is lost.
+// loaded-…) and a baseline (raw-…, bare-… or empty-…); other lines pass
+// through to stderr so nothing is lost.
+//
+// A benchmark with several goals reports a ratio for each beyond the
+// first as KEY-ratio (p50-ratio) with its figures as ahpd-KEY-… and
+// raw-KEY-… (ahpd-p50-µs, raw-p50-µs): each such ratio is a row of its own,
+// "Benchmark KEY", with its own goal.
 //
 //	go test -run '^$' -bench . ./internal/... | go run ./internal/perf/benchtable
 package main
@@ -11,26 +16,43 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
 
-// goals are the issue's goals, by benchmark name (without -GOMAXPROCS).
+// goals are the issues' goals, by benchmark name (without -GOMAXPROCS),
+// and a keyed ratio's by the name, a space and its key.
 var goals = map[string]string{
 	"BenchmarkFanout/N=1":                      "-",
 	"BenchmarkFanout/N=10":                     "-",
 	"BenchmarkFanout/N=100":                    "ratio ≥ 0.5",
 	"BenchmarkFanoutCPU":                       "CPU ratio ≤ 2; spread p99 ≤ raw paced",
 	"BenchmarkIdleSessionMemory":               "loaded ≤ 20 KiB, unloaded ≤ 4 KiB",
-	"BenchmarkWholeTurn":                       "ratio ≤ 15",
+	"BenchmarkTurnVsDurableRaw":                "turns/s ratio ≥ 0.6",
+	"BenchmarkTurnVsDurableRaw p50":            "ratio ≤ 1.7",
+	"BenchmarkTurnVsDurableRaw p99":            "-",
+	"BenchmarkTurnVsDurableRaw cpu":            "reported",
+	"BenchmarkLoadVsDurableRaw":                "turns/s ratio ≥ 0.6",
+	"BenchmarkLoadVsDurableRaw p99":            "ratio ≤ 2",
+	"BenchmarkLoadVsDurableRaw rss":            "ratio ≤ 2",
+	"BenchmarkLoadVsDurableRaw cpu":            "reported",
 	"BenchmarkColdStart":                       "ratio ≤ 1.5",
 	"BenchmarkListSessionsPage/sessions=2000":  "≤ 5 ms/page",
 	"BenchmarkListSessionsPage/sessions=10000": "≤ 5 ms/page",
 	"BenchmarkPersist200Parts":                 "ratio ≤ 1.2",
 	"BenchmarkNotify":                          "-",
 }
+
+// ahpdPrefixes and basePrefixes name whose a metric is: ahpd's figure or
+// the baseline's.
+var (
+	ahpdPrefixes = []string{"ahpd-", "loaded-", "unloaded-", "snapshot-"}
+	basePrefixes = []string{"raw-", "bare-", "empty-"}
+)
 
 var procs = regexp.MustCompile(`-\d+$`)
 
@@ -39,16 +61,33 @@ type metric struct {
 	unit  string
 }
 
+// row is one line of the table.
+type row struct{ figure, ahpd, base, ratio, goal string }
+
 func main() {
-	type row struct{ figure, ahpd, base, ratio, goal string }
+	rows := parse(os.Stdin, os.Stderr)
+	fmt.Println("| figure | ahpd | baseline (same run) | ratio | goal |")
+	fmt.Println("|---|---|---|---|---|")
+	for _, r := range rows {
+		fmt.Printf("| %s | %s | %s | %s | %s |\n", r.figure, r.ahpd, r.base, r.ratio, r.goal)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(os.Stderr, "benchtable: no benchmark reported a ratio")
+		os.Exit(1)
+	}
+}
+
+// parse reads benchmark output and returns the table's rows; every line
+// that makes no row goes to rest.
+func parse(in io.Reader, rest io.Writer) []row {
 	var rows []row
-	sc := bufio.NewScanner(os.Stdin)
+	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
 		f := strings.Fields(line)
 		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
-			fmt.Fprintln(os.Stderr, line)
+			fmt.Fprintln(rest, line)
 			continue
 		}
 		name := procs.ReplaceAllString(f[0], "")
@@ -60,37 +99,83 @@ func main() {
 			}
 			ms = append(ms, metric{v, f[i+1]})
 		}
-		var ahpd, base []string
-		ratio := ""
+		// The ratios, in the order reported (the plain "ratio" first):
+		// each makes a row, keyed "" for "ratio" and KEY for KEY-ratio.
+		var keys []string
+		ratios := map[string]string{}
 		for _, m := range ms {
-			switch {
-			case m.unit == "ratio":
-				ratio = strconv.FormatFloat(m.value, 'g', 3, 64)
-			case strings.HasPrefix(m.unit, "ahpd-"), strings.HasPrefix(m.unit, "loaded-"), strings.HasPrefix(m.unit, "unloaded-"), strings.HasPrefix(m.unit, "snapshot-"):
-				ahpd = append(ahpd, format(m))
-			case strings.HasPrefix(m.unit, "raw-"), strings.HasPrefix(m.unit, "empty-"):
-				base = append(base, format(m))
+			key, ok := strings.CutSuffix(m.unit, "ratio")
+			if !ok || key != "" && !strings.HasSuffix(key, "-") {
+				continue
+			}
+			key = strings.TrimSuffix(key, "-")
+			ratios[key] = strconv.FormatFloat(m.value, 'g', 3, 64)
+			if key == "" {
+				keys = append([]string{""}, keys...)
+			} else {
+				keys = append(keys, key)
 			}
 		}
-		if ratio == "" {
-			fmt.Fprintln(os.Stderr, line)
+		if len(keys) == 0 {
+			fmt.Fprintln(rest, line)
 			continue
 		}
-		goal := goals[name]
-		if goal == "" {
-			goal = "-"
+		// Each ahpd or baseline metric belongs to the row whose key its
+		// name starts with after its prefix, else to the plain row.
+		ahpd, base := map[string][]string{}, map[string][]string{}
+		// go test prints metrics sorted by unit; the baselines go in
+		// basePrefixes' order (raw, then bare).
+		slices.SortStableFunc(ms, func(a, b metric) int { return baseRank(a.unit) - baseRank(b.unit) })
+		for _, m := range ms {
+			into, measure := ahpd, ""
+			if p, ok := prefixOf(m.unit, ahpdPrefixes); ok {
+				measure = strings.TrimPrefix(m.unit, p)
+			} else if p, ok := prefixOf(m.unit, basePrefixes); ok {
+				into, measure = base, strings.TrimPrefix(m.unit, p)
+			} else {
+				continue
+			}
+			key := ""
+			for _, k := range keys {
+				if k != "" && strings.HasPrefix(measure, k+"-") {
+					key = k
+				}
+			}
+			into[key] = append(into[key], format(m))
 		}
-		rows = append(rows, row{strings.TrimPrefix(name, "Benchmark"), strings.Join(ahpd, ", "), strings.Join(base, ", "), ratio, goal})
+		for _, key := range keys {
+			goalName, figure := name, strings.TrimPrefix(name, "Benchmark")
+			if key != "" {
+				goalName, figure = name+" "+key, figure+" "+key
+			}
+			goal := goals[goalName]
+			if goal == "" {
+				goal = "-"
+			}
+			rows = append(rows, row{figure, strings.Join(ahpd[key], ", "), strings.Join(base[key], ", "), ratios[key], goal})
+		}
 	}
-	fmt.Println("| figure | ahpd | baseline (same run) | ratio | goal |")
-	fmt.Println("|---|---|---|---|---|")
-	for _, r := range rows {
-		fmt.Printf("| %s | %s | %s | %s | %s |\n", r.figure, r.ahpd, r.base, r.ratio, r.goal)
+	return rows
+}
+
+// baseRank is the place of unit's prefix in basePrefixes (-1 for others).
+func baseRank(unit string) int {
+	for i, p := range basePrefixes {
+		if strings.HasPrefix(unit, p) {
+			return i
+		}
 	}
-	if len(rows) == 0 {
-		fmt.Fprintln(os.Stderr, "benchtable: no benchmark reported a ratio")
-		os.Exit(1)
+	return -1
+}
+
+// prefixOf is the one of prefixes unit starts with.
+func prefixOf(unit string, prefixes []string) (string, bool) {
+	for _, p := range prefixes {
+		if strings.HasPrefix(unit, p) {
+			return p, true
+		}
 	}
+	return "", false
 }
 
 func format(m metric) string {

@@ -179,7 +179,7 @@ func (r Request) Texts() []string {
 	return out
 }
 
-// builds are the testdata commands built for this test binary, by name,
+// builds are the commands built for this test binary, by package path,
 // in buildDir.
 var (
 	// buildMu guards buildDir and builds.
@@ -212,28 +212,36 @@ func Main(m *testing.M) {
 // per test binary and returns its path; Main removes it.
 func Build(t testing.TB, name string) string {
 	t.Helper()
+	return BuildPackage(t, "./testdata/"+name)
+}
+
+// BuildPackage is Build for any command of the module, named by its path
+// from the module root ("./cmd/ahpd"); the binary is named after its last
+// element.
+func BuildPackage(t testing.TB, pkg string) string {
+	t.Helper()
 	buildMu.Lock()
-	b := builds[name]
+	b := builds[pkg]
 	if b == nil {
 		b = &build{}
-		builds[name] = b
+		builds[pkg] = b
 	}
 	buildMu.Unlock()
-	b.once.Do(func() { b.bin, b.err = buildCommand(name) })
+	b.once.Do(func() { b.bin, b.err = buildCommand(pkg) })
 	if b.err != nil {
 		t.Fatalf("fakemodel: %v", b.err)
 	}
 	return b.bin
 }
 
-func buildCommand(name string) (string, error) {
+func buildCommand(pkg string) (string, error) {
 	root, err := ModuleRoot()
 	if err != nil {
 		return "", err
 	}
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		return "", fmt.Errorf("build testdata/%s: no go on PATH: %w", name, err)
+		return "", fmt.Errorf("build %s: no go on PATH: %w", pkg, err)
 	}
 	buildMu.Lock()
 	if buildDir == "" {
@@ -244,11 +252,11 @@ func buildCommand(name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, name)
-	cmd := exec.Command(goTool, "build", "-o", bin, "./testdata/"+name)
+	bin := filepath.Join(dir, filepath.Base(pkg))
+	cmd := exec.Command(goTool, "build", "-o", bin, pkg)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./testdata/%s: %w\n%s", name, err, out)
+		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
 	}
 	return bin, nil
 }
