@@ -147,8 +147,14 @@ func (d *dispatcher) dispatch(cl *client, params json.RawMessage, attachments rp
 // chat action names for its default chat; "" when the host holds neither.
 func (d *dispatcher) attachmentSession(channel string) string {
 	if ahp.IsChatURI(channel) {
-		session, _, _ := d.cat.chatSession(channel)
-		return session
+		if session, _, ok := d.cat.chatSession(channel); ok {
+			return session
+		}
+		// A URI that names its session (VS Code's derived default chat).
+		if pc, err := ahp.ParseChatURI(channel); err == nil && pc.Session != "" && d.cat.known(pc.Session) {
+			return pc.Session
+		}
+		return ""
 	}
 	if d.cat.known(channel) {
 		return channel

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -31,6 +30,15 @@ import (
 // attachmentDataPath is the path of the strings readFrame keeps out of the
 // frame; "*" is any index of an array.
 var attachmentDataPath = [...]string{"params", "action", "message", "attachments", "*", "data"}
+
+// attachmentDataPathBytes is attachmentDataPath as bytes, to compare
+// member names with without a copy.
+var attachmentDataPathBytes = func() (b [len(attachmentDataPath)][]byte) {
+	for i, name := range attachmentDataPath {
+		b[i] = []byte(name)
+	}
+	return b
+}()
 
 // AttachmentData is the data of a dispatched message's inline attachments
 // (params.action.message.attachments[i].data), read out of the frame: the
@@ -248,7 +256,8 @@ func hexValue(c byte) (byte, bool) {
 // readFrame reads one text message from r through buf: the frame with the
 // contents of its inline attachments' data left out, and those contents.
 func readFrame(r io.Reader, buf []byte) ([]byte, AttachmentData, error) {
-	var s frameScanner
+	s := &frameScanner{out: make([]byte, 0, 512)}
+	s.stack, s.key = s.stackRoom[:0], s.keyRoom[:0]
 	for {
 		n, err := r.Read(buf)
 		s.scan(buf[:n])
@@ -311,6 +320,10 @@ type frameScanner struct {
 
 	state scanState
 	stack []container
+	// stackRoom holds the first levels of stack, which are all a frame on
+	// the path needs.
+	stackRoom [8]container
+	keyRoom   [32]byte
 	// esc is where a string's escape is: 0 outside one, 1 after the
 	// backslash, 2..5 before the 4th..1st hex digit of \u.
 	esc int
@@ -494,6 +507,16 @@ func (s *frameScanner) afterValue() {
 // them, and left as they are.
 func (s *frameScanner) stringBytes(p []byte) []byte {
 	for i := 0; i < len(p); i++ {
+		if s.esc == 0 {
+			// The bulk of a string: run to the next byte that means
+			// something.
+			for i < len(p) && !stringStop[p[i]] {
+				i++
+			}
+			if i == len(p) {
+				break
+			}
+		}
 		c := p[i]
 		switch s.esc {
 		case 0:
@@ -535,6 +558,16 @@ func (s *frameScanner) stringBytes(p []byte) []byte {
 	return nil
 }
 
+// stringStop marks the bytes that end a run of a string's plain bytes: the
+// closing quote, an escape, and the control characters JSON refuses.
+var stringStop = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
+
 // emitString sends string bytes where the string goes.
 func (s *frameScanner) emitString(p []byte) {
 	if s.spill != nil {
@@ -566,18 +599,20 @@ func (s *frameScanner) endString() {
 	if !s.keyCollect || s.keyLong {
 		return
 	}
-	name := string(s.key)
-	if bytes.IndexByte(s.key, '\\') >= 0 {
+	name := s.key
+	if bytes.IndexByte(name, '\\') >= 0 {
 		// Checked escape by escape as it was read, so it decodes.
-		_ = json.Unmarshal(append(append([]byte{'"'}, s.key...), '"'), &name)
+		var v string
+		_ = json.Unmarshal(append(append([]byte{'"'}, name...), '"'), &v)
+		name = []byte(v)
 	}
 	want := attachmentDataPath[top.depth]
 	switch {
-	case name == want && top.seen:
+	case string(name) == want && top.seen:
 		s.giveUp() // named twice: encoding/json would take the last
-	case name == want:
+	case string(name) == want:
 		top.seen, top.match = true, true
-	case strings.EqualFold(name, want):
+	case bytes.EqualFold(name, attachmentDataPathBytes[top.depth]):
 		s.giveUp() // encoding/json would take it for the member too
 	}
 }
