@@ -50,7 +50,12 @@ type AttachmentData map[int]*JSONString
 // sent, escapes and all, in chunks. It is never changed once the frame is
 // read, and is safe to read from any goroutine.
 type JSONString struct {
+	// chunks are full but the last, which holds fill bytes. Bytes are
+	// written into a chunk by index, never by storing a grown slice: the
+	// scanner writes byte by byte, and each store of a slice is a GC write
+	// barrier.
 	chunks [][]byte
+	fill   int
 	size   int
 }
 
@@ -66,20 +71,57 @@ const (
 func (s *JSONString) write(p []byte) {
 	for len(p) > 0 {
 		n := len(s.chunks)
-		if n == 0 || len(s.chunks[n-1]) == cap(s.chunks[n-1]) {
+		if n == 0 || s.fill == len(s.chunks[n-1]) {
 			size := firstChunk
 			if n > 0 {
-				size = min(2*cap(s.chunks[n-1]), maxChunk)
+				size = min(2*len(s.chunks[n-1]), maxChunk)
 			}
-			s.chunks = append(s.chunks, make([]byte, 0, size))
+			s.chunks = append(s.chunks, make([]byte, size))
+			s.fill = 0
 			n++
 		}
-		last := s.chunks[n-1]
-		k := min(len(p), cap(last)-len(last))
-		s.chunks[n-1] = append(last, p[:k]...)
+		k := copy(s.chunks[n-1][s.fill:], p)
+		s.fill += k
 		s.size += k
 		p = p[k:]
 	}
+}
+
+// writeByte appends c to s.
+func (s *JSONString) writeByte(c byte) {
+	if n := len(s.chunks); n > 0 && s.fill < len(s.chunks[n-1]) {
+		s.chunks[n-1][s.fill] = c
+		s.fill++
+		s.size++
+		return
+	}
+	one := [1]byte{c}
+	s.write(one[:])
+}
+
+// chunk is the i-th chunk's bytes.
+func (s *JSONString) chunk(i int) []byte {
+	if i == len(s.chunks)-1 {
+		return s.chunks[i][:s.fill]
+	}
+	return s.chunks[i]
+}
+
+// appendRange appends bytes from..to of s to dst.
+func (s *JSONString) appendRange(dst []byte, from, to int) []byte {
+	at := 0
+	for i := range s.chunks {
+		if at >= to {
+			break
+		}
+		c := s.chunk(i)
+		lo, hi := max(from-at, 0), min(to-at, len(c))
+		if lo < hi {
+			dst = append(dst, c[lo:hi]...)
+		}
+		at += len(c)
+	}
+	return dst
 }
 
 // Len is the length of the string as sent, escapes included.
@@ -89,9 +131,7 @@ func (s *JSONString) Len() int { return s.size }
 func (s *JSONString) raw() []byte {
 	b := make([]byte, 0, s.size+2)
 	b = append(b, '"')
-	for _, c := range s.chunks {
-		b = append(b, c...)
-	}
+	b = s.appendRange(b, 0, s.size)
 	return append(b, '"')
 }
 
@@ -108,11 +148,11 @@ func (s *JSONString) String() string {
 // time. Bytes that are not UTF-8 are passed on as they are (encoding/json
 // would make each a U+FFFD), which changes nothing for the base64 an
 // attachment's data is.
-func (s *JSONString) Reader() io.Reader { return &unescaper{chunks: s.chunks} }
+func (s *JSONString) Reader() io.Reader { return &unescaper{s: s} }
 
 // unescaper is the Reader of a JSONString.
 type unescaper struct {
-	chunks  [][]byte
+	s       *JSONString
 	ci, off int
 	// pending is what an escape decoded to that Read could not yet return.
 	pending []byte
@@ -128,10 +168,10 @@ func (u *unescaper) Read(p []byte) (int, error) {
 			n += k
 			continue
 		}
-		if u.ci == len(u.chunks) {
+		if u.ci == len(u.s.chunks) {
 			break
 		}
-		c := u.chunks[u.ci][u.off:]
+		c := u.s.chunk(u.ci)[u.off:]
 		if len(c) == 0 {
 			u.ci, u.off = u.ci+1, 0
 			continue
@@ -156,8 +196,8 @@ func (u *unescaper) Read(p []byte) (int, error) {
 
 // next takes the next byte of the string; 0 at its end.
 func (u *unescaper) next() byte {
-	for u.ci < len(u.chunks) {
-		c := u.chunks[u.ci]
+	for u.ci < len(u.s.chunks) {
+		c := u.s.chunk(u.ci)
 		if u.off < len(c) {
 			b := c[u.off]
 			u.off++
@@ -172,8 +212,8 @@ func (u *unescaper) next() byte {
 func (u *unescaper) peek(k int) []byte {
 	out := make([]byte, 0, k)
 	ci, off := u.ci, u.off
-	for len(out) < k && ci < len(u.chunks) {
-		c := u.chunks[ci][off:]
+	for len(out) < k && ci < len(u.s.chunks) {
+		c := u.s.chunk(ci)[off:]
 		take := min(k-len(out), len(c))
 		out = append(out, c[:take]...)
 		ci, off = ci+1, 0
@@ -256,14 +296,13 @@ func hexValue(c byte) (byte, bool) {
 // readFrame reads one text message from r through buf: the frame with the
 // contents of its inline attachments' data left out, and those contents.
 func readFrame(r io.Reader, buf []byte) ([]byte, AttachmentData, error) {
-	s := &frameScanner{out: make([]byte, 0, 512)}
+	s := &frameScanner{}
 	s.stack, s.key = s.stackRoom[:0], s.keyRoom[:0]
 	for {
 		n, err := r.Read(buf)
 		s.scan(buf[:n])
 		if err == io.EOF {
-			s.finish()
-			return s.out, s.data, nil
+			return s.finish(), s.data, nil
 		}
 		if err != nil {
 			return nil, nil, err
@@ -313,7 +352,10 @@ type spilled struct {
 // enough to follow attachmentDataPath; json.Valid judges the frame after
 // it.
 type frameScanner struct {
-	out      []byte
+	// out is the frame as read, but the strings kept out, in chunks: the
+	// frame is copied into one slice of its exact size once read, as
+	// io.ReadAll does.
+	out      JSONString
 	data     AttachmentData
 	spills   []spilled
 	verbatim bool // gave up following the path: out is the frame as read
@@ -343,7 +385,7 @@ const maxKey = 256
 func (s *frameScanner) scan(p []byte) {
 	for len(p) > 0 {
 		if s.verbatim {
-			s.out = append(s.out, p...)
+			s.out.write(p)
 			return
 		}
 		switch s.state {
@@ -354,7 +396,7 @@ func (s *frameScanner) scan(p []byte) {
 			for i < len(p) && !endsLiteral(p[i]) {
 				i++
 			}
-			s.out = append(s.out, p[:i]...)
+			s.emit(p[:i])
 			p = p[i:]
 			if len(p) > 0 {
 				s.afterValue()
@@ -375,13 +417,13 @@ func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\
 // structural takes one byte outside strings and literals.
 func (s *frameScanner) structural(c byte) {
 	if isSpace(c) {
-		s.out = append(s.out, c)
+		s.out.writeByte(c)
 		return
 	}
 	switch s.state {
 	case stValue, stArrayFirst:
 		if s.state == stArrayFirst && c == ']' {
-			s.out = append(s.out, c)
+			s.out.writeByte(c)
 			s.close()
 			return
 		}
@@ -389,12 +431,12 @@ func (s *frameScanner) structural(c byte) {
 	case stObjectFirst, stKey:
 		switch {
 		case c == '"':
-			s.out = append(s.out, c)
+			s.out.writeByte(c)
 			s.keyCollect = s.stack[len(s.stack)-1].depth >= 0
 			s.key, s.keyLong = s.key[:0], false
 			s.state, s.esc = stKeyString, 0
 		case c == '}' && s.state == stObjectFirst:
-			s.out = append(s.out, c)
+			s.out.writeByte(c)
 			s.close()
 		default:
 			s.giveUpAt(c)
@@ -404,20 +446,20 @@ func (s *frameScanner) structural(c byte) {
 			s.giveUpAt(c)
 			return
 		}
-		s.out = append(s.out, c)
+		s.out.writeByte(c)
 		s.state = stValue
 	case stAfterValue:
 		top := &s.stack[len(s.stack)-1]
 		switch {
 		case c == ',':
-			s.out = append(s.out, c)
+			s.out.writeByte(c)
 			if top.object {
 				s.state = stKey
 			} else {
 				s.state = stValue
 			}
 		case c == '}' && top.object, c == ']' && !top.object:
-			s.out = append(s.out, c)
+			s.out.writeByte(c)
 			s.close()
 		default:
 			s.giveUpAt(c)
@@ -456,7 +498,7 @@ func (s *frameScanner) value(c byte) {
 			parent.elements++
 		}
 	}
-	s.out = append(s.out, c)
+	s.out.writeByte(c)
 	switch c {
 	case '{', '[':
 		if len(s.stack) == maxDepth {
@@ -477,7 +519,7 @@ func (s *frameScanner) value(c byte) {
 		s.state, s.esc = stString, 0
 		if depth == len(attachmentDataPath) {
 			s.spill = &JSONString{}
-			s.spills = append(s.spills, spilled{at: len(s.out), str: s.spill})
+			s.spills = append(s.spills, spilled{at: s.out.size, str: s.spill})
 			if s.data == nil {
 				s.data = make(AttachmentData)
 			}
@@ -503,9 +545,54 @@ func (s *frameScanner) afterValue() {
 }
 
 // stringBytes takes bytes of a string up to and including its closing
-// quote, and returns the rest of p. The escapes are checked as JSON has
-// them, and left as they are.
+// quote, and returns the rest of p.
 func (s *frameScanner) stringBytes(p []byte) []byte {
+	if s.spill == nil {
+		return s.plainString(p)
+	}
+	return s.keptString(p)
+}
+
+// plainString takes bytes of a string left in the frame: json.Valid judges
+// it with the frame, so only where it ends is looked for, with the
+// assembly of bytes.IndexByte (a multi-megabyte string of another request
+// costs little, even under the race detector).
+func (s *frameScanner) plainString(p []byte) []byte {
+	i := 0
+	for {
+		if s.esc != 0 { // the byte after a backslash
+			if i == len(p) {
+				break
+			}
+			s.esc = 0
+			i++
+			continue
+		}
+		end := len(p)
+		quote := bytes.IndexByte(p[i:], '"')
+		if quote >= 0 {
+			end = i + quote
+		}
+		if b := bytes.IndexByte(p[i:end], '\\'); b >= 0 {
+			i += b + 1
+			s.esc = 1
+			continue
+		}
+		if quote < 0 {
+			break
+		}
+		s.emitString(p[:end])
+		s.endString()
+		return p[end+1:]
+	}
+	s.emitString(p)
+	return nil
+}
+
+// keptString takes bytes of a string kept out of the frame, checking its
+// escapes and characters as JSON has them, since the frame json.Valid
+// judges no longer holds them.
+func (s *frameScanner) keptString(p []byte) []byte {
 	for i := 0; i < len(p); i++ {
 		if s.esc == 0 {
 			// The bulk of a string: run to the next byte that means
@@ -558,6 +645,9 @@ func (s *frameScanner) stringBytes(p []byte) []byte {
 	return nil
 }
 
+// emit appends p to the frame.
+func (s *frameScanner) emit(p []byte) { s.out.write(p) }
+
 // stringStop marks the bytes that end a run of a string's plain bytes: the
 // closing quote, an escape, and the control characters JSON refuses.
 var stringStop = func() (t [256]bool) {
@@ -573,7 +663,7 @@ func (s *frameScanner) emitString(p []byte) {
 	if s.spill != nil {
 		s.spill.write(p)
 	} else {
-		s.out = append(s.out, p...)
+		s.emit(p)
 	}
 	if s.state == stKeyString && s.keyCollect && !s.keyLong {
 		if len(s.key)+len(p) > maxKey {
@@ -587,7 +677,7 @@ func (s *frameScanner) emitString(p []byte) {
 // endString takes a string's closing quote; a member name's is where the
 // scanner learns whether the member is on the path.
 func (s *frameScanner) endString() {
-	s.out = append(s.out, '"')
+	s.out.writeByte('"')
 	s.spill = nil
 	if s.state == stString {
 		s.afterValue()
@@ -617,39 +707,51 @@ func (s *frameScanner) endString() {
 	}
 }
 
-// giveUp stops following the path: every string kept out so far goes back
-// into the frame where it was, and the rest of the frame is copied as read.
+// giveUp stops following the path: the rest of the frame is copied as
+// read, and every string kept out so far goes back where it was when the
+// frame is put together (finish).
 func (s *frameScanner) giveUp() {
-	if len(s.spills) > 0 {
-		size := len(s.out)
-		for _, sp := range s.spills {
-			size += sp.str.size
-		}
-		out := make([]byte, 0, size)
-		last := 0
-		for _, sp := range s.spills {
-			out = append(out, s.out[last:sp.at]...)
-			for _, chunk := range sp.str.chunks {
-				out = append(out, chunk...)
-			}
-			last = sp.at
-		}
-		s.out = append(out, s.out[last:]...)
-	}
-	s.spills, s.data, s.spill, s.verbatim = nil, nil, nil, true
+	s.data, s.spill, s.verbatim = nil, nil, true
 }
 
 // giveUpAt gives up at byte c, which is copied as read.
 func (s *frameScanner) giveUpAt(c byte) {
 	s.giveUp()
-	s.out = append(s.out, c)
+	s.out.writeByte(c)
 }
 
-// finish ends the frame: one that ends before its value does is not JSON,
-// and goes on as read.
-func (s *frameScanner) finish() {
-	if s.verbatim || s.state == stEnd || s.state == stLiteral && len(s.stack) == 0 {
-		return
+// finish puts the frame together in one slice of its size. A frame that
+// ends before its value does is not JSON, and goes on as read.
+func (s *frameScanner) finish() []byte {
+	if !s.verbatim && s.state != stEnd && !(s.state == stLiteral && len(s.stack) == 0) {
+		s.giveUp()
 	}
-	s.giveUp()
+	size := s.out.size
+	if s.verbatim {
+		for _, sp := range s.spills {
+			size += sp.str.size
+		}
+	}
+	frame := make([]byte, 0, size)
+	if !s.verbatim {
+		return s.out.appendRange(frame, 0, s.out.size)
+	}
+	// One walk over the chunks, each kept string put back at its offset.
+	pos, next := 0, 0
+	for i := range s.out.chunks {
+		c := s.out.chunk(i)
+		for next < len(s.spills) && s.spills[next].at <= pos+len(c) {
+			cut := s.spills[next].at - pos
+			frame = append(frame, c[:cut]...)
+			frame = s.spills[next].str.appendRange(frame, 0, s.spills[next].str.size)
+			c, pos, next = c[cut:], pos+cut, next+1
+		}
+		frame = append(frame, c...)
+		pos += len(c)
+	}
+	for ; next < len(s.spills); next++ { // kept out after the last byte
+		frame = s.spills[next].str.appendRange(frame, 0, s.spills[next].str.size)
+	}
+	s.spills = nil
+	return frame
 }
