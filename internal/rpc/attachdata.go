@@ -12,8 +12,9 @@ import (
 // client's frame: chat/turnStarted and chat/pendingMessageSet carry each
 // attachment's bytes as a base64 string at
 // params.action.message.attachments[i].data (a 10 MiB file is a 13.3 MiB
-// string). Read whole, then decoded by jsonrpc2 and again by the host, that
-// string was held five times over (issue 34, item 7). So the read loop reads
+// string). Read whole, then decoded by jsonrpc2 and again by the host, it
+// was held over and over: the heap grew by 9× the attachment during its
+// turn (issue 34, item 7; docs/PERFORMANCE.md). So the read loop reads
 // a text frame through readFrame, which copies the frame except the contents
 // of those strings: each is kept, still escaped, in chunks of its own (an
 // AttachmentData entry), and the frame keeps an empty string in its place.
@@ -24,8 +25,9 @@ import (
 // Anything readFrame cannot read unambiguously it leaves in the frame as it
 // came: a frame that is not valid JSON, a member on that path named twice or
 // named like a path member in another case ("Data"; encoding/json would
-// take either), a string with an escape JSON does not have. The frame is then
-// exactly the bytes read, and is answered or decoded as before.
+// take either), a string it would keep out with an escape or a character
+// JSON does not allow there. The frame is then exactly the bytes read, and
+// is answered or decoded as before.
 
 // attachmentDataPath is the path of the strings readFrame keeps out of the
 // frame; "*" is any index of an array.
