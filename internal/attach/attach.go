@@ -12,8 +12,10 @@
 package attach
 
 import (
+	"bytes"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 
@@ -244,6 +246,16 @@ func validCut(s string, i int) bool {
 	return i == len(s) || s[i] < 0x80 || s[i] >= 0xC0
 }
 
+// SessionFolder names a session's own attachments folder: the session's
+// id, or its whole URI when it has no id (FileName makes either a path
+// segment).
+func SessionFolder(sessionURI string) string {
+	if id, ok := ahp.SessionID(sessionURI); ok && id != "" {
+		return id
+	}
+	return sessionURI
+}
+
 // Location is where the bytes of one attachment are written: a folder of
 // their own named by id (a UUID) under the session's attachments folder,
 // under the label made fit for a path segment (C-ATT-09).
@@ -262,6 +274,61 @@ func Decode(a ahp.MessageAttachment) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// DecodeReader streams the bytes of base64 text r, padded or not, as
+// Decode reads them, holding no more than a small buffer: an attachment's
+// data is decoded straight into its file (Writer.WriteFrom).
+func DecodeReader(r io.Reader) io.Reader {
+	return base64.NewDecoder(base64.RawStdEncoding, &unpadded{r: r})
+}
+
+// unpadded is base64 text without its padding: the '=' at its end, and
+// the line breaks among them, are dropped. A '=' with text after it is
+// passed on, for RawStdEncoding to refuse, as StdEncoding refuses padding
+// in the middle.
+type unpadded struct {
+	r   io.Reader
+	buf [4096]byte
+	out []byte
+	// padded: a '=' was read after the last byte of text.
+	padded bool
+	err    error
+}
+
+func (u *unpadded) Read(p []byte) (int, error) {
+	for len(u.out) == 0 {
+		if u.err != nil {
+			return 0, u.err
+		}
+		n, err := u.r.Read(u.buf[:])
+		u.out, u.err = u.take(u.buf[:n]), err
+	}
+	n := copy(p, u.out)
+	u.out = u.out[n:]
+	return n, nil
+}
+
+// take returns what of chunk is passed on: all of it but a tail of '=' and
+// line breaks, which waits for the text after it, if any.
+func (u *unpadded) take(chunk []byte) []byte {
+	end := len(chunk)
+	for end > 0 && isPadding(chunk[end-1]) {
+		end--
+	}
+	tailPadded := bytes.IndexByte(chunk[end:], '=') >= 0
+	if end == 0 {
+		u.padded = u.padded || tailPadded
+		return nil
+	}
+	out := chunk[:end]
+	if u.padded {
+		out = append([]byte{'='}, out...)
+	}
+	u.padded = tailPadded
+	return out
+}
+
+func isPadding(c byte) bool { return c == '=' || c == '\r' || c == '\n' }
 
 // Written is a as the message carries it once its size bytes were written
 // to path: a resource naming the file, tagged as the message's own, with

@@ -1,6 +1,7 @@
 package attach
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -29,31 +30,40 @@ var ErrNoRoot = errors.New("no attachments folder configured")
 // Write writes data for the attachment labelled label of session and
 // returns the file's path.
 func (w Writer) Write(session, label string, data []byte) (string, error) {
+	path, _, err := w.WriteFrom(session, label, bytes.NewReader(data))
+	return path, err
+}
+
+// WriteFrom writes what r gives for the attachment labelled label of
+// session, as it comes, and returns the file's path and size. When r
+// fails (bytes that do not decode) nothing is left behind.
+func (w Writer) WriteFrom(session, label string, r io.Reader) (string, int64, error) {
 	if w.Root == "" {
-		return "", ErrNoRoot
+		return "", 0, ErrNoRoot
 	}
 	id := uuid.NewString
 	if w.NewID != nil {
 		id = w.NewID
 	}
 	path := Location(w.Root, session, id(), label)
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return "", fmt.Errorf("write attachment %q: %w", label, err)
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", 0, fmt.Errorf("write attachment %q: %w", label, err)
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return "", fmt.Errorf("write attachment %q: %w", label, err)
+		return "", 0, fmt.Errorf("write attachment %q: %w", label, err)
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
+	n, err := io.Copy(f, r)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		_ = os.Remove(path)
-		return "", fmt.Errorf("write attachment %q: %w", label, err)
+		_ = os.Remove(dir) // its own folder, empty again
+		return "", 0, fmt.Errorf("write attachment %q: %w", label, err)
 	}
-	if err := f.Close(); err != nil {
-		_ = os.Remove(path)
-		return "", fmt.Errorf("write attachment %q: %w", label, err)
-	}
-	return path, nil
+	return path, n, nil
 }
 
 // ReadOwn reads the bytes of a file the model takes as an image or inline

@@ -1,10 +1,16 @@
 package attach
 
 import (
+	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
+	"testing/iotest"
+
+	"github.com/ahpd/ahpd/internal/ahp"
 )
 
 // TestWriter covers C-ATT-08, 09: each write is one new file in a folder of
@@ -124,5 +130,61 @@ func TestReadOwnStaysInsideItsRoots(t *testing.T) {
 		if err != nil && string(b) != "" {
 			t.Errorf("%s: refused but returned bytes", tc.name)
 		}
+	}
+}
+
+// TestDecodeReaderReadsAsDecode: streamed, an attachment's base64 decodes
+// to what Decode makes of it, padded or not, line breaks and all, and what
+// Decode refuses is refused.
+func TestDecodeReaderReadsAsDecode(t *testing.T) {
+	for _, data := range []string{
+		"", "QQ==", "QQ", "QQ=", "QUI=", "QUJD", "QUJD\r\nREVG", "QUJDREVG\n", "QQ==\n", "QQ=\n=",
+		"QQ==QQ==", "QQ=\nQQ", "=", "====", "Q", "QUJD!", "QUJD" + strings.Repeat("QUJD", 3000) + "QQ==",
+	} {
+		want, wantErr := Decode(ahp.MessageAttachment{Data: data})
+		for _, step := range []int{1, 3, 4096} {
+			got, err := io.ReadAll(DecodeReader(iotest.HalfReader(&chunked{s: data, step: step})))
+			if (err != nil) != (wantErr != nil) || err == nil && !bytes.Equal(got, want) {
+				t.Errorf("%.20q in pieces of %d: %q, %v; Decode: %q, %v", data, step, got, err, want, wantErr)
+			}
+		}
+	}
+}
+
+// chunked reads s step bytes at a time.
+type chunked struct {
+	s    string
+	step int
+}
+
+func (c *chunked) Read(p []byte) (int, error) {
+	if c.s == "" {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), c.step)], c.s)
+	c.s = c.s[n:]
+	return n, nil
+}
+
+// TestWriteFromStreams: WriteFrom writes what its reader gives, and a
+// reader that fails part way (bytes that do not decode) leaves neither the
+// file nor its folder behind.
+func TestWriteFromStreams(t *testing.T) {
+	root := t.TempDir()
+	w := Writer{Root: root}
+	path, n, err := w.WriteFrom("sess", "a.bin", DecodeReader(strings.NewReader("QUJD")))
+	if err != nil || n != 3 {
+		t.Fatalf("WriteFrom = %q, %d, %v", path, n, err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "ABC" {
+		t.Errorf("file holds %q", b)
+	}
+	bad := strings.Repeat("QUJD", 5000) + "!!!!"
+	if _, _, err := w.WriteFrom("sess", "b.bin", DecodeReader(strings.NewReader(bad))); err == nil {
+		t.Fatal("bytes that do not decode were written")
+	}
+	entries, _ := os.ReadDir(filepath.Join(root, "sess"))
+	if len(entries) != 1 {
+		t.Errorf("a failed write left %d folders, want only the first write's", len(entries)-1)
 	}
 }

@@ -3,6 +3,7 @@ package chat
 import (
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/ahpd/ahpd/internal/agent"
 	"github.com/ahpd/ahpd/internal/ahp"
@@ -42,21 +43,24 @@ func (at *attachments) prepare(m ahp.Message, resolved []attach.Resolved) (ahp.M
 	for i, a := range m.Attachments {
 		switch attach.Plan(a, attach.PlanOptions{CanFetch: true, FetchLimit: c.cfg.Env.Attachments.FetchLimit}) {
 		case attach.Write:
-			data, err := attach.Decode(a)
-			if err != nil {
-				c.log.Warn("attachment left as sent", "label", a.Label, "err", err)
+			// Decoded straight into the file; the host writes a client's
+			// inline bytes at its door (host/attachments.go, writeInline), so
+			// this writes what reached the chat otherwise, or what the door
+			// could not write.
+			path, size, err := w.WriteFrom(at.sessionFolder(), a.Label, attach.DecodeReader(strings.NewReader(a.Data)))
+			if err == nil {
+				out[i] = attach.Written(a, path, size)
+				forms = append(forms, keptForm(out[i], at.readableRoots()))
+				continue
+			}
+			// C-ATT-19, 20: the message goes on with the bytes it came with.
+			c.log.Warn("attachment left as sent", "label", a.Label, "err", err)
+			data, derr := attach.Decode(a)
+			if derr != nil {
 				forms = append(forms, agent.Attachment{As: attach.AsPath, Label: a.Label, MimeType: a.ContentType})
 				continue
 			}
-			path, err := w.Write(at.sessionFolder(), a.Label, data)
-			if err != nil {
-				// C-ATT-19, 20: the message goes on with the bytes it came with.
-				c.log.Warn("attachment left as sent", "label", a.Label, "err", err)
-				forms = append(forms, ownForm(a.Label, a.ContentType, "", data))
-				continue
-			}
-			out[i] = attach.Written(a, path, int64(len(data)))
-			forms = append(forms, ownForm(a.Label, a.ContentType, path, data))
+			forms = append(forms, ownForm(a.Label, a.ContentType, "", data))
 		case attach.Fetch:
 			// C-ATT-11, 12: read through the client that sent it (host
 			// attachments.go), then written as inline bytes are.
@@ -112,13 +116,7 @@ func (at *attachments) readableRoots() []string {
 }
 
 // sessionFolder names the session's own attachments folder.
-func (at *attachments) sessionFolder() string {
-	c := at.c
-	if id, ok := ahp.SessionID(c.cfg.Session); ok && id != "" {
-		return id
-	}
-	return c.cfg.Session
-}
+func (at *attachments) sessionFolder() string { return attach.SessionFolder(at.c.cfg.Session) }
 
 // ownForm is how the message's own bytes reach the model (C-ATT-02..06).
 func ownForm(label, contentType, path string, data []byte) agent.Attachment {

@@ -554,3 +554,76 @@ func TestAttachmentFetchLimitConfig(t *testing.T) {
 		t.Errorf("a negative limit was accepted")
 	}
 }
+
+// TestInlineBytesWrittenAtTheDoor: a message's inline bytes are written
+// before its action is applied (C-ATT-07), so a queued message is said,
+// kept in the chat's state and shown to a new watcher with the path, never
+// the bytes (C-ATT-10), and the turn it becomes writes nothing again
+// (C-ATT-08).
+func TestInlineBytesWrittenAtTheDoor(t *testing.T) {
+	e := newEnv(t)
+	c := e.client("a")
+	const sessID = "a77a0000-0000-4000-8000-00000000000d"
+	_, def := e.createSession(c, "ahp-session:/"+sessID)
+	c.Subscribe(def)
+	c.Dispatch(def, turnStarted("t1", "slowly [slow]"))
+	awaitTyped(t, c, def, "chat/turnStarted", "t1")
+	bytesSent := []byte("queued bytes, pasted")
+	msg := map[string]any{"text": "then this", "origin": map[string]any{"kind": "user"}, "attachments": []map[string]any{
+		embedded("q.txt", "text/plain", bytesSent),
+	}}
+	c.Dispatch(def, map[string]any{"type": "chat/pendingMessageSet", "kind": "queued", "id": "q1", "message": msg})
+	set := c.AwaitEnvelope("the queued message", func(env ahptest.Envelope) bool {
+		return env.Channel == def && env.Type() == "chat/pendingMessageSet"
+	})
+	said := messageOf(t, set).Attachments
+	if len(said) != 1 || said[0].Type != ahp.AttachmentResource || said[0].Data != "" || !attach.Own(said[0]) {
+		t.Fatalf("C-ATT-07, 10: the queued message was said with %+v", said)
+	}
+	path, err := ahp.LocalPath(said[0].URI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, bytesSent) {
+		t.Fatalf("the file holds %q, %v", got, err)
+	}
+	st := chatOf(t, e.client("late"), def)
+	raw, _ := json.Marshal(st)
+	if len(st.QueuedMessages) != 1 || bytes.Contains(raw, []byte(base64.StdEncoding.EncodeToString(bytesSent))) {
+		t.Fatalf("C-ATT-10: a new watcher's chat holds %s", raw)
+	}
+	start := awaitStartOf(t, c, def, "q1")
+	if a := messageOf(t, start).Attachments; len(a) != 1 || a[0].URI != said[0].URI {
+		t.Errorf("the turn said %+v, not the queued message's file", a)
+	}
+	id := turnID(start)
+	awaitEnd(t, c, def, id)
+	if got := sentTurn(t, e, id).Attachments; len(got) != 1 || got[0].As != attach.AsInline || got[0].Text != string(bytesSent) {
+		t.Errorf("C-ATT-04: the backend got %+v", got)
+	}
+	if n := len(filesUnder(t, filepath.Join(e.cfg.DataDir, "attachments", sessID))); n != 1 {
+		t.Errorf("C-ATT-08: %d files, want 1", n)
+	}
+}
+
+// TestInlineBytesOfARefusedSenderAreNotWritten: the door writes nothing
+// for a client without the grant the action needs; the chat refuses the
+// action naming the grant, and the attachments folder stays empty.
+func TestInlineBytesOfARefusedSenderAreNotWritten(t *testing.T) {
+	e := newEnv(t, func(c *daemon.Config) {
+		c.Tokens = []daemon.TokenConfig{{Token: "reader-token", Principal: "user:reader", Grants: []string{"chat:turns", "session:read"}}}
+	})
+	owner := e.client("owner")
+	sess, def := e.createSession(owner, "ahp-session:/a77a0000-0000-4000-8000-00000000000e")
+	r := ahptest.Dial(t, e.d.URL(), "reader-token")
+	r.Initialize("reader", ahp.RootURI)
+	r.Subscribe(sess)
+	r.Subscribe(def)
+	seq := r.Dispatch(def, turnWith("r1", "let me in", embedded("x.bin", "application/octet-stream", []byte("not mine to write"))))
+	if env := r.AwaitEcho(seq); !strings.Contains(env.RejectionReason, "chat:send") {
+		t.Fatalf("a reader's turn: rejection %q, want one naming chat:send", env.RejectionReason)
+	}
+	if files := filesUnder(t, filepath.Join(e.cfg.DataDir, "attachments")); len(files) != 0 {
+		t.Errorf("a refused sender's bytes were written: %v", files)
+	}
+}

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/ahpd/ahpd/internal/ahp"
@@ -13,6 +16,7 @@ import (
 	"github.com/ahpd/ahpd/internal/auth"
 	"github.com/ahpd/ahpd/internal/chat"
 	"github.com/ahpd/ahpd/internal/env"
+	"github.com/ahpd/ahpd/internal/rpc"
 )
 
 // resolveTimeout bounds how long the host waits for a chat's transcript
@@ -117,6 +121,73 @@ func (at *attacher) readThroughClient(ctx context.Context, cl *client, uri strin
 		return nil, "", fmt.Errorf("%s is over attachmentFetchLimitBytes (%d)", uri, limit)
 	}
 	return data, res.ContentType, nil
+}
+
+// writeInline writes the bytes of the inline attachments of the message a
+// carries before the action goes any further (C-ATT-07): each is decoded
+// from the string the client sent straight into its file under the
+// session's attachments folder (C-ATT-09), and the message names the file
+// from then on (C-ATT-10, attach.Written). So the bytes are held once, as
+// the frame's string and only until written: not by the chat's state, a
+// queued or waiting message, what is published or what is stored.
+//
+// data is each attachment's string as the transport kept it out of the
+// frame (rpc.AttachmentData); an attachment's Data is read when the
+// transport left the string in the frame. Nothing is written for a client
+// without the grant the action needs (the chat refuses the action), for a
+// session the host does not hold, or with no attachments folder: the
+// attachment then stays as sent, its string back in its Data, and the chat
+// does with it what it always did. A write that fails leaves it so too
+// (C-ATT-19, 20). It runs on the connection's read loop: a write takes the
+// disk's time, never an actor's.
+func (at *attacher) writeInline(cl *client, session string, a ahp.Action, data rpc.AttachmentData) ahp.Action {
+	m := messageOf(a)
+	if m == nil || len(m.Attachments) == 0 {
+		return a
+	}
+	write := session != "" && at.env.Attachments.Dir != ""
+	if g := ahp.GrantFor(a.ActionType()); g != "" && !cl.principal.Can(g) {
+		write = false
+	}
+	w := attach.Writer{Root: at.env.Attachments.Dir}
+	atts := slices.Clone(m.Attachments)
+	for i := range atts {
+		att, str := &atts[i], data[i]
+		var src io.Reader
+		switch {
+		case !write || att.Type != ahp.AttachmentEmbeddedResource:
+		case str != nil && str.Len() > 0:
+			src = str.Reader()
+		case str == nil && att.Data != "":
+			src = strings.NewReader(att.Data)
+		}
+		if src != nil {
+			path, size, err := w.WriteFrom(attach.SessionFolder(session), att.Label, attach.DecodeReader(src))
+			if err == nil {
+				*att = attach.Written(*att, path, size)
+				continue
+			}
+			at.log.Warn("attachment not written at the door; left as sent", "conn", cl.conn.ID(), "label", att.Label, "err", err)
+		}
+		if str != nil {
+			att.Data = str.String() // as sent
+		}
+	}
+	m.Attachments = atts
+	return withMessage(a, *m)
+}
+
+// withMessage is a with its message m (a turn or a pending message).
+func withMessage(a ahp.Action, m ahp.Message) ahp.Action {
+	switch a := a.(type) {
+	case ahp.ChatTurnStarted:
+		a.Message = m
+		return a
+	case ahp.ChatPendingMessageSet:
+		a.Message = m
+		return a
+	}
+	return a
 }
 
 // messageOf is the message a carries (a turn or a pending message), nil

@@ -15,6 +15,7 @@ import (
 	"github.com/ahpd/ahpd/internal/canvas"
 	"github.com/ahpd/ahpd/internal/changeset"
 	"github.com/ahpd/ahpd/internal/chat"
+	"github.com/ahpd/ahpd/internal/rpc"
 	"github.com/ahpd/ahpd/internal/session"
 )
 
@@ -39,7 +40,10 @@ type dispatcher struct {
 
 // dispatch routes a client action to the owner of its channel. It is
 // a notification: what cannot be taken comes back as a refusal envelope.
-func (d *dispatcher) dispatch(cl *client, params json.RawMessage) {
+// attachments is the data of the inline attachments of the message the
+// action carries, which params leave out (rpc.AttachmentData); a refusal
+// before they are written says the action without them.
+func (d *dispatcher) dispatch(cl *client, params json.RawMessage, attachments rpc.AttachmentData) {
 	p, a, err := decodeDispatch(params)
 	origin := &ahp.ActionOrigin{ClientID: cl.ClientID(), ClientSeq: p.ClientSeq}
 	if err != nil {
@@ -80,6 +84,7 @@ func (d *dispatcher) dispatch(cl *client, params json.RawMessage) {
 		d.bus.Refuse(cl, p.Channel, a, origin, reason)
 		return
 	}
+	a = d.attach.writeInline(cl, d.attachmentSession(p.Channel), a, attachments) // attachments.go
 	ctx := context.Background()
 	switch {
 	case canvas.Is(p.Channel):
@@ -135,6 +140,26 @@ func (d *dispatcher) dispatch(cl *client, params json.RawMessage) {
 		}
 		d.toSession(cl, p, a, origin)
 	}
+}
+
+// attachmentSession is the session whose attachments folder a message
+// dispatched on channel is written to: a chat's session, or the session a
+// chat action names for its default chat; "" when the host holds neither.
+func (d *dispatcher) attachmentSession(channel string) string {
+	if ahp.IsChatURI(channel) {
+		if session, _, ok := d.cat.chatSession(channel); ok {
+			return session
+		}
+		// A URI that names its session (VS Code's derived default chat).
+		if pc, err := ahp.ParseChatURI(channel); err == nil && pc.Session != "" && d.cat.known(pc.Session) {
+			return pc.Session
+		}
+		return ""
+	}
+	if d.cat.known(channel) {
+		return channel
+	}
+	return ""
 }
 
 // sessionOpen reports whether an action on channel can be handed over

@@ -262,11 +262,11 @@ func (h *Host) request(ctx context.Context, cl *client, method string, params js
 }
 
 // Notification handles a client notification.
-func (h *Host) Notification(c *rpc.Conn, method string, params json.RawMessage) {
+func (h *Host) Notification(c *rpc.Conn, method string, params json.RawMessage, attachments rpc.AttachmentData) {
 	cl := h.conns.client(c)
 	switch method {
 	case ahp.MethodDispatchAction:
-		h.actions.dispatch(cl, params)
+		h.actions.dispatch(cl, params, attachments)
 	case ahp.MethodUnsubscribe:
 		var p ahp.UnsubscribeParams
 		if err := decodeParams(params, &p); err != nil || p.Channel == "" {

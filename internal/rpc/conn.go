@@ -134,12 +134,21 @@ type Conn struct {
 	// batch is the socket under ws (batch.go); nil when the connection
 	// was not upgraded through it. Owned by the writer goroutine.
 	batch *batchConn
+
+	// attachments is the AttachmentData of the notification jsonrpc2 is
+	// about to hand the dispatcher: ReadObject sets it and Handle takes
+	// it, both on jsonrpc2's read loop, one message at a time.
+	attachments AttachmentData
 }
 
-// inFrame is one websocket message as read.
+// inFrame is one websocket message as read: a text frame without the
+// contents of its inline attachments' data (attachdata.go), which are in
+// attachments; a binary frame's size.
 type inFrame struct {
 	messageType int
 	data        []byte
+	attachments AttachmentData
+	size        int
 }
 
 func newConn(s *Server, ws *websocket.Conn, remoteAddr, token string) *Conn {
@@ -363,19 +372,39 @@ func (c *Conn) serve() {
 // frame. It returns on the first read error or when the connection closes.
 func (c *Conn) readLoop() {
 	defer close(c.readLoopDone)
+	buf := make([]byte, readChunk)
 	for {
 		c.extendReadDeadline()
-		messageType, data, err := c.ws.ReadMessage()
+		f, err := c.readMessage(buf)
 		if err != nil {
 			c.readFailed(err)
 			return
 		}
 		select {
-		case c.frames <- inFrame{messageType, data}:
+		case c.frames <- f:
 		case <-c.ctx.Done():
 			return
 		}
 	}
+}
+
+// readChunk is how much of a message readLoop reads at a time.
+const readChunk = 16 << 10
+
+// readMessage reads the next message: a text frame through readFrame,
+// which keeps the inline attachments' data out of it (attachdata.go); a
+// binary frame is only counted, since it is refused.
+func (c *Conn) readMessage(buf []byte) (inFrame, error) {
+	messageType, r, err := c.ws.NextReader()
+	if err != nil {
+		return inFrame{}, err
+	}
+	if messageType != websocket.TextMessage {
+		n, err := io.CopyBuffer(io.Discard, r, buf)
+		return inFrame{messageType: messageType, size: int(n)}, err
+	}
+	data, attachments, err := readFrame(r, buf)
+	return inFrame{messageType: messageType, data: data, attachments: attachments, size: len(data)}, err
 }
 
 // pongWait is how long the reader waits for any frame, pongs included.

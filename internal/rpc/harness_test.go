@@ -42,8 +42,11 @@ type testHandler struct {
 	connected     chan *Conn
 	disconnected  chan closed
 	notifications chan string
-	blocked       chan struct{}
-	unblocked     chan error
+	// attachments receives the AttachmentData of every "attach"
+	// notification, with its params.
+	attachments chan notified
+	blocked     chan struct{}
+	unblocked   chan error
 
 	// laterMu guards later: the gates of "later" requests by name.
 	laterMu sync.Mutex
@@ -68,6 +71,12 @@ func (h *testHandler) gate(name string) chan struct{} {
 // release lets the "later" request named name be answered.
 func (h *testHandler) release(name string) { close(h.gate(name)) }
 
+// notified is one "attach" notification as the handler got it.
+type notified struct {
+	params json.RawMessage
+	data   AttachmentData
+}
+
 // closed is one Disconnected call.
 type closed struct {
 	conn   *Conn
@@ -79,6 +88,7 @@ func newTestHandler() *testHandler {
 		connected:     make(chan *Conn, 16),
 		disconnected:  make(chan closed, 16),
 		notifications: make(chan string, 1024),
+		attachments:   make(chan notified, 16),
 		blocked:       make(chan struct{}, 16),
 		unblocked:     make(chan error, 16),
 	}
@@ -90,11 +100,13 @@ func (h *testHandler) Disconnected(c *Conn, reason CloseReason) {
 	h.disconnected <- closed{c, reason}
 }
 
-func (h *testHandler) Notification(c *Conn, method string, params json.RawMessage) {
+func (h *testHandler) Notification(c *Conn, method string, params json.RawMessage, data AttachmentData) {
 	h.notifications <- method
 	switch method {
 	case "boom":
 		panic("boom in a notification")
+	case "attach":
+		h.attachments <- notified{params, data}
 	}
 }
 

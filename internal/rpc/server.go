@@ -47,7 +47,10 @@ type Handler interface {
 	Request(ctx context.Context, c *Conn, method string, params json.RawMessage, reply Reply)
 	// Notification handles a client notification (dispatchAction,
 	// unsubscribe), in order with requests. It is never answered.
-	Notification(c *Conn, method string, params json.RawMessage)
+	// attachments holds the data of the inline attachments of a
+	// dispatchAction's message, which params carries as "" (attachdata.go);
+	// nil when there is none.
+	Notification(c *Conn, method string, params json.RawMessage, attachments AttachmentData)
 	// Disconnected is called once when the connection is gone.
 	Disconnected(c *Conn, reason CloseReason)
 }

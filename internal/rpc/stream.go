@@ -44,11 +44,13 @@ func (s *stream) ReadObject(v any) error {
 			c.dispatchDoneOnce.Do(func() { close(c.dispatchDone) })
 			return io.EOF
 		}
+		c.attachments = nil
 		if f.messageType != websocket.TextMessage {
-			c.badFrame(invalidRequest(nil, "binary frames are not supported"), len(f.data))
+			c.badFrame(invalidRequest(nil, "binary frames are not supported"), f.size)
 			continue
 		}
-		if _, ferr := checkFrame(f.data); ferr != nil {
+		kind, ferr := checkFrame(f.data)
+		if ferr != nil {
 			c.badFrame(ferr, len(f.data))
 			continue
 		}
@@ -59,6 +61,9 @@ func (s *stream) ReadObject(v any) error {
 			c.bug("frame passed checkFrame but jsonrpc2 cannot decode it", "err", err)
 			c.badFrame(invalidRequest(nil, "%v", err), len(f.data))
 			continue
+		}
+		if kind == frameNotification {
+			c.attachments = f.attachments
 		}
 		return nil
 	}
@@ -124,9 +129,13 @@ type Reply func(result any, err error)
 func (d dispatcher) Handle(ctx context.Context, jc *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	c := d.c
 	params := paramsOf(req)
+	// Set by ReadObject for this very message (both run on jsonrpc2's read
+	// loop, one message at a time); taken so it goes nowhere else.
+	attachments := c.attachments
+	c.attachments = nil
 	if req.Notif {
 		c.safely("Notification "+req.Method, func() {
-			c.srv.opts.Handler.Notification(c, req.Method, params)
+			c.srv.opts.Handler.Notification(c, req.Method, params, attachments)
 		})
 		return
 	}
