@@ -325,27 +325,60 @@ func (q *queue) runGroup(ctx context.Context, group []queuedOp) {
 		return
 	}
 	q.s.db.writeSem <- struct{}{}
-	tx, err := q.s.db.pool.BeginTx(ctx, nil)
-	if err != nil {
-		<-q.s.db.writeSem
-		q.s.logger.Warn("begin grouped write; running the ops one by one", "err", err, "ops", ops)
+	defer func() { <-q.s.db.writeSem }()
+	// Optimistic first: the whole group in one transaction with no
+	// savepoints, which a lone commit (two of them a turn) would pay two
+	// statements each for. Only when an op fails is the transaction
+	// rolled back and the group run again, each op in its own savepoint,
+	// so a failing op undoes only its own writes.
+	errs, done := q.groupTx(ctx, group, false)
+	if !done {
+		errs, done = q.groupTx(ctx, group, true)
+	}
+	if !done {
+		q.s.logger.Warn("grouped write failed to start; running the ops one by one", "ops", ops)
 		for i := range group {
 			q.finish(group[i], q.run(ctx, group[i]))
 		}
 		return
 	}
+	for i := range group {
+		q.finish(group[i], errs[i])
+	}
+}
+
+// groupTx runs group in one transaction and commits it, each op in a
+// savepoint of its own when savepoints is set. Without savepoints it gives
+// up (done false, nothing counted, the transaction rolled back) as soon as
+// an op fails, for the caller to run the group again with them. done is
+// false too when the transaction could not begin. errs are the ops'
+// results, the commit's failure included; each op is counted once.
+func (q *queue) groupTx(ctx context.Context, group []queuedOp, savepoints bool) (errs []error, done bool) {
+	tx, err := q.s.db.pool.BeginTx(ctx, nil)
+	if err != nil {
+		q.s.logger.Warn("begin grouped write", "err", err)
+		return nil, false
+	}
 	txCtx := context.WithValue(ctx, batchTxKey{}, tx)
-	errs := make([]error, len(group))
+	errs = make([]error, len(group))
+	ops := 0
 	for i := range group {
 		if group[i].op == nil {
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, "SAVEPOINT op"); err != nil {
-			errs[i] = fmt.Errorf("savepoint: %w", err)
-			q.countFailure(group[i], errs[i])
+		ops++
+		if !savepoints {
+			if errs[i] = q.call(txCtx, group[i]); errs[i] != nil {
+				_ = tx.Rollback()
+				return nil, false
+			}
 			continue
 		}
-		errs[i] = q.run(txCtx, group[i])
+		if _, err := tx.ExecContext(ctx, "SAVEPOINT op"); err != nil {
+			errs[i] = fmt.Errorf("savepoint: %w", err)
+			continue
+		}
+		errs[i] = q.call(txCtx, group[i])
 		if errs[i] != nil {
 			if _, err := tx.ExecContext(ctx, "ROLLBACK TO op"); err != nil {
 				q.s.logger.Error("roll back a failed op", "err", err, "op", callerName(group[i].caller))
@@ -356,24 +389,21 @@ func (q *queue) runGroup(ctx context.Context, group []queuedOp) {
 		}
 	}
 	commitErr := tx.Commit()
-	<-q.s.db.writeSem
 	q.stats.groups.Add(1)
 	if commitErr != nil {
 		commitErr = fmt.Errorf("commit %d grouped writes: %w", ops, commitErr)
 		q.s.logger.Error("store group commit failed", "err", commitErr)
 	}
 	for i := range group {
-		err := errs[i]
-		if commitErr != nil && group[i].op != nil {
-			if err == nil {
-				// Counted as written by run; the commit lost it.
-				q.stats.written.Add(^uint64(0))
-				q.stats.writeErrors.Add(1)
-			}
-			err = commitErr
+		if group[i].op == nil {
+			continue
 		}
-		q.finish(group[i], err)
+		if commitErr != nil && errs[i] == nil {
+			errs[i] = commitErr
+		}
+		q.account(group[i], errs[i])
 	}
+	return errs, true
 }
 
 // finish answers whoever waits for it: a Flush marker, or a Commit.
@@ -393,15 +423,23 @@ func (q *queue) run(ctx context.Context, it queuedOp) error {
 	if it.op == nil {
 		return nil
 	}
-	start := time.Now()
-	err := func() (err error) {
-		defer func() {
-			if p := recover(); p != nil {
-				err = fmt.Errorf("op panicked: %v", p)
-			}
-		}()
-		return it.op(ctx, q.s)
+	err := q.call(ctx, it)
+	q.account(it, err)
+	return err
+}
+
+// call runs one op, a panic turned into its error; nothing is counted.
+func (q *queue) call(ctx context.Context, it queuedOp) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("op panicked: %v", p)
+		}
 	}()
+	return it.op(ctx, q.s)
+}
+
+// account counts one finished op, logging its failure.
+func (q *queue) account(it queuedOp, err error) {
 	pending := q.stats.pending.Add(-1)
 	if pending < int64(q.highWater)/2 && q.warned.Load() {
 		q.warned.Store(false)
@@ -412,20 +450,11 @@ func (q *queue) run(ctx context.Context, it queuedOp) error {
 		q.s.logger.Error("store write failed",
 			"err", err,
 			"op", callerName(it.caller),
-			"waited", start.Sub(it.queued),
-			"took", time.Since(start),
+			"waited", time.Since(it.queued),
 			"pending", pending)
-		return err
+		return
 	}
 	q.stats.written.Add(1)
-	return nil
-}
-
-// countFailure counts and logs an op that could not even start.
-func (q *queue) countFailure(it queuedOp, err error) {
-	q.stats.pending.Add(-1)
-	q.stats.writeErrors.Add(1)
-	q.s.logger.Error("store write failed", "err", err, "op", callerName(it.caller))
 }
 
 // callerName turns a program counter from Enqueue into "file:line (func)".
