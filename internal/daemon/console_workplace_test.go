@@ -21,6 +21,8 @@ import (
 	"github.com/ahpd/ahpd/internal/agent"
 	"github.com/ahpd/ahpd/internal/agent/script"
 	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/auth"
+	"github.com/ahpd/ahpd/internal/daemon"
 )
 
 // newWorkplaceEnv is a console daemon whose script agent offers two models
@@ -332,4 +334,49 @@ func insertText(text string) chromedp.Action[chromedp.Void] {
 		_, err := cdp.Call(ctx, t, input.InsertText, input.InsertTextParams{Text: text})
 		return chromedp.Void{}, err
 	}
+}
+
+// TestConsoleTerminalRefusals: the host decides who may type into a
+// terminal and read the logs, and the page shows its refusals. A viewer
+// whose token may read terminals but not write them sees a running !
+// command's terminal; what they type is refused and the view turns
+// read-only with the host's reason; their Logs panel says it may not read
+// the logs. Root, in another page, types the line the command waits for.
+func TestConsoleTerminalRefusals(t *testing.T) {
+	chromiumPath(t)
+	e := newConsoleEnv(t, func(c *daemon.Config) {
+		c.Tokens = []daemon.TokenConfig{{Token: "viewer-token", Principal: "user:viewer",
+			Grants: []string{auth.SessionList, auth.SessionState, auth.ChatTurns, auth.TerminalRead}}}
+	})
+	g := e.client("go")
+	sess, chat := e.createSession(g, "ahp-session:/"+uuid.NewString())
+	g.Subscribe(chat)
+	cmd := "!read line; echo got-$line"
+	g.Dispatch(chat, turnStarted("waits", cmd))
+
+	b := newBrowser(t)
+	withToken := func(name, token string) *page {
+		p := b.page(name)
+		p.do("open the console", chromedp.Navigate(consoleURL(e)))
+		p.do("keep the token", chromedp.Evaluate[chromedp.Void](`sessionStorage.setItem('ahpd.token', `+jsq(token)+`)`))
+		p.do("open the chat", chromedp.Navigate(consoleURL(e)+"#"+url.Values{"s": {sess}, "c": {chat}}.Encode()), chromedp.Reload())
+		p.online()
+		p.wait("the chat open", `ahpdConsole.chat === `+jsq(chat)+` && !!ahpdConsole.chatState`)
+		return p
+	}
+	view := `document.querySelector('.turn .term-view')`
+	v := withToken("viewer", "viewer-token")
+	v.wait("the running command's terminal", `!!`+view+` && `+view+`.querySelector('.term-state').textContent.startsWith('running')`)
+	v.do("type into it", chromedp.Evaluate[chromedp.Void](view+`.querySelector('.xterm-helper-textarea').focus()`), insertText("nope"))
+	v.wait("refused: read-only with the host's reason", `(`+view+`.dataset.readOnly || '').includes('terminal:write') && `+view+`.querySelector('.term-state').textContent.includes('read-only')`)
+	v.click("#show-logs")
+	v.wait("the logs refused", `document.getElementById('logs-status').textContent.includes('Cannot read the logs') && document.getElementById('logs-status').textContent.includes('host:logs')`)
+
+	r := withToken("root", "root-token")
+	r.wait("the running command's terminal", `!!`+view+` && `+view+`.querySelector('.term-state').textContent.startsWith('running')`)
+	r.do("type the line", chromedp.Evaluate[chromedp.Void](view+`.querySelector('.xterm-helper-textarea').focus()`), insertText("typed-by-root"), chromedp.KeyEvent(kb.Enter))
+	r.awaitTurn(cmd, "complete")
+	v.wait("the viewer sees the answer", `[...document.querySelectorAll('.turn .term-view .xterm-rows')].some((n) => n.textContent.includes('got-typed-by-root'))`)
+	v.noErrors()
+	r.noErrors()
 }

@@ -8,7 +8,7 @@ import { renderMarkdown } from './markdown.js';
 import { hunks, lineDiff } from './diff.js';
 import { installNewSession, renderProviders as drawProviders, sessionParams } from './newsession.js';
 import { noteChat, sessionUsage, turnUsage } from './usage.js';
-import { installTerminals, terminalView } from './terminal.js';
+import { installTerminals, terminalOfCall, terminalView } from './terminal.js';
 import { installLogs } from './logs.js';
 import { installPanels } from './panels.js';
 
@@ -429,6 +429,7 @@ function setChatState(st) {
 }
 
 let rafPending = false;
+app.redraw = () => scheduleRender(); // for terminal.js: a call's terminal opened
 function scheduleRender() {
   if (rafPending) return;
   rafPending = true;
@@ -564,8 +565,11 @@ function renderTool(tc, t, live) {
       result.append(workerLink(c.resource, c.title));
     }
   }
-  // A ! command's terminal stays in sight once it completed.
-  const terminal = (tc.content || []).some((x) => x.type === 'terminal');
+  // A call's terminal (a ! command's) shows while it runs, found by its
+  // claim in the root state, and stays in sight once it completed.
+  const running = !(tc.content || []).some((x) => x.type === 'terminal') && terminalOfCall(tc.toolCallId);
+  if (running) result.append(terminalView(running.resource, running.title));
+  const terminal = !!running || (tc.content || []).some((x) => x.type === 'terminal');
   if (result.childNodes.length) box.append(el('details', { class: 'tool-output', open: tc.status !== 'completed' || terminal ? true : null }, el('summary', { text: 'Result' }), result));
   return box;
 }

@@ -220,6 +220,14 @@ export function terminalView(uri, title) {
   return v.node;
 }
 
+// terminalOfCall is the host terminal a tool call holds (its claim names
+// the call), undefined when none: a ! command's while it runs, before its
+// result names it.
+export function terminalOfCall(toolCallId) {
+  if (!toolCallId) return undefined;
+  return ((app.root && app.root.terminals) || []).find((t) => t.claim && t.claim.toolCallId === toolCallId);
+}
+
 // ---- the Terminals panel ----------------------------------------------------
 
 function renderList() {
@@ -282,6 +290,7 @@ export function installTerminals(theApp, tools) {
       if (a.type === 'root/terminalsChanged' && !env.rejectionReason) {
         app.root.terminals = a.terminals || [];
         if (!$('terminals-panel').hidden) renderList();
+        app.redraw(); // a running call's terminal may have opened
       }
       return;
     }
