@@ -193,6 +193,9 @@ func TestConsoleUsage(t *testing.T) {
 // one and types into it, and the output comes back into the view.
 func TestConsoleTerminals(t *testing.T) {
 	chromiumPath(t)
+	// A new terminal runs $SHELL: a plain one, not the machine's bash with
+	// whatever its rc files run first.
+	t.Setenv("SHELL", "/bin/sh")
 	e := newConsoleEnv(t)
 	g := e.client("go")
 	sess, chat := e.createSession(g, "ahp-session:/"+uuid.NewString())
@@ -212,7 +215,9 @@ func TestConsoleTerminals(t *testing.T) {
 	p.wait("the ! command's terminal listed", `document.querySelectorAll('#terminals-list li[data-terminal]').length >= 1`)
 	p.click("#new-terminal")
 	p.wait("a new terminal open in the panel", `!!document.querySelector('#terminal-host .term-view .xterm-rows') && document.querySelectorAll('#terminals-list li[data-terminal]').length >= 2`)
-	p.wait("the shell ready", `document.querySelector('#terminal-host .term-view .term-state')?.textContent.startsWith('running')`)
+	// Typed after the shell's prompt: a shell that sets its terminal up may
+	// flush what was typed before.
+	p.wait("the shell's prompt", `document.querySelector('#terminal-host .term-view .term-state')?.textContent.startsWith('running') && document.querySelector('#terminal-host .xterm-rows').textContent.trim() !== ''`)
 	p.do("type a command", chromedp.Evaluate[chromedp.Void](`document.querySelector('#terminal-host .xterm-helper-textarea').focus()`))
 	// Typed as an input method would (Chromium's synthetic key events reach
 	// xterm.js's textarea twice), then Enter as a key.
@@ -267,6 +272,7 @@ func TestConsoleHostLogs(t *testing.T) {
 // scroller.
 func TestConsoleWorkplaceNarrow(t *testing.T) {
 	chromiumPath(t)
+	t.Setenv("SHELL", "/bin/sh")
 	e := newWorkplaceEnv(t)
 	g := e.client("go")
 	sess, chat := e.createSession(g, "ahp-session:/"+uuid.NewString())

@@ -374,7 +374,7 @@ function renderSession() {
 function renderSessionUsage() {
   const st = app.sessionState;
   if (!st) return;
-  const u = sessionUsage(app.session, st.chats || []);
+  const u = sessionUsage(app.session, visibleChats());
   $('session-usage').hidden = !u.text;
   $('session-usage').textContent = u.text + (u.note ? ' — ' + u.note : '');
 }

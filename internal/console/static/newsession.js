@@ -175,7 +175,10 @@ function renderProperties(values) {
     const ia = ORDER.indexOf(a), ib = ORDER.indexOf(b);
     return (ia < 0 ? 99 : ia) - (ib < 0 ? 99 : ib) || a.localeCompare(b);
   });
+  // A keyboard person's place survives the redraw a choice brings.
+  const had = document.activeElement && $('ns-properties').contains(document.activeElement) ? document.activeElement.id : '';
   $('ns-properties').replaceChildren(...keys.map((k) => field(k, props[k], k in form.values ? form.values[k] : values[k])));
+  if (had && $(had)) $(had).focus();
 }
 
 // field draws one property: enum → select, boolean → checkbox, dynamic
