@@ -223,6 +223,17 @@ func TestConsoleTerminals(t *testing.T) {
 	// xterm.js's textarea twice), then Enter as a key.
 	p.do("type", insertText("echo typed-$((6*7))"), chromedp.KeyEvent(kb.Enter))
 	p.wait("its output in the view", `document.querySelector('#terminal-host .xterm-rows').textContent.includes('typed-42')`)
+	// The terminal this page opened has the view's size on the host too.
+	mine := p.str(`document.querySelector('#terminal-host .term-view').dataset.terminal`)
+	p.do("load the terminal module", chromedp.Evaluate[chromedp.Void](`import('/console/terminal.js').then((m) => { window.__term = m; })`))
+	p.wait("the module", `!!window.__term`)
+	cols := evalAs[int](p, `window.__term.terminalSize(`+jsq(mine)+`).cols`)
+	// The page sent its size as the view opened, before anything was typed.
+	raw, _ := g.Subscribe(mine)
+	var ts ahp.TerminalState
+	if err := json.Unmarshal(raw, &ts); err != nil || ts.Cols == nil || *ts.Cols != cols {
+		t.Errorf("the host's terminal has %v columns (%v), the view %d", ts.Cols, err, cols)
+	}
 	p.screenshot("terminals")
 	p.accessible("the terminals panel")
 

@@ -102,7 +102,19 @@ class TermView {
   fit() {
     if (!this.opened) return;
     const w = this.node.clientWidth;
-    if (w > 0) this.term.resize(colsFor(w), this.term.rows);
+    if (w <= 0) return;
+    const cols = colsFor(w);
+    if (cols === this.term.cols) return;
+    this.term.resize(cols, this.term.rows);
+    // The pty follows only for a terminal this page opened: another
+    // client's (a VS Code window's) keeps the size its owner gave it.
+    if (this.ownsSize && !this.readOnly) {
+      try {
+        app.conn.dispatch(this.uri, { type: 'terminal/resized', cols, rows: this.term.rows });
+      } catch {
+        // offline: the next fit sends it
+      }
+    }
   }
 
   async subscribe() {
@@ -244,10 +256,12 @@ function renderList() {
   if (!terms.length) list.append(el('li', { class: 'hint', text: 'No terminal is open on the host.' }));
 }
 
-function showInPanel(uri, title) {
+function showInPanel(uri, title, mine) {
   if (panelView && panelView.uri === uri) return;
   if (panelView) panelView.dispose();
   panelView = new TermView(uri, title, narrow() ? 14 : 22);
+  const info = ((app.root && app.root.terminals) || []).find((t) => t.resource === uri);
+  panelView.ownsSize = mine || !!(info && info.claim && info.claim.kind === 'client' && info.claim.clientId === app.conn.clientId);
   $('terminal-host').replaceChildren(panelView.node);
   panelView.open();
   renderList();
@@ -264,7 +278,7 @@ async function newTerminal() {
   const width = $('terminal-host').clientWidth || $('terminals-panel').clientWidth || 640;
   try {
     await app.conn.call('createTerminal', { channel: uri, claim: { kind: 'client', clientId: app.conn.clientId }, cols: colsFor(width), rows: narrow() ? 14 : 22 });
-    showInPanel(uri, 'Terminal');
+    showInPanel(uri, 'Terminal', true);
   } catch (e) {
     $('terminals-error').textContent = String(e.message || e);
   }
@@ -315,4 +329,10 @@ export function installTerminals(theApp, tools) {
 export function terminalText(uri) {
   const v = views.get(uri) || (panelView && panelView.uri === uri ? panelView : null);
   return v ? v.text : null;
+}
+
+// terminalSize is a terminal view's columns and rows, null when none.
+export function terminalSize(uri) {
+  const v = views.get(uri) || (panelView && panelView.uri === uri ? panelView : null);
+  return v ? { cols: v.term.cols, rows: v.term.rows } : null;
 }
