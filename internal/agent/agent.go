@@ -459,12 +459,20 @@ type End struct {
 	ExitCode *int
 }
 
-// Usage counts tokens.
+// Usage counts tokens, and what the turn cost when the backend says.
 type Usage struct {
 	InputTokens  int
 	OutputTokens int
 	CacheRead    int
 	Model        string
+	// Cost is the turn's cost so far, nil when the backend reports none.
+	Cost *Cost
+}
+
+// Cost is an amount of money in a currency ("USD").
+type Cost struct {
+	Amount   float64
+	Currency string
 }
 
 // WorkerSpawn describes a worker conversation a tool call spawned.

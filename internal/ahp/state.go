@@ -574,6 +574,10 @@ func (t ActiveTurn) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(t))
 }
 
+// MetaCost is the UsageInfo._meta key of a turn's cost so far, when its
+// backend reports one: {"amount": <number>, "currency": "USD"}.
+const MetaCost = "ahpd.cost"
+
 // UsageInfo is token usage of a turn.
 type UsageInfo struct {
 	InputTokens     int64          `json:"inputTokens"`

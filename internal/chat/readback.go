@@ -118,12 +118,7 @@ func replayTurn(st *ahp.ChatState, id string, tt agent.TranscriptTurn) {
 		}
 	}
 	if u := tt.Usage; u != nil {
-		info := ahp.UsageInfo{InputTokens: int64(u.InputTokens), OutputTokens: int64(u.OutputTokens), Model: u.Model}
-		if u.CacheRead > 0 {
-			n := int64(u.CacheRead)
-			info.CacheReadTokens = &n
-		}
-		apply(ahp.ChatUsage{TurnID: id, Usage: info})
+		apply(ahp.ChatUsage{TurnID: id, Usage: turns.UsageInfo(*u)})
 	}
 	var dur int64
 	if !tt.Started.IsZero() && tt.Ended.After(tt.Started) {

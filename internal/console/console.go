@@ -10,14 +10,18 @@
 // door.go).
 //
 // Markdown is rendered with marked and sanitised with DOMPurify
-// (static/markdown.js), both vendored in static/vendor from the versions
+// (static/markdown.js), terminals are drawn by xterm.js
+// (static/terminal.js), all vendored in static/vendor from the versions
 // pinned in web/package-lock.json: the page loads no code from elsewhere.
 package console
 
 //go:generate sh web/vendor.sh
 
 import (
+	"bytes"
+	"crypto/rand"
 	"embed"
+	"encoding/base64"
 	"io/fs"
 	"mime"
 	"net/http"
@@ -64,6 +68,11 @@ func Handler() http.Handler {
 			http.NotFound(w, r)
 			return
 		}
+		nonce := ""
+		if name == "index.html" {
+			nonce = styleNonce()
+			body = bytes.ReplaceAll(body, []byte(noncePlaceholder), []byte(nonce))
+		}
 		h := w.Header()
 		if ct := mime.TypeByExtension(path.Ext(name)); ct != "" {
 			h.Set("Content-Type", ct)
@@ -71,7 +80,7 @@ func Handler() http.Handler {
 		if path.Ext(name) == ".js" {
 			h.Set("Content-Type", "text/javascript; charset=utf-8")
 		}
-		h.Set("Content-Security-Policy", csp(r.Host))
+		h.Set("Content-Security-Policy", csp(r.Host, nonce))
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
@@ -83,14 +92,34 @@ func Handler() http.Handler {
 	})
 }
 
+// noncePlaceholder is where index.html carries its style nonce (on its
+// stylesheet link, where static/terminal.js reads it).
+const noncePlaceholder = "AHPD-STYLE-NONCE"
+
+// styleNonce is a fresh nonce for one page load's <style> elements.
+// xterm.js draws a terminal with <style> elements it writes at run time
+// (its theme, its cell size); only those the page's own script stamps
+// with this nonce apply, so a <style> that markup smuggled in does not.
+func styleNonce() string {
+	b := make([]byte, 18)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
 // csp is the page's content security policy. connect-src names the
 // websocket of the request's own host besides 'self', for browsers whose
-// 'self' does not cover ws: (CSP level 2).
-func csp(host string) string {
+// 'self' does not cover ws: (CSP level 2). A nonce, when given, admits the
+// <style> elements that carry it (styleNonce); style attributes stay
+// refused.
+func csp(host, nonce string) string {
 	connect := "'self'"
 	if host != "" && !strings.ContainsAny(host, " ;,'\"") {
 		connect += " ws://" + host + " wss://" + host
 	}
-	return "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src " + connect +
+	style := "'self'"
+	if nonce != "" {
+		style += " 'nonce-" + nonce + "'"
+	}
+	return "default-src 'none'; script-src 'self'; style-src " + style + "; img-src 'self' data:; connect-src " + connect +
 		"; form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
 }

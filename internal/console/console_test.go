@@ -77,7 +77,7 @@ func TestServes(t *testing.T) {
 // TestCSPHostIsNotInjected: a Host header that would add a directive is
 // left out of connect-src.
 func TestCSPHostIsNotInjected(t *testing.T) {
-	if got := csp("evil; script-src *"); strings.Contains(got, "evil") {
+	if got := csp("evil; script-src *", ""); strings.Contains(got, "evil") {
 		t.Errorf("csp = %q", got)
 	}
 }
@@ -103,7 +103,7 @@ func TestNoHTMLParsingInThePage(t *testing.T) {
 	}
 }
 
-// TestVendoredModulesArePinned: the marked and DOMPurify the page loads are
+// TestVendoredModulesArePinned: the marked, DOMPurify and xterm.js the page loads are
 // the versions web/package-lock.json pins (web/vendor.sh copies them), so
 // a pin changed without re-vendoring, or a hand-edited copy of another
 // version, fails here.
@@ -123,6 +123,7 @@ func TestVendoredModulesArePinned(t *testing.T) {
 	for _, c := range []struct{ pkg, file, banner string }{
 		{"marked", "static/vendor/marked.esm.js", " * marked v%s "},
 		{"dompurify", "static/vendor/purify.es.js", "@license DOMPurify %s "},
+		{"@xterm/xterm", "static/vendor/xterm.mjs", "// @xterm/xterm %s "},
 	} {
 		version := lock.Packages["node_modules/"+c.pkg].Version
 		if version == "" {
@@ -136,5 +137,41 @@ func TestVendoredModulesArePinned(t *testing.T) {
 		if want := strings.Replace(c.banner, "%s", version, 1); !strings.Contains(head, want) {
 			t.Errorf("%s does not begin with %q (the pinned %s): run make console-vendor", c.file, want, c.pkg)
 		}
+	}
+}
+
+// TestPageStyleNonce: each load of the page gets a fresh style nonce,
+// named by its CSP and carried by its stylesheet link (where terminal.js
+// stamps xterm.js's <style> elements with it); an asset's CSP admits no
+// inline style at all.
+func TestPageStyleNonce(t *testing.T) {
+	h := Handler()
+	load := func(path string) (csp, body string) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "http://127.0.0.1:9187"+path, nil))
+		return rec.Header().Get("Content-Security-Policy"), rec.Body.String()
+	}
+	nonceOf := func(csp string) string {
+		_, after, ok := strings.Cut(csp, "'nonce-")
+		if !ok {
+			return ""
+		}
+		n, _, _ := strings.Cut(after, "'")
+		return n
+	}
+	csp1, body1 := load("/")
+	csp2, _ := load("/")
+	n1, n2 := nonceOf(csp1), nonceOf(csp2)
+	if len(n1) < 20 || n1 == n2 {
+		t.Fatalf("nonces %q and %q: want a fresh long one per load", n1, n2)
+	}
+	if !strings.Contains(csp1, "style-src 'self' 'nonce-"+n1+"';") {
+		t.Errorf("CSP %q does not admit the nonce in style-src", csp1)
+	}
+	if !strings.Contains(body1, `nonce="`+n1+`"`) || strings.Contains(body1, noncePlaceholder) {
+		t.Errorf("the page does not carry its nonce in place of the placeholder")
+	}
+	if csp, _ := load("/console/app.js"); strings.Contains(csp, "nonce-") || !strings.Contains(csp, "style-src 'self';") {
+		t.Errorf("an asset's CSP %q", csp)
 	}
 }

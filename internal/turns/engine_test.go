@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/ahpd/ahpd/internal/agent"
 	"github.com/ahpd/ahpd/internal/ahp"
 )
 
@@ -91,5 +92,21 @@ func TestWaitingIsBounded(t *testing.T) {
 	}
 	if _, behind := h.e.Waiting(); len(behind) != MaxWaiting {
 		t.Fatalf("%d behind", len(behind))
+	}
+}
+
+// TestUsageInfoCarriesCost: a backend's cost travels in the usage's
+// _meta under ahp.MetaCost; usage without one has no _meta.
+func TestUsageInfoCarriesCost(t *testing.T) {
+	got := UsageInfo(agent.Usage{InputTokens: 10, OutputTokens: 4, CacheRead: 2, Model: "m", Cost: &agent.Cost{Amount: 0.25, Currency: "USD"}})
+	if got.InputTokens != 10 || got.OutputTokens != 4 || got.CacheReadTokens == nil || *got.CacheReadTokens != 2 || got.Model != "m" {
+		t.Errorf("usage %+v", got)
+	}
+	c, _ := got.Meta[ahp.MetaCost].(map[string]any)
+	if c["amount"] != 0.25 || c["currency"] != "USD" {
+		t.Errorf("cost in _meta = %v", got.Meta)
+	}
+	if plain := UsageInfo(agent.Usage{InputTokens: 1}); plain.Meta != nil || plain.CacheReadTokens != nil {
+		t.Errorf("usage without cost or cache reads: %+v", plain)
 	}
 }

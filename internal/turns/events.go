@@ -100,12 +100,7 @@ func (e *Engine) turnEvent(t *Active, conv agent.Conversation, ev agent.Event) {
 		if ev.Usage == nil {
 			return
 		}
-		u := ahp.UsageInfo{InputTokens: int64(ev.Usage.InputTokens), OutputTokens: int64(ev.Usage.OutputTokens), Model: ev.Usage.Model}
-		if ev.Usage.CacheRead > 0 {
-			n := int64(ev.Usage.CacheRead)
-			u.CacheReadTokens = &n
-		}
-		e.Apply(ahp.ChatUsage{TurnID: t.ID, Usage: u}, nil)
+		e.Apply(ahp.ChatUsage{TurnID: t.ID, Usage: UsageInfo(*ev.Usage)}, nil)
 	case agent.EventInputRequest:
 		a, ok := t.ask(ev.Input)
 		if !ok {
@@ -220,4 +215,19 @@ func (t *Active) partID(want, prefix string) string {
 func errorJSON(msg string) []byte {
 	b, _ := json.Marshal(map[string]string{"message": msg})
 	return b
+}
+
+// UsageInfo is a backend's usage as AHP carries it. AHP's UsageInfo has
+// no cost: it travels in _meta (ahp.MetaCost), where a client that knows
+// the key shows it (the web console does).
+func UsageInfo(u agent.Usage) ahp.UsageInfo {
+	info := ahp.UsageInfo{InputTokens: int64(u.InputTokens), OutputTokens: int64(u.OutputTokens), Model: u.Model}
+	if u.CacheRead > 0 {
+		n := int64(u.CacheRead)
+		info.CacheReadTokens = &n
+	}
+	if c := u.Cost; c != nil {
+		info.Meta = map[string]any{ahp.MetaCost: map[string]any{"amount": c.Amount, "currency": c.Currency}}
+	}
+	return info
 }

@@ -578,10 +578,14 @@ func (r *turnRun) body() error {
 			Point:     r.point,
 		})
 	}
+	in, out := len(t.HostContext)+len(t.Text), len(answer)
 	usage := &agent.Usage{
-		InputTokens:  len(t.HostContext) + len(t.Text),
-		OutputTokens: len(answer),
+		InputTokens:  in,
+		OutputTokens: out,
 		Model:        r.model(),
+		// A made-up price (3 and 15 dollars a million tokens), so a
+		// client's cost display has a number to show.
+		Cost: &agent.Cost{Amount: float64(3*in+15*out) / 1e6, Currency: "USD"},
 	}
 	if !c.emit(agent.Event{Kind: agent.EventUsage, TurnID: t.ID, Usage: usage}) {
 		return errClosed

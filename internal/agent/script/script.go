@@ -43,6 +43,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,6 +80,12 @@ type Options struct {
 	// LateDelay is how long a [late] turn's unread steering waits after the
 	// turn's end before it goes back when no next turn is sent; default 1s.
 	LateDelay time.Duration
+	// Models are the models it offers, the default first; default one,
+	// "script". A turn's usage names the session's model.
+	Models []agent.Model
+	// Config are the settings it declares (agent.Info.Config), for tests
+	// of a client that shows a session's settings; default none.
+	Config []agent.ConfigProperty
 	// Clock is accepted for symmetry with the other backends; the script
 	// agent's answers never depend on the time, so it is not read.
 	Clock func() time.Time
@@ -162,6 +169,9 @@ func New(o Options) *Script {
 	if o.DisplayName == "" {
 		o.DisplayName = "Script"
 	}
+	if len(o.Models) == 0 {
+		o.Models = []agent.Model{{ID: "script", Name: "Script"}}
+	}
 	if !o.ExactCaps && o.Caps == (agent.Capabilities{}) {
 		o.Caps = DefaultCapabilities()
 	}
@@ -195,7 +205,8 @@ func (s *Script) Info(ctx context.Context) agent.Info {
 		Provider:    s.opts.Provider,
 		DisplayName: s.opts.DisplayName,
 		Description: "Built-in scripted agent: deterministic echo answers, driven by markers in the prompt",
-		Models:      []agent.Model{{ID: "script", Name: "Script"}},
+		Models:      slices.Clone(s.opts.Models),
+		Config:      slices.Clone(s.opts.Config),
 		Commands: []agent.Command{
 			{Name: "help", Description: "Say which markers the script agent reads"},
 			{Name: "hold", Description: "Answer once, then wait for a stop"},

@@ -9,6 +9,11 @@ import { reduceChangeset, renderChangeset as renderChangesetPanel } from './revi
 import { renderInputRequest } from './ask.js';
 import { renderSessionTools, sessionRowTools, sessionShown } from './manage.js';
 import { initNotify, summaryChanged } from './notify.js';
+import { installNewSession, renderProviders as drawProviders, sessionParams } from './newsession.js';
+import { noteChat, sessionUsage, turnUsage } from './usage.js';
+import { installTerminals, terminalOfCall, terminalView } from './terminal.js';
+import { installLogs } from './logs.js';
+import { installPanels } from './panels.js';
 
 const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = 'ahpd.token';
@@ -30,6 +35,15 @@ const app = {
   rendered: new Map(), // turn id -> {node, key}
 };
 window.ahpdConsole = app; // for a person's devtools and the browser tests' reads
+
+// Modules (terminal.js, logs.js, panels.js) hear what arrives through
+// hooks: 'action' (env), 'snapshot' (resource, state), 'notification'
+// (method, params), 'ready' (first), 'panel' (name).
+const hooks = new Map();
+app.hook = (kind, f) => hooks.set(kind, [...(hooks.get(kind) || []), f]);
+app.fire = (kind, ...args) => {
+  for (const f of hooks.get(kind) || []) f(...args);
+};
 
 function el(tag, attrs = {}, ...children) {
   const n = document.createElement(tag);
@@ -100,6 +114,11 @@ async function probe(token) {
 
 async function boot() {
   wire();
+  const tools = { el, $ };
+  installNewSession(app, tools);
+  installTerminals(app, tools);
+  installLogs(app, tools);
+  installPanels(app, tools);
   const token = sessionStorage.getItem(TOKEN_KEY) || '';
   let ok;
   try {
@@ -150,6 +169,7 @@ async function onReady(first, missing) {
   app.triggers = init.completionTriggerCharacters || ['/', '@', '#'];
   app.bang = init.terminalCommandPrefix || '!';
   await loadSessions();
+  app.fire('ready', first);
   if (first) {
     const h = new URLSearchParams(location.hash.slice(1));
     const s = app.session || h.get('s');
@@ -169,6 +189,7 @@ async function onReady(first, missing) {
 // ---- incoming -----------------------------------------------------------
 
 function onSnapshot(resource, state) {
+  app.fire('snapshot', resource, state);
   if (resource === ROOT) {
     app.root = state || { agents: [] };
     renderProviders();
@@ -182,6 +203,7 @@ function onSnapshot(resource, state) {
 
 function onAction(env) {
   const a = env.action || {};
+  app.fire('action', env);
   if (env.rejectionReason) {
     if (env.origin && env.origin.clientId === app.conn.clientId) showError('compose-error', 'refused: ' + env.rejectionReason);
     return;
@@ -213,6 +235,7 @@ function onAction(env) {
 }
 
 function onNotification(method, p) {
+  app.fire('notification', method, p);
   switch (method) {
     case 'root/sessionAdded':
       app.sessions.set(p.summary.resource, p.summary);
@@ -250,12 +273,7 @@ async function loadSessions() {
 }
 
 function renderProviders() {
-  const sel = $('provider');
-  const agents = app.root.agents || [];
-  const cur = sel.value;
-  sel.replaceChildren(...agents.map((a) => el('option', { value: a.provider, text: a.displayName || a.provider })));
-  if (agents.some((a) => a.provider === cur)) sel.value = cur;
-  else if (agents.some((a) => a.provider === 'script')) sel.value = 'script';
+  drawProviders(); // newsession.js
 }
 
 function renderSessions() {
@@ -284,10 +302,9 @@ function renderSessions() {
 
 async function createSession(ev) {
   ev.preventDefault();
-  const provider = $('provider').value;
   const uri = 'ahp-session:/' + uuid();
   try {
-    await app.conn.call('createSession', { channel: uri, provider, progressToken: 'console-' + uuid() });
+    await app.conn.call('createSession', { channel: uri, ...sessionParams(), progressToken: 'console-' + uuid() });
     await openSession(uri);
   } catch (e) {
     alertError(e);
@@ -343,6 +360,7 @@ function renderSession() {
   const summary = app.sessions.get(app.session);
   $('session-title').textContent = st.title || (summary && summary.title) || '(untitled session)';
   renderSessionTools(manage);
+  renderSessionUsage();
   const tabs = visibleChats().map((c) => {
     const selected = c.resource === app.chat;
     return el('button', {
@@ -361,6 +379,15 @@ function renderSession() {
   });
   keepFocus($('tabs'), () => $('tabs').replaceChildren(...tabs));
   $('chat-panel').setAttribute('aria-labelledby', 'tab-' + app.chat);
+}
+
+// renderSessionUsage shows the session's token and cost totals (usage.js).
+function renderSessionUsage() {
+  const st = app.sessionState;
+  if (!st) return;
+  const u = sessionUsage(app.session, visibleChats());
+  $('session-usage').hidden = !u.text;
+  $('session-usage').textContent = u.text + (u.note ? ' — ' + u.note : '');
 }
 
 function tabKeys(ev) {
@@ -413,6 +440,7 @@ function setChatState(st) {
 }
 
 let rafPending = false;
+app.redraw = () => scheduleRender(); // for terminal.js: a call's terminal opened
 function scheduleRender() {
   if (rafPending) return;
   rafPending = true;
@@ -454,6 +482,8 @@ function renderChat(scrollToEnd) {
   if (nearEnd) log.scrollTop = log.scrollHeight;
   else if (firstBefore && firstBefore.isConnected) log.scrollTop += firstBefore.getBoundingClientRect().top - topBefore;
   $('chat-activity').textContent = st.activity || '';
+  noteChat(app.session, app.chat, st);
+  renderSessionUsage();
   const whole = changesetFor(null);
   $('chat-changes').hidden = !whole;
   if (whole) $('chat-changes').onclick = () => openChangeset(whole.uri, whole.label);
@@ -468,6 +498,8 @@ function renderTurn(t, live, isLast) {
   const parts = el('div', { class: 'response' }, ...(t.responseParts || []).map((p) => renderPart(p, t, live)));
   const state = live ? 'running' : t.state;
   const footer = el('footer', { class: 'turn-foot' }, el('span', { class: 'state', text: state + (t.duration !== undefined && !live ? ` · ${(t.duration / 1000).toFixed(1)} s` : '') }));
+  const usage = turnUsage(t);
+  if (usage) footer.append(el('span', { class: 'usage', title: 'Tokens in and out' + (t.usage.model ? ', ' + t.usage.model : ''), text: usage }));
   if (!live && t.state === 'complete') {
     footer.append(
       el('button', { type: 'button', class: 'fork', dataset: { focusKey: 'fork:' + t.id }, onclick: () => newChatFrom('fork', t.id), text: 'Fork here' }),
@@ -544,7 +576,12 @@ function renderTool(tc, t, live) {
       result.append(workerLink(c.resource, c.title));
     }
   }
-  if (result.childNodes.length) box.append(el('details', { class: 'tool-output', open: tc.status !== 'completed' ? true : null }, el('summary', { text: 'Result' }), result));
+  // A call's terminal (a ! command's) shows while it runs, found by its
+  // claim in the root state, and stays in sight once it completed.
+  const running = !(tc.content || []).some((x) => x.type === 'terminal') && terminalOfCall(tc.toolCallId);
+  if (running) result.append(terminalView(running.resource, running.title));
+  const terminal = !!running || (tc.content || []).some((x) => x.type === 'terminal');
+  if (result.childNodes.length) box.append(el('details', { class: 'tool-output', open: tc.status !== 'completed' || terminal ? true : null }, el('summary', { text: 'Result' }), result));
   return box;
 }
 
@@ -557,7 +594,7 @@ function renderContent(c) {
     case 'fileEdit':
       return renderDiff(c);
     case 'terminal':
-      return el('div', { class: 'notice', text: 'Terminal: ' + (c.title || c.resource) });
+      return terminalView(c.resource, c.title); // terminal.js
     case 'resource':
       return el('div', { class: 'notice', text: 'Resource: ' + c.uri });
     default:
