@@ -177,6 +177,11 @@ type Host interface {
 	// SpawnedContent is what a spawning tool call's result says of the
 	// worker it spawned (C-SUB-17).
 	SpawnedContent(toolCallID string) []ahp.ToolResultContent
+	// OlderTurn reports whether id names one of the chat's turns older
+	// than the ones the state holds (Engine.Older): the host keeps them.
+	// Asked only when there are such turns, so a repeated start of an old
+	// turn stays a repeat (AHP-1.0.md §5).
+	OlderTurn(id string) bool
 	// Warn logs something the engine chose to ignore.
 	Warn(msg string, args ...any)
 	Now() time.Time
@@ -273,8 +278,13 @@ type Engine struct {
 	// for it, by message id (C-TURN-04, C-ATT-23).
 	pending map[string]waiting
 	// turns is who sent each turn and which route ran it, by turn id
-	// (C-TURN-08); the Host stores them with the turn.
+	// (C-TURN-08), for the turns the state holds and the running one; the
+	// Host stores them with the turn.
 	turns map[string]TurnInfo
+	// older is how many of the chat's turns come before st.Turns: a loaded
+	// chat keeps only its newest ended turns (Trim), and the host's store
+	// holds the rest. Turn st.Turns[i] is the chat's turn older+i.
+	older int
 }
 
 // handed is a steering message a backend took: its id, the turn it was
@@ -326,6 +336,9 @@ type Options struct {
 	HasAgent bool
 	// Caps are the chat's agent's capabilities.
 	Caps agent.Capabilities
+	// Older is how many of the chat's turns come before the state's
+	// (Engine.Older).
+	Older int
 }
 
 // New returns an engine over state st (read from the store).
@@ -333,7 +346,51 @@ func New(h Host, st ahp.ChatState, o Options) *Engine {
 	if st.Turns == nil {
 		st.Turns = []ahp.Turn{}
 	}
-	return &Engine{host: h, st: st, hasAgent: o.HasAgent, caps: o.Caps, pending: map[string]waiting{}, turns: map[string]TurnInfo{}}
+	return &Engine{host: h, st: st, hasAgent: o.HasAgent, caps: o.Caps, pending: map[string]waiting{}, turns: map[string]TurnInfo{}, older: max(o.Older, 0)}
+}
+
+// Older is how many of the chat's turns come before the ones the state
+// holds: st.Turns[i] is the chat's turn Older()+i.
+func (e *Engine) Older() int { return e.older }
+
+// Trim drops the n oldest turns the state holds, which the host has
+// stored, and what the engine knew of them; it returns their ids. The
+// newest turn always stays: resuming it and the holds read it.
+func (e *Engine) Trim(n int) []string {
+	n = min(n, len(e.st.Turns)-1)
+	if n <= 0 {
+		return nil
+	}
+	ids := make([]string, n)
+	for i := range n {
+		ids[i] = e.st.Turns[i].ID
+		delete(e.turns, ids[i])
+	}
+	// Moved down in place and the tail cleared, so the dropped turns are
+	// garbage and the backing array never grows past the window.
+	kept := copy(e.st.Turns, e.st.Turns[n:])
+	clear(e.st.Turns[kept:])
+	e.st.Turns = e.st.Turns[:kept]
+	e.older += n
+	return ids
+}
+
+// Reload replaces the turns the state holds with ts, the chat's turns
+// from older on, and what the engine knows of them with infos (by id):
+// a rewind to a turn older than the state's brings it back first. It
+// forgets the turns it held.
+func (e *Engine) Reload(older int, ts []ahp.Turn, infos map[string]TurnInfo) {
+	for _, t := range e.st.Turns {
+		delete(e.turns, t.ID)
+	}
+	e.st.Turns = ts
+	if e.st.Turns == nil {
+		e.st.Turns = []ahp.Turn{}
+	}
+	e.older = max(older, 0)
+	for id, info := range infos {
+		e.Remember(id, info)
+	}
 }
 
 // State is the chat's state. The caller may read it; it changes it only
@@ -367,6 +424,9 @@ func (e *Engine) Remember(id string, info TurnInfo) {
 // engine does not decide on (a flag, a tool result, a truncation the host
 // checked) reaches the chat.
 func (e *Engine) Apply(a ahp.Action, origin *ahp.ActionOrigin) {
+	if t, ok := a.(ahp.ChatTruncated); ok && t.TurnID == "" {
+		e.older = 0 // cleared: no turn is older than none
+	}
 	reduce.Chat(&e.st, a)
 	e.host.Tell(a, origin)
 }
@@ -426,7 +486,7 @@ func (e *Engine) clientTurnStarted(from From, origin *ahp.ActionOrigin, a ahp.Ch
 	if e.isKnownTurn(a.TurnID) {
 		// Idempotent (AHP-1.0.md §5): said again, changes nothing, and the
 		// backend is not started again.
-		e.Apply(a, origin)
+		e.sayAgain(a, origin)
 		return
 	}
 	if e.Running() || e.isBehind(a.TurnID) {
@@ -442,10 +502,28 @@ func (e *Engine) clientTurnStarted(from From, origin *ahp.ActionOrigin, a ahp.Ch
 }
 
 func (e *Engine) isKnownTurn(id string) bool {
+	return e.inState(id) || e.older > 0 && e.host.OlderTurn(id)
+}
+
+// inState reports whether the state holds turn id: running, or among the
+// ended turns it keeps.
+func (e *Engine) inState(id string) bool {
 	if e.st.ActiveTurn != nil && e.st.ActiveTurn.ID == id {
 		return true
 	}
 	return slices.ContainsFunc(e.st.Turns, func(t ahp.Turn) bool { return t.ID == id })
+}
+
+// sayAgain tells a repeated start of a known turn, which changes nothing.
+// One the state holds is reduced as any action is (a no-op); one older
+// than the state's is told unreduced: the reducer, not finding it, would
+// take it for a new turn.
+func (e *Engine) sayAgain(a ahp.ChatTurnStarted, origin *ahp.ActionOrigin) {
+	if !e.inState(a.TurnID) {
+		e.host.Tell(a, origin)
+		return
+	}
+	e.Apply(a, origin)
 }
 
 func (e *Engine) isBehind(id string) bool {
@@ -498,7 +576,7 @@ func (e *Engine) say(a ahp.ChatTurnStarted, origin *ahp.ActionOrigin, sender str
 // chat attachment whose pin nobody can honour ends the turn in a chat/error
 // of errorType sendFailed before the backend is handed it (C-ATT-32, 33).
 func (e *Engine) admit(a ahp.ChatTurnStarted, origin *ahp.ActionOrigin, sender string, extra any) {
-	first := len(e.st.Turns) == 0
+	first := len(e.st.Turns) == 0 && e.older == 0
 	msg, atts, pinErr := e.host.Prepare(a.Message, extra)
 	a.Message = msg
 	t := e.say(a, origin, sender)
@@ -736,7 +814,7 @@ func (e *Engine) Stop(origin *ahp.ActionOrigin, a ahp.ChatTurnCancelled) {
 func (e *Engine) sayUnrun(h held) {
 	if e.isKnownTurn(h.a.TurnID) {
 		// A repeated start: said again, changes nothing.
-		e.Apply(h.a, h.origin)
+		e.sayAgain(h.a, h.origin)
 		return
 	}
 	// Never run, but said: its bytes are written as a run turn's are
@@ -1072,7 +1150,7 @@ func (e *Engine) startBehind() {
 	for len(e.behind) > 0 && e.isKnownTurn(e.behind[0].a.TurnID) && e.behind[0].stop == nil {
 		h := e.behind[0]
 		e.behind = e.behind[1:]
-		e.Apply(h.a, h.origin)
+		e.sayAgain(h.a, h.origin)
 	}
 	if len(e.behind) == 0 {
 		e.behind = nil
