@@ -365,7 +365,8 @@ func (s *Script) History(conversationID string) []string {
 }
 
 // Prompts returns every turn handed to Send on conversationID, held or
-// rejected-later ones included, HostContext and all, in the order sent.
+// rejected-later ones included, HostContext and all, in the order sent: the
+// newest historyKept at least.
 func (s *Script) Prompts(conversationID string) []agent.Turn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -407,7 +408,10 @@ func (s *Script) recordPrompt(conversationID string, t agent.Turn) {
 			s.promptOrder = s.promptOrder[1:]
 		}
 	}
-	s.prompts[conversationID] = keepLast(s.prompts[conversationID], t)
+	// One conversation's prompts are kept as its history is (historyKept):
+	// a hundred long conversations would otherwise hold a hundred logs of
+	// 1,000 to 2,000 prompts (issue #34).
+	s.prompts[conversationID] = keepNewest(s.prompts[conversationID], t, historyKept)
 	s.sent = keepLast(s.sent, t)
 }
 
@@ -418,10 +422,14 @@ const logMax = 1000
 
 // keepLast appends v to log and drops the oldest entries past logMax
 // (copying only once the slice holds twice that, so it is amortized).
-func keepLast[T any](log []T, v T) []T {
+func keepLast[T any](log []T, v T) []T { return keepNewest(log, v, logMax) }
+
+// keepNewest appends v to log and drops the oldest entries past n, once
+// the slice holds 2n.
+func keepNewest[T any](log []T, v T, n int) []T {
 	log = append(log, v)
-	if len(log) >= 2*logMax {
-		log = append([]T(nil), log[len(log)-logMax:]...)
+	if len(log) >= 2*n {
+		log = append([]T(nil), log[len(log)-n:]...)
 	}
 	return log
 }
