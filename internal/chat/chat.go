@@ -524,7 +524,7 @@ func (c *Chat) Subscribe(ctx context.Context, sub bus.Subscriber, view *ahp.Subs
 	var older []ahp.Turn
 	var placeholder []byte
 	err := c.withOlder(ctx, &olderTurns{}, func(o *olderTurns) bool {
-		from, base := c.pages.viewFrom(view), c.eng.Older()
+		from, base := c.pages.viewFrom(view), c.eng.Window().Older()
 		if !o.has(from, base) {
 			o.want(from, base)
 			return false
@@ -597,7 +597,7 @@ func (c *Chat) State(ctx context.Context) (ahp.ChatState, error) {
 	var raw []byte
 	var older []ahp.Turn
 	err := c.withOlder(ctx, &olderTurns{}, func(o *olderTurns) bool {
-		base := c.eng.Older()
+		base := c.eng.Window().Older()
 		if !o.has(0, base) {
 			o.want(0, base)
 			return false

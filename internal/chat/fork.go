@@ -100,7 +100,7 @@ func (c *Chat) ForkAt(ctx context.Context, newChat, turnID string) (ForkSource, 
 	var fs ForkSource
 	var ferr error
 	err := c.withOlder(ctx, &olderTurns{recordsOnly: true}, func(o *olderTurns) bool {
-		base := c.eng.Older()
+		base := c.eng.Window().Older()
 		idx := c.turnIndex(turnID)
 		seq := base + idx
 		if idx < 0 {

@@ -65,7 +65,7 @@ func viewTurns(view *ahp.SubscribeView) (int, bool) {
 // st's), with a cursor to fetch older ones when the view leaves some out.
 func (pg *pager) view(st *ahp.ChatState, view *ahp.SubscribeView, from int, older []ahp.Turn) {
 	c := pg.c
-	st.Turns = st.Turns[max(from-c.eng.Older(), 0):]
+	st.Turns = st.Turns[max(from-c.eng.Window().Older(), 0):]
 	n, ok := viewTurns(view)
 	if !ok || n >= c.turnCount() {
 		return
@@ -111,7 +111,7 @@ func (c *Chat) FetchTurns(ctx context.Context, cursor string) error {
 // not hold (asked for), else done, with the refusal of a bad cursor.
 func (pg *pager) fetch(cursor string, o *olderTurns) (bool, error) {
 	c := pg.c
-	base, total := c.eng.Older(), c.turnCount()
+	base, total := c.eng.Window().Older(), c.turnCount()
 	end := max(pg.loadedFrom, 0)
 	if cursor != "" {
 		id, ok := parseCursor(cursor)

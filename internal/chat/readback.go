@@ -199,7 +199,7 @@ func (c *Chat) notePoint(id, point string) {
 	}
 	info := c.eng.Turn(t.ID)
 	rec := store.TurnRecord{
-		Chat: c.cfg.URI, ID: t.ID, Seq: c.eng.Older() + i, State: string(t.State), Sender: info.Sender,
+		Chat: c.cfg.URI, ID: t.ID, Seq: c.eng.Window().Older() + i, State: string(t.State), Sender: info.Sender,
 		Point: point, Command: info.Route == turns.RouteLocal, StartedAt: parseISO(t.StartedAt), Body: body,
 	}
 	c.cfg.Env.Store.Enqueue(putTurnOp(rec))

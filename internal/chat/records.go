@@ -57,7 +57,7 @@ func (du *durable) endedRecord(id string) (store.TurnRecord, bool) {
 	started, _ := time.Parse(time.RFC3339Nano, t.StartedAt)
 	c.window.noteEnded(id, len(body))
 	return store.TurnRecord{
-		Chat: c.cfg.URI, ID: t.ID, Seq: c.eng.Older() + n - 1, State: string(t.State), Sender: c.eng.Turn(id).Sender,
+		Chat: c.cfg.URI, ID: t.ID, Seq: c.eng.Window().Older() + n - 1, State: string(t.State), Sender: c.eng.Turn(id).Sender,
 		Point: c.points[id], Command: c.isLocal(id), StartedAt: started, Body: body, BodyMarshalled: true,
 	}, true
 }

@@ -96,7 +96,7 @@ func (rw *rewind) anchorAt(keep int) anchor {
 		}
 		return anchor{found: true, point: c.points[id]}
 	}
-	if older := c.eng.Older(); keep >= 0 && older > 0 {
+	if older := c.eng.Window().Older(); keep >= 0 && older > 0 {
 		// Every turn the window keeps up to keep was a ! command: the
 		// store knows the backend's last one before them.
 		r, ok, err := c.cfg.Env.Store.LastAgentTurnThrough(context.Background(), c.cfg.URI, older-1)

@@ -96,7 +96,7 @@ func (w *window) settle() {
 		keep++
 		bytes += size
 	}
-	for _, id := range c.eng.Trim(len(ts) - keep) {
+	for _, id := range c.eng.Window().Trim(len(ts) - keep) {
 		delete(c.points, id)
 		delete(w.sizes, id)
 	}
@@ -104,13 +104,13 @@ func (w *window) settle() {
 
 // turnCount is how many ended turns the chat has: the stored ones older
 // than the window, and the window's.
-func (c *Chat) turnCount() int { return c.eng.Older() + len(c.st().Turns) }
+func (c *Chat) turnCount() int { return c.eng.Window().Older() + len(c.st().Turns) }
 
 // olderTurn returns the stored turn id when it is one of the chat's ended
 // turns older than the window: one row read by its key.
 func (w *window) olderTurn(id string) (store.TurnRecord, bool) {
 	c := w.c
-	older := c.eng.Older()
+	older := c.eng.Window().Older()
 	if older == 0 || id == "" {
 		return store.TurnRecord{}, false
 	}
@@ -153,7 +153,7 @@ func (w *window) reloadThrough(seq int) bool {
 		}
 		w.sizes[r.ID] = len(r.Body)
 	}
-	c.eng.Reload(recs[0].Seq, ts, infos)
+	c.eng.Window().Reload(recs[0].Seq, ts, infos)
 	return true
 }
 

@@ -178,7 +178,7 @@ type Host interface {
 	// worker it spawned (C-SUB-17).
 	SpawnedContent(toolCallID string) []ahp.ToolResultContent
 	// OlderTurn reports whether id names one of the chat's turns older
-	// than the ones the state holds (Engine.Older): the host keeps them.
+	// than the ones the state holds (Window.Older): the host keeps them.
 	// Asked only when there are such turns, so a repeated start of an old
 	// turn stays a repeat (AHP-1.0.md §5).
 	OlderTurn(id string) bool
@@ -337,7 +337,7 @@ type Options struct {
 	// Caps are the chat's agent's capabilities.
 	Caps agent.Capabilities
 	// Older is how many of the chat's turns come before the state's
-	// (Engine.Older).
+	// (Window.Older).
 	Older int
 }
 
@@ -347,50 +347,6 @@ func New(h Host, st ahp.ChatState, o Options) *Engine {
 		st.Turns = []ahp.Turn{}
 	}
 	return &Engine{host: h, st: st, hasAgent: o.HasAgent, caps: o.Caps, pending: map[string]waiting{}, turns: map[string]TurnInfo{}, older: max(o.Older, 0)}
-}
-
-// Older is how many of the chat's turns come before the ones the state
-// holds: st.Turns[i] is the chat's turn Older()+i.
-func (e *Engine) Older() int { return e.older }
-
-// Trim drops the n oldest turns the state holds, which the host has
-// stored, and what the engine knew of them; it returns their ids. The
-// newest turn always stays: resuming it and the holds read it.
-func (e *Engine) Trim(n int) []string {
-	n = min(n, len(e.st.Turns)-1)
-	if n <= 0 {
-		return nil
-	}
-	ids := make([]string, n)
-	for i := range n {
-		ids[i] = e.st.Turns[i].ID
-		delete(e.turns, ids[i])
-	}
-	// Moved down in place and the tail cleared, so the dropped turns are
-	// garbage and the backing array never grows past the window.
-	kept := copy(e.st.Turns, e.st.Turns[n:])
-	clear(e.st.Turns[kept:])
-	e.st.Turns = e.st.Turns[:kept]
-	e.older += n
-	return ids
-}
-
-// Reload replaces the turns the state holds with ts, the chat's turns
-// from older on, and what the engine knows of them with infos (by id):
-// a rewind to a turn older than the state's brings it back first. It
-// forgets the turns it held.
-func (e *Engine) Reload(older int, ts []ahp.Turn, infos map[string]TurnInfo) {
-	for _, t := range e.st.Turns {
-		delete(e.turns, t.ID)
-	}
-	e.st.Turns = ts
-	if e.st.Turns == nil {
-		e.st.Turns = []ahp.Turn{}
-	}
-	e.older = max(older, 0)
-	for id, info := range infos {
-		e.Remember(id, info)
-	}
 }
 
 // State is the chat's state. The caller may read it; it changes it only
@@ -483,10 +439,10 @@ func (e *Engine) clientTurnStarted(from From, origin *ahp.ActionOrigin, a ahp.Ch
 		e.refuse(from, origin, a, ReasonNoTurnID)
 		return
 	}
-	if e.isKnownTurn(a.TurnID) {
+	if e.Window().known(a.TurnID) {
 		// Idempotent (AHP-1.0.md §5): said again, changes nothing, and the
 		// backend is not started again.
-		e.sayAgain(a, origin)
+		e.Window().sayAgain(a, origin)
 		return
 	}
 	if e.Running() || e.isBehind(a.TurnID) {
@@ -499,31 +455,6 @@ func (e *Engine) clientTurnStarted(from From, origin *ahp.ActionOrigin, a ahp.Ch
 		return
 	}
 	e.admit(a, origin, from.Sender, from.Extra)
-}
-
-func (e *Engine) isKnownTurn(id string) bool {
-	return e.inState(id) || e.older > 0 && e.host.OlderTurn(id)
-}
-
-// inState reports whether the state holds turn id: running, or among the
-// ended turns it keeps.
-func (e *Engine) inState(id string) bool {
-	if e.st.ActiveTurn != nil && e.st.ActiveTurn.ID == id {
-		return true
-	}
-	return slices.ContainsFunc(e.st.Turns, func(t ahp.Turn) bool { return t.ID == id })
-}
-
-// sayAgain tells a repeated start of a known turn, which changes nothing.
-// One the state holds is reduced as any action is (a no-op); one older
-// than the state's is told unreduced: the reducer, not finding it, would
-// take it for a new turn.
-func (e *Engine) sayAgain(a ahp.ChatTurnStarted, origin *ahp.ActionOrigin) {
-	if !e.inState(a.TurnID) {
-		e.host.Tell(a, origin)
-		return
-	}
-	e.Apply(a, origin)
 }
 
 func (e *Engine) isBehind(id string) bool {
@@ -812,9 +743,9 @@ func (e *Engine) Stop(origin *ahp.ActionOrigin, a ahp.ChatTurnCancelled) {
 // without running it. A client's stop of it while it waited is its ending,
 // said as sent.
 func (e *Engine) sayUnrun(h held) {
-	if e.isKnownTurn(h.a.TurnID) {
+	if e.Window().known(h.a.TurnID) {
 		// A repeated start: said again, changes nothing.
-		e.sayAgain(h.a, h.origin)
+		e.Window().sayAgain(h.a, h.origin)
 		return
 	}
 	// Never run, but said: its bytes are written as a run turn's are
@@ -1140,17 +1071,17 @@ func (e *Engine) startBehind() {
 	for len(e.behind) > 0 && !e.Running() {
 		h := e.behind[0]
 		e.behind = e.behind[1:]
-		if h.stop != nil || e.isKnownTurn(h.a.TurnID) {
+		if h.stop != nil || e.Window().known(h.a.TurnID) {
 			e.sayUnrun(h)
 			continue
 		}
 		e.admit(h.a, h.origin, h.from.Sender, h.from.Extra)
 	}
 	// Repeats of the turn now running are said at once.
-	for len(e.behind) > 0 && e.isKnownTurn(e.behind[0].a.TurnID) && e.behind[0].stop == nil {
+	for len(e.behind) > 0 && e.Window().known(e.behind[0].a.TurnID) && e.behind[0].stop == nil {
 		h := e.behind[0]
 		e.behind = e.behind[1:]
-		e.sayAgain(h.a, h.origin)
+		e.Window().sayAgain(h.a, h.origin)
 	}
 	if len(e.behind) == 0 {
 		e.behind = nil

@@ -38,7 +38,7 @@ type harness struct {
 	admitted []Start
 	points   map[string]string
 	// older are the turns the host keeps beyond the engine's state
-	// (Engine.Trim).
+	// (Window.Trim).
 	older map[string]bool
 }
 

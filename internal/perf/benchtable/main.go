@@ -2,7 +2,8 @@
 // figures of docs/PERFORMANCE.md as one table: figure, ahpd, the baseline
 // measured in the same run, their ratio, and the goal. A benchmark takes
 // part when it reports a "ratio" metric, an ahpd metric (named ahpd-… or
-// loaded-…) and a baseline (raw-… or empty-…); other lines pass through to
+// loaded-…) and a baseline (raw-…, empty-…, or first-… for the same
+// daemon measured earlier in the run); other lines pass through to
 // stderr so nothing is lost.
 //
 //	go test -run '^$' -bench . ./internal/... | go run ./internal/perf/benchtable
@@ -30,6 +31,7 @@ var goals = map[string]string{
 	"BenchmarkListSessionsPage/sessions=10000": "≤ 5 ms/page",
 	"BenchmarkPersist200Parts":                 "ratio ≤ 1.2",
 	"BenchmarkNotify":                          "-",
+	"BenchmarkChatMemory":                      "ratio ≤ 1.5, every turn read back whole",
 }
 
 var procs = regexp.MustCompile(`-\d+$`)
@@ -68,7 +70,7 @@ func main() {
 				ratio = strconv.FormatFloat(m.value, 'g', 3, 64)
 			case strings.HasPrefix(m.unit, "ahpd-"), strings.HasPrefix(m.unit, "loaded-"), strings.HasPrefix(m.unit, "unloaded-"), strings.HasPrefix(m.unit, "snapshot-"):
 				ahpd = append(ahpd, format(m))
-			case strings.HasPrefix(m.unit, "raw-"), strings.HasPrefix(m.unit, "empty-"):
+			case strings.HasPrefix(m.unit, "raw-"), strings.HasPrefix(m.unit, "empty-"), strings.HasPrefix(m.unit, "first-"):
 				base = append(base, format(m))
 			}
 		}
