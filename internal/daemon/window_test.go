@@ -83,6 +83,7 @@ func windowScript(t *testing.T, kept int) []string {
 		} `json:"snapshot"`
 	}
 	for _, n := range []int{0, 1, 2, 4, 9, 20} {
+		sub.Snapshot.State = ahp.ChatState{}
 		raw := b.MustCall("subscribe", map[string]any{"channel": def, "view": map[string]any{"turns": n}})
 		if err := json.Unmarshal(raw, &sub); err != nil {
 			t.Fatal(err)
