@@ -457,7 +457,11 @@ func (cs *changesets) knowsTurn(turn string) bool {
 	if st.ActiveTurn != nil && st.ActiveTurn.ID == turn {
 		return true
 	}
-	return slices.ContainsFunc(st.Turns, func(t ahp.Turn) bool { return t.ID == turn })
+	if slices.ContainsFunc(st.Turns, func(t ahp.Turn) bool { return t.ID == turn }) {
+		return true
+	}
+	_, ok := c.window.olderTurn(turn)
+	return ok
 }
 
 // SubscribeChangeset answers a subscription to one of the chat's changeset

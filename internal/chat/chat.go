@@ -10,6 +10,7 @@
 package chat
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,6 +31,7 @@ import (
 	"github.com/ahpd/ahpd/internal/reduce"
 	"github.com/ahpd/ahpd/internal/store"
 	"github.com/ahpd/ahpd/internal/turns"
+	"github.com/google/uuid"
 )
 
 // SenderMetaKey is the _meta key of a message that names who sent it, as a
@@ -136,7 +138,9 @@ type Chat struct {
 	eng         *turns.Engine
 	lastSummary ahp.ChatSummary
 	record      store.ChatRecord
-	points      map[string]string // turn id → backend fork/rewind point
+	// points are the backend's fork/rewind points of the turns the state
+	// holds, by turn id; the store keeps every turn's.
+	points map[string]string
 
 	// The actor's jobs, one component each: a struct holding its own state
 	// and a back-pointer to the actor, which runs only on the actor's
@@ -168,6 +172,9 @@ type Chat struct {
 	attachments attachments
 	// directories changes the chat's directories (directories.go).
 	directories directories
+	// window keeps the turns in memory bounded; the store holds the
+	// transcript (window.go).
+	window window
 }
 
 // st is the chat's state, owned by the turn engine.
@@ -197,11 +204,14 @@ func Open(ctx context.Context, cfg Config) (*Chat, error) {
 	c.rewind = rewind{c: c}
 	c.attachments = attachments{c: c}
 	c.directories = directories{c: c}
+	c.window = window{c: c, sizes: make(map[string]int)}
 	if cfg.Agent != nil {
 		c.backends.caps = cfg.Agent.Capabilities()
 	}
 	c.slot.join()
-	recs, err := cfg.Env.Store.Turns(ctx, cfg.URI)
+	// The window (window.go): the running turn, if one was left, and the
+	// newest ended turns; the store answers for the rest.
+	recs, err := cfg.Env.Store.LastTurns(ctx, cfg.URI, c.window.kept()+1)
 	if err != nil {
 		return nil, fmt.Errorf("open chat %s: %w", cfg.URI, err)
 	}
@@ -218,18 +228,31 @@ func Open(ctx context.Context, cfg Config) (*Chat, error) {
 		return nil, fmt.Errorf("open chat %s: %w", cfg.URI, err)
 	}
 	var crashed *store.TurnRecord
+	var ended []store.TurnRecord
 	for i := range recs {
-		r := recs[i]
-		if r.State == store.TurnRunning {
-			crashed = &r
+		if recs[i].State == store.TurnRunning {
+			crashed = &recs[i]
 			continue
 		}
-		var t ahp.Turn
-		if err := json.Unmarshal(r.Body, &t); err != nil {
-			return nil, fmt.Errorf("open chat %s: turn %s: %w", cfg.URI, r.ID, err)
+		ended = append(ended, recs[i])
+	}
+	if n := c.window.kept(); len(ended) > n {
+		ended = ended[len(ended)-n:]
+	}
+	older := 0
+	switch {
+	case len(ended) > 0:
+		older = ended[0].Seq
+	case crashed != nil:
+		older = crashed.Seq
+	}
+	for _, r := range ended {
+		t, err := storedTurn(r)
+		if err != nil {
+			return nil, fmt.Errorf("open chat %s: %w", cfg.URI, err)
 		}
-		t.Message = withSenderMeta(t.Message, r.Sender)
 		st.Turns = append(st.Turns, t)
+		c.window.sizes[r.ID] = len(r.Body)
 	}
 	if crashed != nil {
 		var at ahp.ActiveTurn
@@ -239,10 +262,16 @@ func Open(ctx context.Context, cfg Config) (*Chat, error) {
 		st.ActiveTurn = &at
 		st.Status = st.Status.WithActivity(ahp.StatusInProgress)
 	}
-	c.eng = turns.New(engineHost{c}, st, turns.Options{HasAgent: cfg.Agent != nil, Caps: c.backends.caps})
-	for _, r := range recs {
+	c.eng = turns.New(engineHost{c}, st, turns.Options{HasAgent: cfg.Agent != nil, Caps: c.backends.caps, Older: older})
+	for _, r := range ended {
 		c.remember(r)
 	}
+	if crashed != nil {
+		c.remember(*crashed)
+	}
+	// A window read back from a transcript may hold more bytes than it
+	// keeps: trimmed before the first step.
+	c.window.ended = true
 	c.durable.restorePending()
 	c.lastSummary = reduce.ChatSummaryOf(c.st())
 	go c.run(crashed)
@@ -253,11 +282,7 @@ func (c *Chat) remember(r store.TurnRecord) {
 	if r.Point != "" {
 		c.points[r.ID] = r.Point
 	}
-	info := turns.TurnInfo{Sender: r.Sender}
-	if r.Command {
-		info.Route = turns.RouteLocal
-	}
-	c.eng.Remember(r.ID, info)
+	c.eng.Remember(r.ID, recordInfo(r))
 }
 
 func (c *Chat) initialState() ahp.ChatState {
@@ -323,8 +348,10 @@ func (c *Chat) run(crashed *store.TurnRecord) {
 	}
 	for {
 		// What the agent process slots know of this chat follows what the
-		// last step did (slots.go).
+		// last step did (slots.go), and so do the turns it keeps in memory
+		// (window.go).
 		c.slot.settle()
+		c.window.settle()
 		var events, shellEvents, hostEvents <-chan agent.Event
 		if c.backends.conv != nil {
 			events = c.backends.conv.Events()
@@ -488,22 +515,37 @@ func summaryEqual(a, b ahp.ChatSummary) bool { return reflect.DeepEqual(a, b) }
 
 // Subscribe returns the chat's snapshot for a new watcher and adds it to
 // the channel in the same step (C-CMD-03, C-CMD-04). A view with Turns
-// holds only the newest turns and a cursor to fetch older ones.
+// holds only the newest turns and a cursor to fetch older ones. Turns older
+// than the window are read from the store by the caller's goroutine (a
+// request's lane) and put into the snapshot there; what the actor marshals
+// is bounded by the window.
 func (c *Chat) Subscribe(ctx context.Context, sub bus.Subscriber, view *ahp.SubscribeView) (ahp.Snapshot, error) {
 	var snap ahp.Snapshot
-	err := c.call(ctx, func() {
+	var older []ahp.Turn
+	var placeholder []byte
+	err := c.withOlder(ctx, &olderTurns{}, func(o *olderTurns) bool {
+		from, base := c.pages.viewFrom(view), c.eng.Window().Older()
+		if !o.has(from, base) {
+			o.want(from, base)
+			return false
+		}
+		_, older = o.span(from, base)
 		seq := c.cfg.Env.Bus.Subscribe(sub, c.cfg.URI)
 		st := *c.st()
 		if !sub.Knows(ahp.ActionChatCanvasesChanged) {
 			st.Canvases = nil // a connection below 0.10.0 knows no canvas (C-CANV-12)
 		}
-		c.pages.view(&st, view)
+		c.pages.view(&st, view, from, older)
+		if len(older) > 0 {
+			placeholder, st.Turns = withPlaceholder(st.Turns)
+		}
 		raw, err := json.Marshal(st)
 		if err != nil {
 			c.log.Error("marshal chat snapshot", "err", err)
-			return
+			return true
 		}
 		snap = ahp.Snapshot{Resource: c.cfg.URI, State: json.RawMessage(raw), FromSeq: seq}
+		return true
 	})
 	if err != nil {
 		return ahp.Snapshot{}, err
@@ -511,20 +553,68 @@ func (c *Chat) Subscribe(ctx context.Context, sub bus.Subscriber, view *ahp.Subs
 	if snap.State == nil {
 		return ahp.Snapshot{}, fmt.Errorf("snapshot chat %s: marshal failed", c.cfg.URI)
 	}
+	if len(older) > 0 {
+		raw, err := putOlder(snap.State.(json.RawMessage), placeholder, older)
+		if err != nil {
+			return ahp.Snapshot{}, fmt.Errorf("snapshot chat %s: %w", c.cfg.URI, err)
+		}
+		snap.State = raw
+	}
 	return snap, nil
 }
 
-// State returns a copy of the chat's state (for forks, tests and the
-// session's catalogue).
+// withPlaceholder returns ts behind a turn of a fresh random id, and that
+// turn as marshalled: where a snapshot's stored older turns go (putOlder).
+func withPlaceholder(ts []ahp.Turn) ([]byte, []ahp.Turn) {
+	p := ahp.Turn{ID: "ahpd-older-turns-" + uuid.NewString()}
+	raw, _ := json.Marshal(p)
+	return raw, append([]ahp.Turn{p}, ts...)
+}
+
+// putOlder replaces the placeholder turn in a marshalled chat state with
+// the older turns, marshalled here, off the actor.
+func putOlder(state json.RawMessage, placeholder []byte, older []ahp.Turn) (json.RawMessage, error) {
+	at := bytes.Index(state, placeholder)
+	if at < 0 {
+		return nil, errors.New("the older turns' place is missing from the snapshot")
+	}
+	list, err := json.Marshal(older)
+	if err != nil {
+		return nil, fmt.Errorf("marshal older turns: %w", err)
+	}
+	inner := list[1 : len(list)-1] // without the brackets
+	out := make([]byte, 0, len(state)-len(placeholder)+len(inner))
+	out = append(out, state[:at]...)
+	out = append(out, inner...)
+	out = append(out, state[at+len(placeholder):]...)
+	return out, nil
+}
+
+// State returns a copy of the chat's state, every turn in it (for chat
+// attachments, completions and tests); the turns older than the window are
+// read from the store by the caller's goroutine.
 func (c *Chat) State(ctx context.Context) (ahp.ChatState, error) {
 	var raw []byte
-	err := c.call(ctx, func() { raw, _ = json.Marshal(c.st()) })
+	var older []ahp.Turn
+	err := c.withOlder(ctx, &olderTurns{}, func(o *olderTurns) bool {
+		base := c.eng.Window().Older()
+		if !o.has(0, base) {
+			o.want(0, base)
+			return false
+		}
+		_, older = o.span(0, base)
+		raw, _ = json.Marshal(c.st())
+		return true
+	})
 	if err != nil {
 		return ahp.ChatState{}, err
 	}
 	var st ahp.ChatState
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return ahp.ChatState{}, fmt.Errorf("copy chat state: %w", err)
+	}
+	if len(older) > 0 {
+		st.Turns = append(older, st.Turns...)
 	}
 	return st, nil
 }

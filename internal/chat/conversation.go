@@ -172,6 +172,13 @@ func (be *backends) hasTurns() bool {
 			return true
 		}
 	}
+	if older := c.eng.Window().Older(); older > 0 {
+		_, ok, err := c.cfg.Env.Store.LastAgentTurnThrough(context.Background(), c.cfg.URI, older-1)
+		if err != nil {
+			c.log.Error("look for a backend turn older than the window", "err", err)
+		}
+		return ok
+	}
 	return false
 }
 

@@ -78,8 +78,9 @@ func (du *durable) storeBeforeTelling(a ahp.Action) {
 			ops = append(ops, du.recordOp())
 		}
 	case ahp.ChatTruncated:
-		// Turn i is stored at seq i, so the kept turns are seq 0..len-1.
-		uri, keep := c.cfg.URI, len(c.st().Turns)-1
+		// Turn i of the state is stored at seq Older()+i, so the kept
+		// turns are seq 0..turnCount()-1.
+		uri, keep := c.cfg.URI, c.turnCount()-1
 		ops = append(ops, func(ctx context.Context, s *store.Store) error { return s.TruncateTurns(ctx, uri, keep) })
 		du.pendingChanged()
 		ops = append(ops, du.recordOp())

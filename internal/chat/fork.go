@@ -94,44 +94,54 @@ var ErrNoSuchTurn = errors.New("no such turn")
 
 // ForkAt returns what a fork of this chat at turnID copies. A fork at a !
 // command's turn forks the backend at the turn before it (C-FROM-10) and
-// keeps the command turns it copied (C-FROM-11).
+// keeps the command turns it copied (C-FROM-11). The turns older than the
+// window are copied from the store by the caller's goroutine.
 func (c *Chat) ForkAt(ctx context.Context, newChat, turnID string) (ForkSource, error) {
 	var fs ForkSource
 	var ferr error
-	err := c.call(ctx, func() {
-		idx := -1
-		for i := range c.st().Turns {
-			if c.st().Turns[i].ID == turnID {
-				idx = i
-				break
-			}
-		}
+	err := c.withOlder(ctx, &olderTurns{recordsOnly: true}, func(o *olderTurns) bool {
+		base := c.eng.Window().Older()
+		idx := c.turnIndex(turnID)
+		seq := base + idx
 		if idx < 0 {
-			ferr = fmt.Errorf("%w: params.source.turnId: %q is not a completed turn of %s", ErrNoSuchTurn, turnID, c.cfg.URI)
-			return
+			r, ok := c.window.olderTurn(turnID)
+			if !ok {
+				ferr = fmt.Errorf("%w: params.source.turnId: %q is not a completed turn of %s", ErrNoSuchTurn, turnID, c.cfg.URI)
+				return true
+			}
+			seq = r.Seq
+		}
+		if !o.has(0, min(seq+1, base)) {
+			o.want(0, min(seq+1, base))
+			return false
+		}
+		stored, _ := o.span(0, min(seq+1, base))
+		fs = ForkSource{Turns: make([]store.TurnRecord, 0, len(stored)+idx+1)}
+		for _, r := range stored {
+			r.Chat, r.BodyMarshalled = newChat, false
+			fs.Turns = append(fs.Turns, r)
 		}
 		for i := 0; i <= idx; i++ {
 			t := c.st().Turns[i]
 			body, err := json.Marshal(t)
 			if err != nil {
 				ferr = fmt.Errorf("copy turn %s: %w", t.ID, err)
-				return
+				return true
 			}
 			started := parseISO(t.StartedAt)
 			fs.Turns = append(fs.Turns, store.TurnRecord{
-				Chat: newChat, ID: t.ID, Seq: i, State: string(t.State), Sender: c.eng.Turn(t.ID).Sender,
+				Chat: newChat, ID: t.ID, Seq: base + i, State: string(t.State), Sender: c.eng.Turn(t.ID).Sender,
 				Point: c.points[t.ID], Command: c.isLocal(t.ID), StartedAt: started, Body: body,
 			})
 		}
 		fs.ConversationID = c.record.ConversationID
-		for i := idx; i >= 0; i-- {
-			id := c.st().Turns[i].ID
-			if c.isLocal(id) {
-				continue
+		for i := len(fs.Turns) - 1; i >= 0; i-- {
+			if r := fs.Turns[i]; !r.Command {
+				fs.Point = r.Point
+				break
 			}
-			fs.Point = c.points[id]
-			break
 		}
+		return true
 	})
 	if err != nil {
 		return ForkSource{}, err
@@ -156,6 +166,15 @@ func (c *Chat) SideChatContext(ctx context.Context, turnID string, selection *ah
 		}
 		if at := c.st().ActiveTurn; at != nil && at.ID == turnID {
 			text = sideChatText(at.Message.Text, at.ResponseParts, true, selection)
+			return
+		}
+		if r, ok := c.window.olderTurn(turnID); ok {
+			t, err := storedTurn(r)
+			if err != nil {
+				ferr = fmt.Errorf("side chat on %s: %w", c.cfg.URI, err)
+				return
+			}
+			text = sideChatText(t.Message.Text, t.ResponseParts, false, selection)
 			return
 		}
 		ferr = ahp.Errorf(ahp.ErrInvalidParams, "params.source.turnId: %q is neither a turn nor the running turn of %s", turnID, c.cfg.URI)

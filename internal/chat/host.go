@@ -82,6 +82,12 @@ func (h engineHost) SpawnedContent(toolCallID string) []ahp.ToolResultContent {
 	return h.c.workers.spawnedContent(toolCallID)
 }
 
+// OlderTurn: a turn older than the window is one row of the store.
+func (h engineHost) OlderTurn(id string) bool {
+	_, ok := h.c.window.olderTurn(id)
+	return ok
+}
+
 func (h engineHost) Warn(msg string, args ...any) { h.c.log.Warn(msg, args...) }
 
 func (h engineHost) Now() time.Time { return h.c.cfg.Env.Now() }

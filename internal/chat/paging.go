@@ -31,95 +31,124 @@ func parseCursor(cur string) (string, bool) {
 
 // pager pages a chat's turns to its watchers: a subscription's view of the
 // newest turns, and fetchTurns for older ones. It is part of the chat actor
-// and runs only on the actor's goroutine.
+// and runs only on the actor's goroutine. Turns are counted by their place
+// in the chat's whole transcript (their stored seq), whether the window
+// holds them or only the store does (window.go).
 type pager struct {
 	c *Chat
-	// loadedFrom is the index of the oldest turn a paged watcher holds
+	// loadedFrom is the place of the oldest turn a paged watcher holds
 	// (-1: none), where fetchTurns without a cursor continues.
 	loadedFrom int
 }
 
+// viewFrom is the place of the first turn a subscription's view holds: 0
+// for every turn.
+func (pg *pager) viewFrom(view *ahp.SubscribeView) int {
+	total := pg.c.turnCount()
+	if n, ok := viewTurns(view); ok && n < total {
+		return total - n
+	}
+	return 0
+}
+
+// viewTurns is the count a view asks for, ok false when it names none.
+func viewTurns(view *ahp.SubscribeView) (int, bool) {
+	if view == nil || view.Turns == nil {
+		return 0, false
+	}
+	return max(*view.Turns, 0), true
+}
+
 // view cuts st, a snapshot of the chat's state, to what a subscription's
-// view asks for: only the newest turns, with a cursor to fetch older ones.
-func (pg *pager) view(st *ahp.ChatState, view *ahp.SubscribeView) {
+// view asks for: its turns from place from on (older are the stored turns
+// before the window that the snapshot holds, which the caller puts before
+// st's), with a cursor to fetch older ones when the view leaves some out.
+func (pg *pager) view(st *ahp.ChatState, view *ahp.SubscribeView, from int, older []ahp.Turn) {
 	c := pg.c
-	if view != nil && view.Turns != nil {
-		n := *view.Turns
-		if n < 0 {
-			n = 0
-		}
-		if n < len(st.Turns) {
-			from := len(st.Turns) - n
-			st.Turns = st.Turns[from:]
-			// A view of zero turns pages from the very end.
-			cur := endCursor
-			if from < len(c.st().Turns) {
-				cur = turnCursor(c.st().Turns[from].ID)
-			}
-			st.TurnsNextCursor = &cur
-			if pg.loadedFrom < 0 || from < pg.loadedFrom {
-				pg.loadedFrom = from
-			}
-		}
+	st.Turns = st.Turns[max(from-c.eng.Window().Older(), 0):]
+	n, ok := viewTurns(view)
+	if !ok || n >= c.turnCount() {
+		return
+	}
+	// A view of zero turns pages from the very end.
+	cur := endCursor
+	switch {
+	case len(older) > 0:
+		cur = turnCursor(older[0].ID)
+	case len(st.Turns) > 0:
+		cur = turnCursor(st.Turns[0].ID)
+	}
+	st.TurnsNextCursor = &cur
+	if pg.loadedFrom < 0 || from < pg.loadedFrom {
+		pg.loadedFrom = from
 	}
 }
 
 // cut keeps loadedFrom within the chat's turns after a truncation.
 func (pg *pager) cut() {
-	if n := len(pg.c.st().Turns); pg.loadedFrom > n {
+	if n := pg.c.turnCount(); pg.loadedFrom > n {
 		pg.loadedFrom = n
 	}
 }
 
 // FetchTurns publishes the page of turns older than cursor as
-// chat/turnsLoaded to every watcher before it returns (C-CMD-11..14).
+// chat/turnsLoaded to every watcher before it returns (C-CMD-11..14). A page
+// older than the window is read from the store by the caller's goroutine.
 func (c *Chat) FetchTurns(ctx context.Context, cursor string) error {
 	var ferr error
-	err := c.call(ctx, func() { ferr = c.pages.fetch(cursor) })
+	err := c.withOlder(ctx, &olderTurns{}, func(o *olderTurns) bool {
+		var done bool
+		done, ferr = c.pages.fetch(cursor, o)
+		return done
+	})
 	if err != nil {
 		return err
 	}
 	return ferr
 }
 
-// fetch is FetchTurns on the actor.
-func (pg *pager) fetch(cursor string) error {
+// fetch is FetchTurns on the actor: false when it needs stored turns o does
+// not hold (asked for), else done, with the refusal of a bad cursor.
+func (pg *pager) fetch(cursor string, o *olderTurns) (bool, error) {
 	c := pg.c
+	base, total := c.eng.Window().Older(), c.turnCount()
 	end := max(pg.loadedFrom, 0)
 	if cursor != "" {
 		id, ok := parseCursor(cursor)
 		if !ok {
-			return ahp.Errorf(ahp.ErrInvalidParams, "params.cursor: unrecognized fetchTurns cursor %q", cursor)
+			return true, ahp.Errorf(ahp.ErrInvalidParams, "params.cursor: unrecognized fetchTurns cursor %q", cursor)
 		}
 		end = -1
 		if cursor == endCursor {
-			end = len(c.st().Turns)
-		}
-		for i := range c.st().Turns {
-			if c.st().Turns[i].ID == id {
-				end = i
-				break
-			}
+			end = total
+		} else if i := c.turnIndex(id); i >= 0 {
+			end = base + i
+		} else if r, ok := c.window.olderTurn(id); ok {
+			end = r.Seq
 		}
 		if end < 0 {
-			return ahp.Errorf(ahp.ErrInvalidParams, "params.cursor: cursor %q names no turn of this chat", cursor)
+			return true, ahp.Errorf(ahp.ErrInvalidParams, "params.cursor: cursor %q names no turn of this chat", cursor)
 		}
 	}
 	start := max(0, end-c.cfg.Env.Limits.TurnsView)
-	page := append([]ahp.Turn(nil), c.st().Turns[start:end]...)
-	a := ahp.ChatTurnsLoaded{Turns: page}
-	if page == nil {
-		a.Turns = []ahp.Turn{}
+	if !o.has(start, min(end, base)) {
+		o.want(start, min(end, base))
+		return false, nil
 	}
-	if start > 0 {
-		cur := turnCursor(c.st().Turns[start].ID)
+	_, stored := o.span(start, min(end, base))
+	held := c.st().Turns[min(max(start-base, 0), len(c.st().Turns)):max(end-base, 0)]
+	page := make([]ahp.Turn, 0, len(stored)+len(held))
+	page = append(append(page, stored...), held...)
+	a := ahp.ChatTurnsLoaded{Turns: page}
+	if start > 0 && len(page) > 0 {
+		cur := turnCursor(page[0].ID)
 		a.TurnsNextCursor = &cur
 	}
 	if pg.loadedFrom < 0 || start < pg.loadedFrom {
 		pg.loadedFrom = start
 	}
 	// The reducer prepends and dedupes; the actor's own state holds every
-	// turn already, so only the watchers change.
+	// turn it keeps already, so only the watchers change.
 	c.cfg.Env.Bus.Publish(c.cfg.URI, a, nil)
-	return nil
+	return true, nil
 }

@@ -21,8 +21,8 @@ import (
 // daemon, or a chat whose store rows were lost. It needs a backend that
 // reads transcripts (agent.TranscriptReader) and a record naming the
 // conversation; a fork whose conversation is not open yet has none of its
-// own. The turns are stored with their points, behind the actor, and
-// returned as records for Open to load. Anything that goes wrong is logged
+// own. The turns are stored with their points, committed, and returned as
+// records for Open to load. Anything that goes wrong is logged
 // and reads back nothing.
 func (be *backends) readBack(ctx context.Context) []store.TurnRecord {
 	c := be.c
@@ -54,8 +54,15 @@ func (be *backends) readBack(ctx context.Context) []store.TurnRecord {
 			StartedAt: parseISO(t.StartedAt), Body: body,
 		})
 	}
+	// Committed before the chat opens: it keeps only its newest turns in
+	// memory and reads the rest from the store (window.go).
+	ops := make([]store.Op, 0, len(recs))
 	for _, r := range recs {
-		c.cfg.Env.Store.Enqueue(func(ctx context.Context, s *store.Store) error { return s.PutTurn(ctx, r) })
+		ops = append(ops, putTurnOp(r))
+	}
+	if err := c.cfg.Env.Store.CommitAll(ctx, ops...); err != nil {
+		c.log.Warn("store the chat read back from its transcript", "conversation", c.record.ConversationID, "err", err)
+		return nil
 	}
 	c.log.Info("read the chat back from its transcript", "conversation", c.record.ConversationID, "turns", len(recs))
 	return recs
@@ -171,6 +178,11 @@ func (c *Chat) notePoint(id, point string) {
 		return
 	}
 	if i < 0 {
+		// A turn older than the window: its stored row takes the point.
+		if rec, ok := c.window.olderTurn(id); ok && rec.Point != point {
+			rec.Point = point
+			c.cfg.Env.Store.Enqueue(putTurnOp(rec))
+		}
 		return
 	}
 	c.points[id] = point
@@ -182,8 +194,8 @@ func (c *Chat) notePoint(id, point string) {
 	}
 	info := c.eng.Turn(t.ID)
 	rec := store.TurnRecord{
-		Chat: c.cfg.URI, ID: t.ID, Seq: i, State: string(t.State), Sender: info.Sender,
+		Chat: c.cfg.URI, ID: t.ID, Seq: c.eng.Window().Older() + i, State: string(t.State), Sender: info.Sender,
 		Point: point, Command: info.Route == turns.RouteLocal, StartedAt: parseISO(t.StartedAt), Body: body,
 	}
-	c.cfg.Env.Store.Enqueue(func(ctx context.Context, s *store.Store) error { return s.PutTurn(ctx, rec) })
+	c.cfg.Env.Store.Enqueue(putTurnOp(rec))
 }

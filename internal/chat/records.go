@@ -35,7 +35,7 @@ func (du *durable) runningRecord() (store.TurnRecord, bool) {
 	}
 	started, _ := time.Parse(time.RFC3339Nano, at.StartedAt)
 	return store.TurnRecord{
-		Chat: c.cfg.URI, ID: at.ID, Seq: len(c.st().Turns), State: store.TurnRunning,
+		Chat: c.cfg.URI, ID: at.ID, Seq: c.turnCount(), State: store.TurnRunning,
 		Sender: c.eng.Turn(at.ID).Sender, Command: c.isLocal(at.ID), StartedAt: started, Body: body, BodyMarshalled: true,
 	}, true
 }
@@ -55,8 +55,9 @@ func (du *durable) endedRecord(id string) (store.TurnRecord, bool) {
 		return store.TurnRecord{}, false
 	}
 	started, _ := time.Parse(time.RFC3339Nano, t.StartedAt)
+	c.window.noteEnded(id, len(body))
 	return store.TurnRecord{
-		Chat: c.cfg.URI, ID: t.ID, Seq: n - 1, State: string(t.State), Sender: c.eng.Turn(id).Sender,
+		Chat: c.cfg.URI, ID: t.ID, Seq: c.eng.Window().Older() + n - 1, State: string(t.State), Sender: c.eng.Turn(id).Sender,
 		Point: c.points[id], Command: c.isLocal(id), StartedAt: started, Body: body, BodyMarshalled: true,
 	}, true
 }

@@ -32,10 +32,19 @@ func (rw *rewind) truncate(cl Client, origin *ahp.ActionOrigin, a ahp.ChatTrunca
 	if a.TurnID != "" {
 		keep = c.turnIndex(a.TurnID)
 		if keep < 0 {
+			// A turn older than the window: the window is reloaded to end
+			// at it first, since every turn after it goes (window.go).
+			if r, ok := c.window.olderTurn(a.TurnID); ok && c.window.reloadThrough(r.Seq) {
+				keep = c.turnIndex(a.TurnID)
+			}
+		}
+		if keep < 0 {
 			c.refuse(cl, origin, a, "No turn "+a.TurnID+" in this chat.")
 			return
 		}
 	}
+	// Stored turns read off the actor before this cut are read again.
+	c.window.cuts++
 	// The commands and points of the turns that drop go with them
 	// (C-COMP-24); what the backend is cut to is decided on the turns
 	// as they were.
@@ -52,6 +61,7 @@ func (rw *rewind) truncate(cl Client, origin *ahp.ActionOrigin, a ahp.ChatTrunca
 	}
 	for _, id := range dropped {
 		c.eng.Drop(id)
+		delete(c.window.sizes, id)
 	}
 	// apply committed the cut before saying it (durable.go).
 	c.pages.cut()
@@ -67,8 +77,8 @@ func (c *Chat) turnIndex(id string) int {
 	return -1
 }
 
-// anchorAt is the backend's point for a rewind that keeps turns
-// 0..keep: the last turn at or before keep that the backend saw (a !
+// anchorAt is the backend's point for a rewind that keeps the window's
+// turns 0..keep (and every turn older than the window): the last turn at or before keep that the backend saw (a !
 // command's turn rewinds the backend at the turn before it, C-COMP-20).
 // found is false when there is no such turn: the chat starts over
 // (C-COMP-13, 22).
@@ -85,6 +95,17 @@ func (rw *rewind) anchorAt(keep int) anchor {
 			continue
 		}
 		return anchor{found: true, point: c.points[id]}
+	}
+	if older := c.eng.Window().Older(); keep >= 0 && older > 0 {
+		// Every turn the window keeps up to keep was a ! command: the
+		// store knows the backend's last one before them.
+		r, ok, err := c.cfg.Env.Store.LastAgentTurnThrough(context.Background(), c.cfg.URI, older-1)
+		if err != nil {
+			c.log.Error("rewind: find the backend's turn before the window", "err", err)
+		}
+		if ok {
+			return anchor{found: true, point: r.Point}
+		}
 	}
 	return anchor{}
 }

@@ -51,6 +51,10 @@ type Config struct {
 	// TurnsView is how many turns a chat snapshot holds when a subscribe
 	// names a view without a count, and the fetchTurns page size.
 	TurnsView int `json:"turnsView,omitempty"`
+	// TurnsKept is how many ended turns a loaded chat keeps in memory
+	// beside its running turn and what waits; older turns are read from
+	// the store when a client asks for them. 0 means 20.
+	TurnsKept int `json:"turnsKept,omitempty"`
 	// ChatIdleSeconds is how long an open chat nobody watches and nothing
 	// runs in stays loaded before its actor (and its agent process) is
 	// unloaded; it loads again, resumed, when named. 0 means 600; -1 never.
@@ -270,6 +274,7 @@ func (c *Config) Validate() error {
 		{"replayLog", int64(c.ReplayLog), 0},
 		{"outboxBytes", int64(c.OutboxBytes), 0},
 		{"turnsView", int64(c.TurnsView), 0},
+		{"turnsKept", int64(c.TurnsKept), 0},
 		{"chatIdleSeconds", int64(c.ChatIdleSeconds), -1},
 		{"agentSilenceSeconds", int64(c.AgentSilenceSeconds), -1},
 		{"agentIdleSeconds", int64(c.AgentIdleSeconds), -1},

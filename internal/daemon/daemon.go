@@ -234,6 +234,7 @@ func Start(ctx context.Context, cfg Config, o Options) (*Daemon, error) {
 		AgentSlots: agentSlots(cfg, log),
 		Limits: env.Limits{
 			TurnsView:    cfg.TurnsView,
+			TurnsKept:    cfg.TurnsKept,
 			ChatIdle:     time.Duration(cfg.ChatIdleSeconds) * time.Second,
 			AgentSilence: time.Duration(cfg.AgentSilenceSeconds) * time.Second,
 			AgentIdle:    time.Duration(cfg.AgentIdleSeconds) * time.Second,

@@ -42,6 +42,10 @@ type Limits struct {
 	// TurnsView is the page size of fetchTurns and of a view without a
 	// count.
 	TurnsView int
+	// TurnsKept is how many ended turns a loaded chat keeps in memory
+	// (turnsKept, 0: the chat package's default); the store holds the
+	// rest and answers for them (internal/chat/window.go).
+	TurnsKept int
 	// ChatIdle is how long a chat actor with nothing to do stays loaded
 	// (0: the chat package's default; negative: never unloads).
 	ChatIdle time.Duration

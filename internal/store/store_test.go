@@ -1042,3 +1042,40 @@ func TestTurnBodyChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestTurnsBetweenAndLastAgentTurn: a chat's window reads a range of its
+// stored turns by seq, and the newest turn its backend saw at or before a
+// seq (a ! command's turn is not one).
+func TestTurnsBetweenAndLastAgentTurn(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	_, chat := seed(t, s, "ahp://s/1")
+	for seq := range 10 {
+		r := sampleTurn(chat, seq)
+		r.Command = seq >= 4 && seq <= 6
+		r.Point = fmt.Sprintf("p%d", seq)
+		must(t, s.PutTurn(ctx, r))
+	}
+	for _, tc := range []struct {
+		from, to int
+		want     []int
+	}{
+		{2, 5, seqRange(2, 5)}, {0, 10, seqRange(0, 10)}, {8, 20, seqRange(8, 10)}, {5, 5, []int{}}, {6, 2, []int{}},
+	} {
+		got, err := s.TurnsBetween(ctx, chat, tc.from, tc.to)
+		must(t, err)
+		if !reflect.DeepEqual(seqs(got), tc.want) {
+			t.Errorf("TurnsBetween(%d, %d) = %v, want %v", tc.from, tc.to, seqs(got), tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		through int
+		want    string
+	}{{9, "p9"}, {6, "p3"}, {4, "p3"}, {0, "p0"}, {-1, ""}} {
+		r, ok, err := s.LastAgentTurnThrough(ctx, chat, tc.through)
+		must(t, err)
+		if ok != (tc.want != "") || r.Point != tc.want {
+			t.Errorf("LastAgentTurnThrough(%d) = %q %v, want %q", tc.through, r.Point, ok, tc.want)
+		}
+	}
+}

@@ -127,6 +127,37 @@ func (s *Store) TurnsBefore(ctx context.Context, chat string, beforeSeq, limit i
 	return out, nil
 }
 
+// TurnsBetween returns the chat's turns with fromSeq <= Seq < toSeq, oldest
+// first: the part of a transcript a loaded chat no longer keeps in memory.
+// It returns none when the range is empty.
+func (s *Store) TurnsBetween(ctx context.Context, chat string, fromSeq, toSeq int) ([]TurnRecord, error) {
+	if toSeq <= fromSeq {
+		return nil, nil
+	}
+	out, err := s.queryTurns(ctx, `SELECT `+turnColumns+` FROM turns
+		WHERE chat = ? AND seq >= ? AND seq < ? ORDER BY seq`, chat, fromSeq, toSeq)
+	if err != nil {
+		return nil, fmt.Errorf("list turns %d..%d of %s: %w", fromSeq, toSeq, chat, err)
+	}
+	return out, nil
+}
+
+// LastAgentTurnThrough returns the chat's newest turn with Seq <= seq that
+// was not a local ! command (one its backend saw); ok is false when there
+// is none. A rewind or a fork cuts the backend where that turn ended.
+func (s *Store) LastAgentTurnThrough(ctx context.Context, chat string, seq int) (TurnRecord, bool, error) {
+	row := s.db.queryRow(ctx, `SELECT `+turnColumns+` FROM turns
+		WHERE chat = ? AND seq <= ? AND command = 0 ORDER BY seq DESC LIMIT 1`, chat, seq)
+	r, err := scanTurn(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return TurnRecord{}, false, nil
+	}
+	if err != nil {
+		return TurnRecord{}, false, fmt.Errorf("last backend turn of %s through %d: %w", chat, seq, err)
+	}
+	return r, true, nil
+}
+
 // LastTurns returns the chat's newest limit turns, oldest first. It returns
 // none when limit <= 0.
 func (s *Store) LastTurns(ctx context.Context, chat string, limit int) ([]TurnRecord, error) {

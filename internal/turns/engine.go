@@ -178,6 +178,11 @@ type Host interface {
 	// SpawnedContent is what a spawning tool call's result says of the
 	// worker it spawned (C-SUB-17).
 	SpawnedContent(toolCallID string) []ahp.ToolResultContent
+	// OlderTurn reports whether id names one of the chat's turns older
+	// than the ones the state holds (Window.Older): the host keeps them.
+	// Asked only when there are such turns, so a repeated start of an old
+	// turn stays a repeat (AHP-1.0.md §5).
+	OlderTurn(id string) bool
 	// Warn logs something the engine chose to ignore.
 	Warn(msg string, args ...any)
 	Now() time.Time
@@ -276,8 +281,13 @@ type Engine struct {
 	// for it, by message id (C-TURN-04, C-ATT-23).
 	pending map[string]waiting
 	// turns is who sent each turn and which route ran it, by turn id
-	// (C-TURN-08); the Host stores them with the turn.
+	// (C-TURN-08), for the turns the state holds and the running one; the
+	// Host stores them with the turn.
 	turns map[string]TurnInfo
+	// older is how many of the chat's turns come before st.Turns: a loaded
+	// chat keeps only its newest ended turns (Trim), and the host's store
+	// holds the rest. Turn st.Turns[i] is the chat's turn older+i.
+	older int
 }
 
 // handed is a steering message a backend took: its id, the turn it was
@@ -329,6 +339,9 @@ type Options struct {
 	HasAgent bool
 	// Caps are the chat's agent's capabilities.
 	Caps agent.Capabilities
+	// Older is how many of the chat's turns come before the state's
+	// (Window.Older).
+	Older int
 }
 
 // New returns an engine over state st (read from the store).
@@ -336,7 +349,7 @@ func New(h Host, st ahp.ChatState, o Options) *Engine {
 	if st.Turns == nil {
 		st.Turns = []ahp.Turn{}
 	}
-	return &Engine{host: h, st: st, hasAgent: o.HasAgent, caps: o.Caps, pending: map[string]waiting{}, turns: map[string]TurnInfo{}}
+	return &Engine{host: h, st: st, hasAgent: o.HasAgent, caps: o.Caps, pending: map[string]waiting{}, turns: map[string]TurnInfo{}, older: max(o.Older, 0)}
 }
 
 // State is the chat's state. The caller may read it; it changes it only
@@ -370,6 +383,9 @@ func (e *Engine) Remember(id string, info TurnInfo) {
 // engine does not decide on (a flag, a tool result, a truncation the host
 // checked) reaches the chat.
 func (e *Engine) Apply(a ahp.Action, origin *ahp.ActionOrigin) {
+	if t, ok := a.(ahp.ChatTruncated); ok && t.TurnID == "" {
+		e.older = 0 // cleared: no turn is older than none
+	}
 	reduce.Chat(&e.st, a)
 	e.host.Tell(a, origin)
 }
@@ -431,10 +447,10 @@ func (e *Engine) clientTurnStarted(from From, origin *ahp.ActionOrigin, a ahp.Ch
 		e.refuse(from, origin, a, ReasonNoTurnID)
 		return
 	}
-	if e.isKnownTurn(a.TurnID) {
+	if e.Window().known(a.TurnID) {
 		// Idempotent (AHP-1.0.md §5): said again, changes nothing, and the
 		// backend is not started again.
-		e.Apply(a, origin)
+		e.Window().sayAgain(a, origin)
 		return
 	}
 	if e.Running() || e.isBehind(a.TurnID) {
@@ -447,13 +463,6 @@ func (e *Engine) clientTurnStarted(from From, origin *ahp.ActionOrigin, a ahp.Ch
 		return
 	}
 	e.admit(a, origin, from.Sender, from.Extra)
-}
-
-func (e *Engine) isKnownTurn(id string) bool {
-	if e.st.ActiveTurn != nil && e.st.ActiveTurn.ID == id {
-		return true
-	}
-	return slices.ContainsFunc(e.st.Turns, func(t ahp.Turn) bool { return t.ID == id })
 }
 
 func (e *Engine) isBehind(id string) bool {
@@ -506,7 +515,7 @@ func (e *Engine) say(a ahp.ChatTurnStarted, origin *ahp.ActionOrigin, sender str
 // chat attachment whose pin nobody can honour ends the turn in a chat/error
 // of errorType sendFailed before the backend is handed it (C-ATT-32, 33).
 func (e *Engine) admit(a ahp.ChatTurnStarted, origin *ahp.ActionOrigin, sender string, extra any) {
-	first := len(e.st.Turns) == 0
+	first := len(e.st.Turns) == 0 && e.older == 0
 	msg, atts, pinErr := e.host.Prepare(a.Message, extra)
 	a.Message = msg
 	t := e.say(a, origin, sender)
@@ -742,9 +751,9 @@ func (e *Engine) Stop(origin *ahp.ActionOrigin, a ahp.ChatTurnCancelled) {
 // without running it. A client's stop of it while it waited is its ending,
 // said as sent.
 func (e *Engine) sayUnrun(h held) {
-	if e.isKnownTurn(h.a.TurnID) {
+	if e.Window().known(h.a.TurnID) {
 		// A repeated start: said again, changes nothing.
-		e.Apply(h.a, h.origin)
+		e.Window().sayAgain(h.a, h.origin)
 		return
 	}
 	// Never run, but said: its bytes are written as a run turn's are
@@ -1070,17 +1079,17 @@ func (e *Engine) startBehind() {
 	for len(e.behind) > 0 && !e.Running() {
 		h := e.behind[0]
 		e.behind = e.behind[1:]
-		if h.stop != nil || e.isKnownTurn(h.a.TurnID) {
+		if h.stop != nil || e.Window().known(h.a.TurnID) {
 			e.sayUnrun(h)
 			continue
 		}
 		e.admit(h.a, h.origin, h.from.Sender, h.from.Extra)
 	}
 	// Repeats of the turn now running are said at once.
-	for len(e.behind) > 0 && e.isKnownTurn(e.behind[0].a.TurnID) && e.behind[0].stop == nil {
+	for len(e.behind) > 0 && e.Window().known(e.behind[0].a.TurnID) && e.behind[0].stop == nil {
 		h := e.behind[0]
 		e.behind = e.behind[1:]
-		e.Apply(h.a, h.origin)
+		e.Window().sayAgain(h.a, h.origin)
 	}
 	if len(e.behind) == 0 {
 		e.behind = nil

@@ -110,3 +110,49 @@ func TestUsageInfoCarriesCost(t *testing.T) {
 		t.Errorf("usage without cost or cache reads: %+v", plain)
 	}
 }
+
+// TestTrimKeepsTheRules: an engine whose state keeps only its newest turns
+// (the chat's window, Trim) counts the older ones: a repeated start of one
+// is told again, unreduced, and runs nothing; a new turn is not the chat's
+// first; Reload brings back older turns for a rewind; a clear forgets them.
+func TestTrimKeepsTheRules(t *testing.T) {
+	h := newHarness(t, capsFull, ahp.ChatState{})
+	for i := range 5 {
+		id := fmt.Sprintf("t%d", i)
+		start(id, "hi")(h)
+		done(id)(h)
+	}
+	if got := h.e.Window().Trim(10); len(got) != 4 || got[0] != "t0" || got[3] != "t3" {
+		t.Fatalf("Trim dropped %v, want t0..t3: the newest stays", got)
+	}
+	st := h.e.State()
+	if h.e.Window().Older() != 4 || len(st.Turns) != 1 || st.Turns[0].ID != "t4" {
+		t.Fatalf("older %d, turns %+v", h.e.Window().Older(), st.Turns)
+	}
+	if h.e.Turn("t1").Sender != "" || h.e.Turn("t4").Sender != alice {
+		t.Fatal("what the engine knew of the dropped turns is kept, or of the kept one lost")
+	}
+	h.older["t1"] = true
+	h.log = nil
+	start("t1", "hi again")(h)
+	if st.ActiveTurn != nil || len(st.Turns) != 1 || h.e.Running() {
+		t.Fatalf("a repeated start of an older turn changed the state: active %+v, turns %d", st.ActiveTurn, len(st.Turns))
+	}
+	if len(h.log) != 1 || h.log[0] != "tell turnStarted t1 by c1" {
+		t.Fatalf("a repeated start of an older turn: %q", h.log)
+	}
+	h.admitted = nil
+	start("t5", "next")(h)
+	if len(h.admitted) != 1 || h.admitted[0].First {
+		t.Fatalf("admitted %+v: a chat with older turns has had its first", h.admitted)
+	}
+	done("t5")(h)
+	h.e.Window().Reload(1, []ahp.Turn{{ID: "t1", State: ahp.TurnComplete}}, map[string]TurnInfo{"t1": {Sender: "user:bob"}})
+	if h.e.Window().Older() != 1 || len(st.Turns) != 1 || h.e.Turn("t1").Sender != "user:bob" || h.e.Turn("t5").Sender != "" {
+		t.Fatalf("reload: older %d, turns %+v", h.e.Window().Older(), st.Turns)
+	}
+	h.e.Apply(ahp.ChatTruncated{}, nil)
+	if h.e.Window().Older() != 0 || len(st.Turns) != 0 {
+		t.Fatalf("a clear left older %d, turns %d", h.e.Window().Older(), len(st.Turns))
+	}
+}

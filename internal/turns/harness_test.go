@@ -37,6 +37,9 @@ type harness struct {
 	sent     []agent.Turn
 	admitted []Start
 	points   map[string]string
+	// older are the turns the host keeps beyond the engine's state
+	// (Window.Trim).
+	older map[string]bool
 }
 
 // fakeConv is a backend conversation that writes what it is asked into the
@@ -90,7 +93,7 @@ func (f *fakeConv) Close() error               { f.h.note("close %s", f.name); r
 var t0 = time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
 
 func newHarness(t *testing.T, caps agent.Capabilities, st ahp.ChatState) *harness {
-	h := &harness{t: t, now: t0, caps: caps, hasAgent: true, points: map[string]string{}}
+	h := &harness{t: t, now: t0, caps: caps, hasAgent: true, points: map[string]string{}, older: map[string]bool{}}
 	h.agent = &fakeConv{h: h, name: "agent", steer: map[string]agent.SteerResult{}, withdraw: true}
 	h.shell = &fakeConv{h: h, name: "local", steer: map[string]agent.SteerResult{}}
 	h.e = New(h, st, Options{HasAgent: true, Caps: caps})
@@ -109,7 +112,8 @@ func (h *harness) Tell(a ahp.Action, origin *ahp.ActionOrigin) {
 	reduced := true
 	switch a := a.(type) {
 	case ahp.ChatTurnStarted:
-		reduced = st.ActiveTurn != nil && st.ActiveTurn.ID == a.TurnID
+		// A repeat of a turn older than the state's is told unreduced.
+		reduced = st.ActiveTurn != nil && st.ActiveTurn.ID == a.TurnID || h.older[a.TurnID]
 	case ahp.ChatTurnComplete, ahp.ChatTurnCancelled, ahp.ChatError:
 		id := endedID(a)
 		reduced = st.ActiveTurn == nil || st.ActiveTurn.ID != id
@@ -159,6 +163,7 @@ func (h *harness) Ended(id string, o agent.Outcome) {
 	h.note("ended %s %s", id, o)
 }
 func (h *harness) WaitingChanged()                               {}
+func (h *harness) OlderTurn(id string) bool                      { return h.older[id] }
 func (h *harness) SpawnedContent(string) []ahp.ToolResultContent { return nil }
 func (h *harness) Warn(msg string, args ...any)                  { h.note("warn %s", msg) }
 func (h *harness) Now() time.Time                                { return h.now }

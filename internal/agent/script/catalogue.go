@@ -10,15 +10,17 @@ import (
 // FindConversation finds a conversation this script agent keeps (in
 // memory), so tests can name a session the daemon never registered.
 func (s *Script) FindConversation(ctx context.Context, id string) (agent.ConversationInfo, bool, error) {
-	h := s.History(id)
-	if h == nil {
+	s.mu.Lock()
+	rec := s.convs[id]
+	var title string
+	if rec != nil {
+		title = rec.first
+	}
+	s.mu.Unlock()
+	if rec == nil {
 		return agent.ConversationInfo{}, false, nil
 	}
-	info := agent.ConversationInfo{ID: id, Created: time.Now().UTC(), Modified: time.Now().UTC()}
-	if len(h) > 0 {
-		info.Title = h[0]
-	}
-	return info, true, nil
+	return agent.ConversationInfo{ID: id, Title: title, Created: time.Now().UTC(), Modified: time.Now().UTC()}, true, nil
 }
 
 var _ agent.Catalogue = (*Script)(nil)

@@ -151,9 +151,42 @@ type OpenRecord struct {
 }
 
 // record is one kept conversation: the turns it has seen, in order. The
-// point of turn n (1-based) is "<conversationID>#<n>".
+// point of turn n (1-based) is "<conversationID>#<n>". A real backend keeps
+// its history in its own process or files; this one keeps only the newest
+// historyKept to 2×historyKept turns in memory (and the first one's text,
+// its title), and counts the rest, so a long conversation costs a bounded
+// amount of the daemon's heap (issue #34).
 type record struct {
-	turns []entry
+	// dropped is how many turns came before turns[0].
+	dropped int
+	turns   []entry
+	// first is the text of the conversation's first turn.
+	first string
+}
+
+// historyKept bounds the turns a kept conversation holds in memory.
+const historyKept = 64
+
+// count is how many turns the conversation has seen.
+func (r *record) count() int { return r.dropped + len(r.turns) }
+
+// add appends a turn, dropping the oldest past 2×historyKept.
+func (r *record) add(e entry) {
+	if r.count() == 0 {
+		r.first = e.text
+	}
+	r.turns = append(r.turns, e)
+	if len(r.turns) >= 2*historyKept {
+		n := len(r.turns) - historyKept
+		r.turns = append([]entry(nil), r.turns[n:]...)
+		r.dropped += n
+	}
+}
+
+// upTo is the conversation's first n turns, as far as it keeps them.
+func (r *record) upTo(n int) *record {
+	keep := min(max(n-r.dropped, 0), len(r.turns))
+	return &record{dropped: n - keep, turns: append([]entry(nil), r.turns[:keep]...), first: r.first}
 }
 
 type entry struct {
@@ -272,11 +305,11 @@ func (s *Script) prepare(p agent.OpenParams) error {
 		if src == nil {
 			return fmt.Errorf("fork source %q: unknown conversation", p.Source)
 		}
-		n, err := parsePoint(p.Point, len(src.turns))
+		n, err := parsePoint(p.Point, src.count())
 		if err != nil {
 			return fmt.Errorf("fork source %q: %w", p.Source, err)
 		}
-		s.convs[p.ConversationID] = &record{turns: append([]entry(nil), src.turns[:n]...)}
+		s.convs[p.ConversationID] = src.upTo(n)
 	case agent.OpenRewind:
 		if !caps.Rewind {
 			return errors.New("backend cannot rewind")
@@ -285,11 +318,11 @@ func (s *Script) prepare(p agent.OpenParams) error {
 		if rec == nil {
 			return errors.New("rewind: unknown conversation")
 		}
-		n, err := parsePoint(p.Point, len(rec.turns))
+		n, err := parsePoint(p.Point, rec.count())
 		if err != nil {
 			return fmt.Errorf("rewind: %w", err)
 		}
-		rec.turns = rec.turns[:n:n]
+		*rec = *rec.upTo(n)
 	default:
 		return fmt.Errorf("unknown open mode %d", int(p.Mode))
 	}
@@ -327,8 +360,9 @@ func (s *Script) Delete(ctx context.Context, conversationID string, directories 
 	return nil
 }
 
-// History returns the texts of the turns conversationID holds, in order; nil
-// for an unknown conversation.
+// History returns the texts of the turns conversationID holds, in order, as
+// far as it keeps them (the newest historyKept at least); nil for an
+// unknown conversation.
 func (s *Script) History(conversationID string) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -344,7 +378,8 @@ func (s *Script) History(conversationID string) []string {
 }
 
 // Prompts returns every turn handed to Send on conversationID, held or
-// rejected-later ones included, HostContext and all, in the order sent.
+// rejected-later ones included, HostContext and all, in the order sent: the
+// newest historyKept at least.
 func (s *Script) Prompts(conversationID string) []agent.Turn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -386,7 +421,10 @@ func (s *Script) recordPrompt(conversationID string, t agent.Turn) {
 			s.promptOrder = s.promptOrder[1:]
 		}
 	}
-	s.prompts[conversationID] = keepLast(s.prompts[conversationID], t)
+	// One conversation's prompts are kept as its history is (historyKept):
+	// a hundred long conversations would otherwise hold a hundred logs of
+	// 1,000 to 2,000 prompts (issue #34).
+	s.prompts[conversationID] = keepNewest(s.prompts[conversationID], t, historyKept)
 	s.sent = keepLast(s.sent, t)
 }
 
@@ -397,10 +435,14 @@ const logMax = 1000
 
 // keepLast appends v to log and drops the oldest entries past logMax
 // (copying only once the slice holds twice that, so it is amortized).
-func keepLast[T any](log []T, v T) []T {
+func keepLast[T any](log []T, v T) []T { return keepNewest(log, v, logMax) }
+
+// keepNewest appends v to log and drops the oldest entries past n, once
+// the slice holds 2n.
+func keepNewest[T any](log []T, v T, n int) []T {
 	log = append(log, v)
-	if len(log) >= 2*logMax {
-		log = append([]T(nil), log[len(log)-logMax:]...)
+	if len(log) >= 2*n {
+		log = append([]T(nil), log[len(log)-n:]...)
 	}
 	return log
 }
@@ -429,11 +471,11 @@ func (s *Script) admit(conversationID string, t agent.Turn) (index, resumed int)
 		s.resumes[key]++
 		resumed = s.resumes[key]
 		if n := len(rec.turns); n > 0 && rec.turns[n-1].turnID == t.ID {
-			return n, resumed
+			return rec.count(), resumed
 		}
 	}
-	rec.turns = append(rec.turns, entry{turnID: t.ID, text: t.Text})
-	return len(rec.turns), resumed
+	rec.add(entry{turnID: t.ID, text: t.Text})
+	return rec.count(), resumed
 }
 
 // markResumable remembers that turnID of conversationID ended with a

@@ -1104,3 +1104,57 @@ func TestLogsBounded(t *testing.T) {
 		t.Errorf("the oldest conversation's prompts are still held: %v", got)
 	}
 }
+
+// TestHistoryBounded: a long conversation keeps a bounded number of its
+// turns in memory, yet counts every one: its points keep counting from its
+// start, a fork and a rewind at any point are taken, and its title is its
+// first turn's text.
+func TestHistoryBounded(t *testing.T) {
+	s := New(Options{})
+	const turns = 10 * historyKept
+	for i := range turns {
+		if n, _ := s.admitAs("c1", fmt.Sprintf("t%d", i), fmt.Sprintf("msg %d", i)); n != i+1 {
+			t.Fatalf("turn %d has index %d", i, n)
+		}
+	}
+	h := s.History("c1")
+	if len(h) < historyKept || len(h) >= 2*historyKept || h[len(h)-1] != fmt.Sprintf("msg %d", turns-1) {
+		t.Fatalf("history holds %d turns ending %q", len(h), h[len(h)-1])
+	}
+	info, ok, err := s.FindConversation(context.Background(), "c1")
+	if err != nil || !ok || info.Title != "msg 0" {
+		t.Fatalf("FindConversation = %+v %v %v, want the first turn's text", info, ok, err)
+	}
+	// A fork at an old point, and one at a recent one, count from the
+	// conversation's start.
+	for _, tt := range []struct {
+		id    string
+		point int
+	}{{"old", 3}, {"recent", turns - 2}} {
+		if err := s.prepare(agent.OpenParams{Mode: agent.OpenFork, ConversationID: tt.id, Source: "c1", Point: fmt.Sprintf("c1#%d", tt.point)}); err != nil {
+			t.Fatalf("fork at %d: %v", tt.point, err)
+		}
+		if n, _ := s.admitAs(tt.id, "next", "next"); n != tt.point+1 {
+			t.Errorf("fork at %d: the next turn has index %d", tt.point, n)
+		}
+	}
+	if err := s.prepare(agent.OpenParams{Mode: agent.OpenRewind, ConversationID: "c1", Point: "c1#5"}); err != nil {
+		t.Fatalf("rewind: %v", err)
+	}
+	if n, _ := s.admitAs("c1", "after", "after"); n != 6 {
+		t.Errorf("after a rewind to 5 the next turn has index %d", n)
+	}
+	if err := s.prepare(agent.OpenParams{Mode: agent.OpenRewind, ConversationID: "c1", Point: "c1#9"}); err == nil {
+		t.Error("a rewind past the conversation's end was taken")
+	}
+}
+
+// admitAs admits a turn of text under id to conversation.
+func (s *Script) admitAs(conversation, id, text string) (int, int) {
+	s.mu.Lock()
+	if s.convs[conversation] == nil {
+		s.convs[conversation] = &record{}
+	}
+	s.mu.Unlock()
+	return s.admit(conversation, agent.Turn{ID: id, Text: text})
+}
