@@ -17,7 +17,7 @@ import (
 )
 
 // eventBuffer is how many events a conversation buffers for a slow reader.
-const eventBuffer = 256
+const eventBuffer = 32
 
 const (
 	// answerDeltas is how many deltas a normal answer streams in.
