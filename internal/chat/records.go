@@ -55,9 +55,11 @@ func (du *durable) endedRecord(id string) (store.TurnRecord, bool) {
 		return store.TurnRecord{}, false
 	}
 	started, _ := time.Parse(time.RFC3339Nano, t.StartedAt)
+	text := store.TurnText(&t) // so the store need not parse body for its search index
 	return store.TurnRecord{
 		Chat: c.cfg.URI, ID: t.ID, Seq: n - 1, State: string(t.State), Sender: c.eng.Turn(id).Sender,
 		Point: c.points[id], Command: c.isLocal(id), StartedAt: started, Body: body, BodyMarshalled: true,
+		SearchText: &text,
 	}, true
 }
 

@@ -128,6 +128,25 @@ func (d *database) queryRow(ctx context.Context, query string, args ...any) scan
 	return st.QueryRowContext(ctx, args...)
 }
 
+// txExec runs a write inside tx through its prepared statement.
+func (d *database) txExec(ctx context.Context, tx *sql.Tx, query string, args ...any) error {
+	st, err := d.stmt(ctx, query)
+	if err != nil {
+		return err
+	}
+	_, err = tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	return err
+}
+
+// txQueryRow is txExec for a statement that returns a row (RETURNING).
+func (d *database) txQueryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) scanner {
+	st, err := d.stmt(ctx, query)
+	if err != nil {
+		return errScanner{err}
+	}
+	return tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+}
+
 // withWrite runs fn in one write transaction (BEGIN IMMEDIATE), holding the
 // writer token. fn's error rolls the transaction back and is returned as is.
 func (d *database) withWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {

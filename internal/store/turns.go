@@ -36,6 +36,12 @@ type TurnRecord struct {
 	// turn the check was a sixth of its write); any other Body is checked.
 	// It is not stored: a record read back has it false.
 	BodyMarshalled bool
+	// SearchText, when set, is TurnText of the Turn in Body: what a
+	// finished turn is indexed by for search, given by a writer that holds
+	// the Turn so the store does not take it out of Body in SQL (for a
+	// 200-part turn that was more than the rest of its write). It is not
+	// stored apart from the index: a record read back has it nil.
+	SearchText *string
 }
 
 const turnColumns = `chat, id, seq, state, sender, point, command, started_at, body`
@@ -74,20 +80,35 @@ func (s *Store) putTurn(ctx context.Context, r TurnRecord) error {
 			return err
 		}
 	}
-	_, err := s.db.writeExec(ctx, `INSERT INTO turns (`+turnColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (chat, id) DO UPDATE SET
-				seq = excluded.seq,
-				state = excluded.state,
-				sender = excluded.sender,
-				point = excluded.point,
-				command = excluded.command,
-				started_at = excluded.started_at,
-				body = excluded.body`,
-		r.Chat, r.ID, r.Seq, r.State, r.Sender, r.Point, boolValue(r.Command),
-		timeValue(r.StartedAt), body)
-	return err
+	args := []any{r.Chat, r.ID, r.Seq, r.State, r.Sender, r.Point, boolValue(r.Command), timeValue(r.StartedAt), body}
+	if r.State == TurnRunning {
+		// Not indexed (search.go): one autocommitting statement.
+		_, err := s.db.writeExec(ctx, upsertTurn, args...)
+		return err
+	}
+	// A finished turn and its search index row land together.
+	return s.db.withWrite(ctx, func(tx *sql.Tx) error {
+		var rowid int64
+		if err := s.db.txQueryRow(ctx, tx, upsertTurn+` RETURNING rowid`, args...).Scan(&rowid); err != nil {
+			return err
+		}
+		if r.SearchText != nil {
+			return s.db.txExec(ctx, tx, indexTurnGiven, rowid, *r.SearchText)
+		}
+		return s.db.txExec(ctx, tx, indexTurnFromBody, rowid)
+	})
 }
+
+const upsertTurn = `INSERT INTO turns (` + turnColumns + `)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (chat, id) DO UPDATE SET
+		seq = excluded.seq,
+		state = excluded.state,
+		sender = excluded.sender,
+		point = excluded.point,
+		command = excluded.command,
+		started_at = excluded.started_at,
+		body = excluded.body`
 
 // Turn returns one turn; ok is false when there is none.
 func (s *Store) Turn(ctx context.Context, chat, id string) (TurnRecord, bool, error) {
