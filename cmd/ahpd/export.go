@@ -347,4 +347,3 @@ func orUntitled(s string) string {
 	}
 	return s
 }
-
