@@ -6,6 +6,7 @@ import { Connection, ROOT, uuid } from './proto.js';
 import { reduceChat, reduceSession, statusText } from './reduce.js';
 import { renderMarkdown } from './markdown.js';
 import { hunks, lineDiff } from './diff.js';
+import { wireSearch } from './search.js';
 
 const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = 'ahpd.token';
@@ -996,6 +997,7 @@ function wire() {
     }
   });
   $('turns').addEventListener('scroll', loadOlder);
+  wireSearch(app, openSession); // search.js
 }
 
 // loadOlder pages older turns in when the log is scrolled to its top.
