@@ -83,7 +83,7 @@ generate:
 
 # The figures of docs/PERFORMANCE.md, each against a baseline measured in
 # the same run, as one table (internal/perf/benchtable).
-PERF_BENCH := Fanout|IdleSessionMemory|WholeTurn|ColdStart|ListSessionsPage|Persist200Parts|FirstSubscribe|Load
+PERF_BENCH := Fanout|IdleSessionMemory|WholeTurn|ColdStart|ListSessionsPage|Persist200Parts|FirstSubscribe|Load|Search10kTurns
 # The load figure's chats (four clients each); each client is a socket on both ends.
 BENCH_LOAD_CHATS ?= 1000
 # The sessions of the idle-memory figure.

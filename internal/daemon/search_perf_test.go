@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/chat"
 	"github.com/ahpd/ahpd/internal/host"
 	"github.com/ahpd/ahpd/internal/store"
 )
@@ -40,12 +41,12 @@ func seedSearchable(b testing.TB, dataDir string, sessions, turnsEach int, needl
 	}
 	for i := range sessions {
 		sess := fmt.Sprintf("script:/5ea4c400-0000-4000-8000-%012d", i)
-		chat := ahp.DefaultChatURI(sess)
+		def := ahp.DefaultChatURI(sess)
 		if err := st.PutSession(ctx, store.SessionRecord{URI: sess, Provider: "script", Title: fmt.Sprintf("Session %d", i),
-			CreatedAt: now, ModifiedAt: now.Add(time.Duration(i) * time.Second), WorkingDirectories: []string{}, DefaultChat: chat}); err != nil {
+			CreatedAt: now, ModifiedAt: now.Add(time.Duration(i) * time.Second), WorkingDirectories: []string{}, DefaultChat: def}); err != nil {
 			b.Fatal(err)
 		}
-		if err := st.PutChat(ctx, store.ChatRecord{URI: chat, Session: sess, Title: fmt.Sprintf("Session %d", i),
+		if err := st.PutChat(ctx, store.ChatRecord{URI: def, Session: sess, Title: fmt.Sprintf("Session %d", i),
 			ConversationID: fmt.Sprintf("conv-%d", i), CreatedAt: now, ModifiedAt: now}); err != nil {
 			b.Fatal(err)
 		}
@@ -61,8 +62,8 @@ func seedSearchable(b testing.TB, dataDir string, sessions, turnsEach int, needl
 			if err != nil {
 				b.Fatal(err)
 			}
-			text := store.TurnText(&turn)
-			r := store.TurnRecord{Chat: chat, ID: turn.ID, Seq: j, State: store.TurnComplete, StartedAt: now,
+			text := chat.SearchText(&turn)
+			r := store.TurnRecord{Chat: def, ID: turn.ID, Seq: j, State: store.TurnComplete, StartedAt: now,
 				Body: body, BodyMarshalled: true, SearchText: &text}
 			ops = append(ops, func(ctx context.Context, s *store.Store) error { return s.PutTurn(ctx, r) })
 		}

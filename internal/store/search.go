@@ -8,8 +8,6 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
-
-	"github.com/ahpd/ahpd/internal/ahp"
 )
 
 // The search index: one SQLite FTS5 table, search_index, over every
@@ -97,21 +95,6 @@ const indexTurnGiven = `INSERT INTO search_index (rowid, text) VALUES (? * 4, ?)
 
 var indexTurnFromBody = `INSERT INTO search_index (rowid, text) SELECT rowid * 4, ` + turnTextSQL("body") + `
 	FROM turns WHERE rowid = ? AND json_valid(body)`
-
-// TurnText is what a finished turn is found by: the text turnTextSQL takes
-// from its JSON, without parsing it (TestTurnTextAgreesWithItsSQL). A chat
-// actor gives it with the turn it stores (TurnRecord.SearchText).
-func TurnText(t *ahp.Turn) string {
-	var b strings.Builder
-	b.WriteString(t.Message.Text)
-	for i := range t.ResponseParts {
-		if p := &t.ResponseParts[i]; p.Kind == ahp.PartMarkdown {
-			b.WriteByte('\n')
-			b.WriteString(p.Content)
-		}
-	}
-	return b.String()
-}
 
 // The back-fill of rows stored before the index existed. A body that is
 // not JSON (none should be: the store checks them) is skipped rather than

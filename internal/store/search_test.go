@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf16"
-
-	"github.com/ahpd/ahpd/internal/ahp"
 )
 
 // saidTurn is a finished turn whose user said user and whose agent
@@ -289,34 +287,6 @@ func checkIndexAgrees(t *testing.T, s *Store) {
 		}
 	}
 	must(t, rows.Err())
-}
-
-// TestTurnTextAgreesWithItsSQL: the text a chat actor gives with a turn
-// (TurnText) is the text the store takes from the same turn's JSON when
-// none is given (a fork's copy, a back-fill), so the index is one function
-// of the body whichever path wrote it.
-func TestTurnTextAgreesWithItsSQL(t *testing.T) {
-	s, _ := openTemp(t)
-	md := func(content string) ahp.ResponsePart {
-		return ahp.ResponsePart{Kind: ahp.PartMarkdown, ID: "m", Content: content}
-	}
-	for _, turn := range []ahp.Turn{
-		{ID: "a", Message: ahp.Message{Text: "only a message"}},
-		{ID: "b", Message: ahp.Message{Text: ""}, ResponseParts: []ahp.ResponsePart{md("an answer")}},
-		{ID: "c", Message: ahp.Message{Text: "ask ünïcode ✓ \"quoted\"\nnext line"}, ResponseParts: []ahp.ResponsePart{
-			md("first"), {Kind: ahp.PartReasoning, ID: "r", Content: "hidden"},
-			{Kind: ahp.PartToolCall, ToolCall: &ahp.ToolCallState{}}, md(""), md("last"),
-			{Kind: ahp.PartSystemNotification, Content: "note"},
-		}},
-	} {
-		body, err := json.Marshal(turn)
-		must(t, err)
-		var fromSQL string
-		must(t, s.db.pool.QueryRow(`SELECT `+turnTextSQL("?1"), string(body)).Scan(&fromSQL))
-		if got := TurnText(&turn); got != fromSQL {
-			t.Errorf("turn %s: TurnText %q, SQL %q", turn.ID, got, fromSQL)
-		}
-	}
 }
 
 // TestSearchTextGivenIsIndexed: a writer's SearchText is what the turn is

@@ -36,11 +36,13 @@ type TurnRecord struct {
 	// turn the check was a sixth of its write); any other Body is checked.
 	// It is not stored: a record read back has it false.
 	BodyMarshalled bool
-	// SearchText, when set, is TurnText of the Turn in Body: what a
-	// finished turn is indexed by for search, given by a writer that holds
-	// the Turn so the store does not take it out of Body in SQL (for a
-	// 200-part turn that was more than the rest of its write). It is not
-	// stored apart from the index: a record read back has it nil.
+	// SearchText, when set, is the text of the Turn in Body that search
+	// finds it by (chat.SearchText: its message and its markdown parts,
+	// one per line, as turnTextSQL takes them from the JSON), given by a
+	// writer that holds the Turn so the store does not take it out of Body
+	// in SQL (for a 200-part turn that was more than the rest of its
+	// write). It is not stored apart from the index: a record read back
+	// has it nil.
 	SearchText *string
 }
 
