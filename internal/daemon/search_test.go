@@ -22,6 +22,17 @@ func search(t *testing.T, c *ahptest.Client, query string) []host.SearchHit {
 	return res.Items
 }
 
+// awaitTitle waits for the session title a rename set (a first message
+// titles the session before).
+func awaitTitle(t *testing.T, c *ahptest.Client, title string) {
+	t.Helper()
+	c.AwaitEnvelope("the title "+title, func(env ahptest.Envelope) bool {
+		var got string
+		_ = env.Field("title", &got)
+		return env.Type() == "session/titleChanged" && got == title
+	})
+}
+
 // TestSearchFindsAWordOfAnOldTurn: a word said in one turn is found after
 // a restart (read from the store's index), with the session, chat, turn,
 // titles and a snippet marking the word; a renamed session is found by its
@@ -58,7 +69,7 @@ func TestSearchFindsAWordOfAnOldTurn(t *testing.T) {
 	// A title is found once renamed, the old one no more.
 	c.Subscribe(sess)
 	c.Dispatch(sess, map[string]any{"type": "session/titleChanged", "title": "Axolotl research"})
-	c.AwaitEnvelope("the rename", func(env ahptest.Envelope) bool { return env.Type() == "session/titleChanged" })
+	awaitTitle(t, c, "Axolotl research")
 	hits = search(t, c, "axolotl")
 	if len(hits) != 1 || hits[0].Session != sess || !strings.Contains(hits[0].Title, "Axolotl") || hits[0].TurnID != "" {
 		t.Fatalf("hits for the new title: %+v", hits)
@@ -86,7 +97,7 @@ func TestSearchRefusals(t *testing.T) {
 	sendTurn(t, owner, def, "t1", "a pangolin in the text")
 	owner.Subscribe(sess)
 	owner.Dispatch(sess, map[string]any{"type": "session/titleChanged", "title": "Pangolin notes"})
-	owner.AwaitEnvelope("the rename", func(env ahptest.Envelope) bool { return env.Type() == "session/titleChanged" })
+	awaitTitle(t, owner, "Pangolin notes")
 	if hits := search(t, owner, "pangolin"); len(hits) != 3 {
 		t.Fatalf("root's hits: %+v, want the turn, the chat's title and the session's", hits)
 	}
