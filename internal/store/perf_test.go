@@ -47,15 +47,17 @@ func BenchmarkPersist200Parts(b *testing.B) {
 		s, _ := openTemp(b)
 		_, chat := seed(b, s, "ahp://s/persist")
 		started := time.Now()
-		t0 := time.Now()
+		// The text a chat actor gives with the turn (chat.SearchText):
+		// the actor's work, before its Commit.
+		text := body200Text()
+		t0, cpu0 := time.Now(), processCPU(b)
 		for i := range rows {
-			text := body200Text() // as chat.SearchText writes it
 			r := TurnRecord{Chat: chat, ID: fmt.Sprintf("turn-%d", i), Seq: i, State: TurnComplete, Sender: "user:1", Point: "p", StartedAt: started, Body: body, BodyMarshalled: true, SearchText: &text}
 			if err := s.Commit(ctx, func(ctx context.Context, s *Store) error { return s.PutTurn(ctx, r) }); err != nil {
 				b.Fatal(err)
 			}
 		}
-		store := time.Since(t0)
+		store, storeCPU := time.Since(t0), processCPU(b)-cpu0
 
 		db, err := sql.Open("sqlite", dsn(filepath.Join(b.TempDir(), "raw.db")))
 		if err != nil {
@@ -67,17 +69,82 @@ func BenchmarkPersist200Parts(b *testing.B) {
 			b.Fatal(err)
 		}
 		raw := string(body)
-		t1 := time.Now()
+		t1, cpu1 := time.Now(), processCPU(b)
 		for i := range rows {
 			if _, err := db.Exec(`INSERT INTO turns (chat, id, seq, state, sender, point, command, started_at, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 				chat, fmt.Sprintf("turn-%d", i), i, "complete", "user:1", "p", 0, started.UnixNano(), raw); err != nil {
 				b.Fatal(err)
 			}
 		}
-		rawTime := time.Since(t1)
+		rawTime, rawCPU := time.Since(t1), processCPU(b)-cpu1
 		db.Close()
 		b.ReportMetric(float64(store.Microseconds())/rows, "ahpd-µs/turn")
 		b.ReportMetric(float64(rawTime.Microseconds())/rows, "raw-µs/turn")
 		b.ReportMetric(float64(store)/float64(rawTime), "ratio")
+		b.ReportMetric(float64(storeCPU.Microseconds())/rows, "ahpd-cpu-µs/turn")
+		b.ReportMetric(float64(rawCPU.Microseconds())/rows, "raw-cpu-µs/turn")
+	}
+}
+
+// BenchmarkSearchIndexBatch: what indexing costs a turn off its commit's
+// path, by how many turns one indexing transaction takes (searchindex.go):
+// 450 committed turns (under the 500 at which the writer would start on
+// them itself), a small one (benchBody) or a 200-part one (body200), with
+// their texts kept as a chat actor's commits leave them, indexed in
+// batches of 1 (what indexing in each turn's own transaction cost), 50 or
+// all 450. cpu-µs/turn is the process's CPU (getrusage) over the indexing
+// alone.
+func BenchmarkSearchIndexBatch(b *testing.B) {
+	const turns = 450
+	for _, kind := range []struct {
+		name string
+		body json.RawMessage
+		text string
+	}{{"small", benchBody, benchText}, {"200parts", body200(), body200Text()}} {
+		for _, batch := range []int{1, 50, turns} {
+			b.Run(fmt.Sprintf("%s/batch%d", kind.name, batch), func(b *testing.B) {
+				ctx := context.Background()
+				var wall, cpu time.Duration
+				for range b.N {
+					b.StopTimer()
+					s, _ := openTemp(b)
+					s.search.mu.Lock()
+					s.search.delay = time.Hour
+					s.search.mu.Unlock()
+					_, chat := seed(b, s, "ahp://s/index")
+					ops := make([]Op, turns)
+					for i := range ops {
+						r := TurnRecord{Chat: chat, ID: fmt.Sprintf("turn-%d", i), Seq: i, State: TurnComplete, Sender: "user:1",
+							Point: "p", StartedAt: time.Now(), Body: kind.body, BodyMarshalled: true, SearchText: &kind.text}
+						ops[i] = func(ctx context.Context, s *Store) error { return s.PutTurn(ctx, r) }
+					}
+					for from := 0; from < turns; from += 50 {
+						if err := s.CommitAll(ctx, ops[from:from+50]...); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.StartTimer()
+					t0, cpu0 := time.Now(), processCPU(b)
+					for {
+						_, more, err := s.indexPending(ctx, batch)
+						if err != nil {
+							b.Fatal(err)
+						}
+						if !more {
+							break
+						}
+					}
+					wall += time.Since(t0)
+					cpu += processCPU(b) - cpu0
+					b.StopTimer()
+					if st := s.Stats(); st.SearchIndexed != turns {
+						b.Fatalf("indexed %d turns, want %d", st.SearchIndexed, turns)
+					}
+					s.Close()
+				}
+				b.ReportMetric(float64(wall.Microseconds())/float64(b.N*turns), "µs/turn")
+				b.ReportMetric(float64(cpu.Microseconds())/float64(b.N*turns), "cpu-µs/turn")
+			})
+		}
 	}
 }

@@ -51,10 +51,18 @@ type Stats struct {
 	WriteErrors uint64 // ops that returned an error or panicked (each one logged)
 	Refused     uint64 // ops enqueued after Close had drained the queue (each one logged)
 	Groups      uint64 // transactions the writer opened: group commits, and each lone Commit
+
+	SearchBatches uint64 // search index transactions committed (searchindex.go)
+	SearchIndexed uint64 // marked turns they indexed
 }
 
 // Stats reports the write-behind queue's counters.
-func (s *Store) Stats() Stats { return s.queue.snapshot() }
+func (s *Store) Stats() Stats {
+	st := s.queue.snapshot()
+	st.SearchBatches = s.search.batches.Load()
+	st.SearchIndexed = s.search.indexed.Load()
+	return st
+}
 
 // Enqueue hands op to the writer goroutine and returns at once. Ops run one
 // at a time in the order they were enqueued (across all callers: the order of
@@ -285,7 +293,7 @@ func (q *queue) writer() {
 				return
 			}
 			q.mu.Unlock()
-			<-q.wake
+			q.idle(ctx)
 			continue
 		}
 		// Swap buffers so the next batch reuses this one's backing array.
@@ -296,6 +304,30 @@ func (q *queue) writer() {
 			q.runGroup(ctx, batch[from:min(from+maxBatchOps, len(batch))])
 		}
 		clear(batch) // let the ops' closures be collected
+		// Between groups, a batch of the search index when one is due,
+		// so a writer never idle still indexes (searchindex.go).
+		q.s.indexInBackground(ctx)
+	}
+}
+
+// idle waits for ops; when turns are marked for the search index, it
+// indexes a batch once that batch is due, unless ops come first.
+func (q *queue) idle(ctx context.Context) {
+	due, ok := q.s.indexDue()
+	if !ok {
+		<-q.wake
+		return
+	}
+	wait := time.Until(due)
+	if wait <= 0 {
+		q.s.indexInBackground(ctx)
+		return
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-q.wake:
+	case <-timer.C:
 	}
 }
 

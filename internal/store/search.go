@@ -14,13 +14,21 @@ import (
 // finished turn's text (the user's message and the agent's markdown parts),
 // every chat's title and every session's title.
 //
-// It is written in the same transaction as the row it indexes, so it can
-// never disagree with the store, whatever path wrote the row (a turn's
-// end, a fork copying turns, a rewind truncating them, a session deleted
-// with its chats by cascade): putTurn indexes a finished turn, and
-// triggers on turns, chats and sessions do the rest. A running turn is not
-// indexed: its body is rewritten as it streams, and it is indexed once,
-// when it is stored ended.
+// A turn is indexed off its commit's path (searchindex.go): FTS5 costs
+// mostly per transaction (a segment written each time), which doubled a
+// turn's commit when the index was written in it. The turn's transaction
+// writes only a marker, a search_pending row keyed by the turn's rowid;
+// the writer indexes marked turns in batches (one transaction each), and
+// Search indexes whatever is still marked before it reads, so a search
+// always agrees with what is committed. A marker committed with its turn
+// survives a crash: the next Open indexes it. A running turn is not
+// indexed: its body is rewritten as it streams, and it is indexed once it
+// is stored ended.
+//
+// Titles change rarely and cheaply, and deletes must not leave rows that
+// name nothing: triggers on turns, chats and sessions keep those exact in
+// the transaction that makes the change, whatever path made it (a rewind
+// truncating turns, a session deleted with its chats by cascade).
 //
 // A row's rowid ties it to its source row: rowid*4 plus the kind below.
 // ahpd never runs VACUUM, which may renumber the rowids of these tables; a
@@ -42,24 +50,37 @@ func turnTextSQL(body string) string {
 			WHERE p.value ->> '$.kind' = 'markdown'))`
 }
 
-// searchMigration creates the index and its triggers and indexes what is
-// already stored (a database of an earlier release).
+// searchMigration creates the index, the pending markers and their
+// triggers, and indexes what is already stored (a database of an earlier
+// release).
 //
-// A finished turn's row is written by putTurn, the only writer of turns,
-// in the same transaction as the turn (with the text the chat actor gives,
-// or taken from the body here): an SQL trigger would have to parse the
-// body, which cost more than the rest of the turn's commit. Every other
-// change reaches the index by trigger.
+// putTurn marks a finished turn it writes (markTurn), with the
+// generation of the text it keeps in memory for the indexer; an SQL
+// trigger could not say which text, and taking the text out of the body
+// in SQL costs more than the rest of a 200-part turn's commit. The
+// triggers below mark a finished turn rewritten by any other path, and
+// drop a deleted turn's row and marker.
 var searchMigration = []string{
 	`CREATE VIRTUAL TABLE search_index USING fts5(text, tokenize = 'unicode61 remove_diacritics 2')`,
 
-	// An upsert's DO UPDATE sets every column: a finished turn written
-	// again loses its row here and putTurn indexes it anew.
+	// turn is the marked turn's rowid; gen says which text putTurn kept
+	// for it (0: none, take it from the body).
+	`CREATE TABLE search_pending (
+		turn INTEGER PRIMARY KEY,
+		gen INTEGER NOT NULL DEFAULT 0
+	) STRICT`,
+
+	// A finished turn written again (an upsert's DO UPDATE sets every
+	// column) is indexed anew; putTurn's own marker, written after this,
+	// says which text. (Not INSERT OR IGNORE: inside the upsert, the
+	// upsert's own conflict handling overrides the trigger's.)
 	`CREATE TRIGGER turns_search_update AFTER UPDATE OF state, body ON turns WHEN old.state != 'running' BEGIN
-		DELETE FROM search_index WHERE rowid = old.rowid * 4;
+		INSERT INTO search_pending (turn) SELECT old.rowid
+			WHERE NOT EXISTS (SELECT 1 FROM search_pending WHERE turn = old.rowid);
 	END`,
-	`CREATE TRIGGER turns_search_delete AFTER DELETE ON turns WHEN old.state != 'running' BEGIN
-		DELETE FROM search_index WHERE rowid = old.rowid * 4;
+	`CREATE TRIGGER turns_search_delete AFTER DELETE ON turns BEGIN
+		DELETE FROM search_pending WHERE turn = old.rowid;
+		DELETE FROM search_index WHERE rowid = old.rowid * 4 AND old.state != 'running';
 	END`,
 
 	`CREATE TRIGGER chats_search_insert AFTER INSERT ON chats WHEN new.title != '' BEGIN
@@ -88,13 +109,6 @@ var searchMigration = []string{
 	searchBackfillChats,
 	searchBackfillSessions,
 }
-
-// indexTurnGiven and indexTurnFromBody index a finished turn stored at
-// rowid: with the text its writer gave, or with the text of its body.
-const indexTurnGiven = `INSERT INTO search_index (rowid, text) VALUES (? * 4, ?)`
-
-var indexTurnFromBody = `INSERT INTO search_index (rowid, text) SELECT rowid * 4, ` + turnTextSQL("body") + `
-	FROM turns WHERE rowid = ? AND json_valid(body)`
 
 // The back-fill of rows stored before the index existed. A body that is
 // not JSON (none should be: the store checks them) is skipped rather than
@@ -179,6 +193,13 @@ func (s *Store) Search(ctx context.Context, q SearchQuery) ([]SearchHit, error) 
 	}
 	if strings.TrimSpace(q.Text) == "" {
 		return nil, fmt.Errorf("%w: empty query", ErrBadQuery)
+	}
+	if q.Turns {
+		// Turns committed and not yet indexed are indexed first, so a
+		// search finds every turn committed before it (searchindex.go).
+		if err := s.catchUpIndex(ctx); err != nil {
+			return nil, fmt.Errorf("search %q: %w", q.Text, err)
+		}
 	}
 	// One read transaction: the matches and the rows they resolve to are
 	// one snapshot, so a hit never names a turn deleted meanwhile.

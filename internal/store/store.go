@@ -68,6 +68,10 @@ type Store struct {
 	// queue is the ordered write-behind queue and its writer (queue.go).
 	queue *queue
 
+	// search is what the store holds in memory of the turns marked for
+	// the search index (searchindex.go).
+	search searchState
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -116,6 +120,10 @@ func openWith(path string, logger *slog.Logger, migs []migration) (*Store, error
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
 	}
 	if err := s.migrate(ctx, migs); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", abs, err)
+	}
+	if err := s.loadSearchState(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
 	}

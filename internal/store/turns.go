@@ -41,8 +41,9 @@ type TurnRecord struct {
 	// one per line, as turnTextSQL takes them from the JSON), given by a
 	// writer that holds the Turn so the store does not take it out of Body
 	// in SQL (for a 200-part turn that was more than the rest of its
-	// write). It is not stored apart from the index: a record read back
-	// has it nil.
+	// write). It is not stored apart from the index: the store keeps it
+	// in memory until the turn is indexed (searchindex.go), and a record
+	// read back has it nil.
 	SearchText *string
 }
 
@@ -88,16 +89,13 @@ func (s *Store) putTurn(ctx context.Context, r TurnRecord) error {
 		_, err := s.db.writeExec(ctx, upsertTurn, args...)
 		return err
 	}
-	// A finished turn and its search index row land together.
+	// A finished turn and its marker for the search index land together;
+	// the writer indexes it later, in a batch (searchindex.go).
 	return s.db.withWrite(ctx, func(tx *sql.Tx) error {
-		var rowid int64
-		if err := s.db.txQueryRow(ctx, tx, upsertTurn+` RETURNING rowid`, args...).Scan(&rowid); err != nil {
+		if err := s.db.txExec(ctx, tx, upsertTurn, args...); err != nil {
 			return err
 		}
-		if r.SearchText != nil {
-			return s.db.txExec(ctx, tx, indexTurnGiven, rowid, *r.SearchText)
-		}
-		return s.db.txExec(ctx, tx, indexTurnFromBody, rowid)
+		return s.markForIndex(ctx, tx, r.Chat, r.ID, r.SearchText)
 	})
 }
 
