@@ -16,7 +16,8 @@ import (
 // in an old turn (older than the page a chat opens with), lists the hit
 // with the word marked, and opens the session at that turn, paging it in;
 // the session header's Export gives the session's whole transcript as JSON
-// (every turn, as the protocol states it) and as Markdown.
+// (every turn, as the protocol states it) and as Markdown, read as ahpd
+// export reads it: a view of the newest turns, then fetchTurns pages.
 func TestConsoleSearchAndExport(t *testing.T) {
 	chromiumPath(t)
 	e := newConsoleEnv(t)
@@ -70,6 +71,9 @@ func TestConsoleSearchAndExport(t *testing.T) {
 	}
 	if ex.Session != sess || len(ex.Chats) != 1 || ex.Chats[0].Chat != chat || len(ex.Chats[0].Turns) != total {
 		t.Fatalf("exported %s with %d chats", ex.Session, len(ex.Chats))
+	}
+	if pages := p.str(`String(ahpdConsole.lastExport.pages)`); pages == "0" {
+		t.Errorf("the export of %d turns fetched no page past its view", total)
 	}
 	for i, tr := range ex.Chats[0].Turns {
 		if tr.ID != "t"+strconv.Itoa(i) || tr.State != ahp.TurnComplete {

@@ -71,6 +71,11 @@ func seedSearchable(b testing.TB, dataDir string, sessions, turnsEach int, needl
 			b.Fatal(err)
 		}
 	}
+	// Indexed, as a daemon that ran a while has them (a search indexes
+	// what its commits only marked).
+	if _, err := st.Search(ctx, store.SearchQuery{Text: needle, Turns: true}); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // BenchmarkSearch10kTurns: x-ahpd/search (what ahpd search sends) over

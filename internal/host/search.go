@@ -13,8 +13,9 @@ import (
 )
 
 // MethodSearch finds a word in every session's titles and turn text (ahpd
-// search, the console's search box): the store's FTS5 index, kept in the
-// same transaction as each turn's and title's commit (store/search.go).
+// search, the console's search box): the store's FTS5 index, which the
+// store brings up to date with every commit before it searches
+// (store/search.go, store/searchindex.go).
 // It needs session:list, as listSessions does; hits in turn text need
 // chat:turns as well, as reading the chat does, and without it only
 // titles are searched.

@@ -6,7 +6,7 @@ import { Connection, ROOT, uuid } from './proto.js';
 import { reduceChat, reduceSession, statusText } from './reduce.js';
 import { renderMarkdown } from './markdown.js';
 import { hunks, lineDiff } from './diff.js';
-import { wireSearch } from './search.js';
+import { wireSearch, tapAction } from './search.js';
 
 const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = 'ahpd.token';
@@ -176,6 +176,7 @@ function onSnapshot(resource, state) {
 }
 
 function onAction(env) {
+  tapAction(env); // search.js: an export's fetchTurns pages
   const a = env.action || {};
   if (env.rejectionReason) {
     if (env.origin && env.origin.clientId === app.conn.clientId) showError('compose-error', 'refused: ' + env.rejectionReason);

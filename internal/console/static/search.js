@@ -6,6 +6,22 @@
 const $ = (id) => document.getElementById(id);
 const SEARCH_LIMIT = 50;
 const FIND_PAGES = 200; // fetchTurns pages to look through for a hit's turn
+const EXPORT_VIEW = 20; // turns an exported chat is subscribed with, then paged by fetchTurns
+const EXPORT_PAGES = 10000; // fetchTurns pages one exported chat may take
+const PAGE_WAIT_MS = 30000; // how long a fetchTurns page may take to arrive
+
+// pageWaiters: the chat whose fetchTurns page an export awaits → what to
+// call with it (the page arrives as a chat/turnsLoaded action; tapAction).
+const pageWaiters = new Map();
+
+// tapAction sees every action envelope before app.js reduces it, and
+// hands on the chat/turnsLoaded page an export is waiting for.
+export function tapAction(env) {
+  const a = env.action || {};
+  if (a.type !== 'chat/turnsLoaded') return;
+  const take = pageWaiters.get(env.channel);
+  if (take) take(a);
+}
 
 // wireSearch wires the search form and the Export button. app is the
 // console's state (app.conn, app.session, app.sessionState, app.chat,
@@ -122,27 +138,35 @@ async function settle(f, ms) {
   }
 }
 
-// exportSession reads every visible chat of the open session whole (a
-// subscribe without a view holds every turn) and downloads it.
+// exportSession reads every visible chat of the open session whole, as
+// ahpd export does (a subscribe with a view of the newest turns, then
+// fetchTurns to the first, so no frame holds a long chat whole), and
+// downloads it. The open chat is shown the pages too (its view pages in
+// the same way).
 async function exportSession(app, format) {
   const st = app.sessionState;
   if (!st) return;
   $('export').disabled = true;
   try {
     const ex = { session: app.session, title: st.title || '', chats: [] };
+    let pages = 0;
     for (const c of st.chats.filter((c) => c.interactivity !== 'hidden')) {
-      const r = await app.conn.call('subscribe', { channel: c.resource });
-      const state = (r.snapshot && r.snapshot.state) || {};
-      if (c.resource !== app.chat) app.conn.unsubscribe(c.resource);
-      const chat = { chat: c.resource, title: c.title || '', turns: state.turns || [] };
-      if (state.activeTurn) chat.activeTurn = state.activeTurn;
+      let read;
+      try {
+        read = await readChatWhole(app, c.resource);
+      } finally {
+        if (c.resource !== app.chat) app.conn.unsubscribe(c.resource);
+      }
+      pages += read.pages;
+      const chat = { chat: c.resource, title: c.title || '', turns: read.turns };
+      if (read.activeTurn) chat.activeTurn = read.activeTurn;
       ex.chats.push(chat);
     }
     const json = format === 'json';
     const text = json ? JSON.stringify(ex, null, 2) + '\n' : markdown(ex, new Date());
     const name = (slug(ex.title) || 'session') + (json ? '.json' : '.md');
     const type = json ? 'application/json' : 'text/markdown';
-    app.lastExport = { name, type, text }; // for the browser tests' reads
+    app.lastExport = { name, type, text, pages }; // for the browser tests' reads
     const url = URL.createObjectURL(new Blob([text], { type }));
     const a = li('a', { href: url, download: name });
     document.body.append(a);
@@ -154,6 +178,56 @@ async function exportSession(app, format) {
   } finally {
     $('export').disabled = false;
   }
+}
+
+// readChatWhole subscribes to chat with a view of its newest turns and
+// asks for older pages until the first turn; it answers the turns, oldest
+// first, the turn still running, if any, and how many pages it fetched.
+async function readChatWhole(app, chat) {
+  const r = await app.conn.call('subscribe', { channel: chat, view: { turns: EXPORT_VIEW } });
+  const state = (r.snapshot && r.snapshot.state) || {};
+  let turns = state.turns || [];
+  const seen = new Set(turns.map((t) => t.id));
+  let cursor = state.turnsNextCursor;
+  let page = 0;
+  for (; cursor; page++) {
+    if (page >= EXPORT_PAGES) throw new Error(`${chat}: more than ${EXPORT_PAGES} pages of turns`);
+    const next = awaitPage(chat);
+    try {
+      await app.conn.call('fetchTurns', { channel: chat, cursor });
+    } catch (e) {
+      next.cancel();
+      throw e;
+    }
+    const a = await next.page;
+    const older = (a.turns || []).filter((t) => !seen.has(t.id));
+    for (const t of older) seen.add(t.id);
+    if (!older.length && a.turnsNextCursor === cursor) throw new Error(`${chat}: fetchTurns made no progress`);
+    turns = [...older, ...turns];
+    cursor = a.turnsNextCursor;
+  }
+  return { turns, activeTurn: state.activeTurn, pages: page };
+}
+
+// awaitPage is the next chat/turnsLoaded page of chat (the host publishes
+// it before it answers fetchTurns), or an error after PAGE_WAIT_MS.
+function awaitPage(chat) {
+  let timer;
+  const done = () => {
+    clearTimeout(timer);
+    pageWaiters.delete(chat);
+  };
+  const page = new Promise((resolve, reject) => {
+    timer = setTimeout(() => {
+      done();
+      reject(new Error(`${chat}: no page within ${PAGE_WAIT_MS / 1000} s of fetchTurns`));
+    }, PAGE_WAIT_MS);
+    pageWaiters.set(chat, (a) => {
+      done();
+      resolve(a);
+    });
+  });
+  return { page, cancel: done };
 }
 
 function slug(s) {
