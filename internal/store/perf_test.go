@@ -126,7 +126,7 @@ func BenchmarkSearchIndexBatch(b *testing.B) {
 					b.StartTimer()
 					t0, cpu0 := time.Now(), processCPU(b)
 					for {
-						_, more, err := s.indexPending(ctx, batch)
+						_, more, err := s.search.indexPending(ctx, batch)
 						if err != nil {
 							b.Fatal(err)
 						}

@@ -306,21 +306,21 @@ func (q *queue) writer() {
 		clear(batch) // let the ops' closures be collected
 		// Between groups, a batch of the search index when one is due,
 		// so a writer never idle still indexes (searchindex.go).
-		q.s.indexInBackground(ctx)
+		q.s.search.indexInBackground(ctx)
 	}
 }
 
 // idle waits for ops; when turns are marked for the search index, it
 // indexes a batch once that batch is due, unless ops come first.
 func (q *queue) idle(ctx context.Context) {
-	due, ok := q.s.indexDue()
+	due, ok := q.s.search.due()
 	if !ok {
 		<-q.wake
 		return
 	}
 	wait := time.Until(due)
 	if wait <= 0 {
-		q.s.indexInBackground(ctx)
+		q.s.search.indexInBackground(ctx)
 		return
 	}
 	timer := time.NewTimer(wait)

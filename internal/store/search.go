@@ -197,7 +197,7 @@ func (s *Store) Search(ctx context.Context, q SearchQuery) ([]SearchHit, error) 
 	if q.Turns {
 		// Turns committed and not yet indexed are indexed first, so a
 		// search finds every turn committed before it (searchindex.go).
-		if err := s.catchUpIndex(ctx); err != nil {
+		if err := s.search.catchUp(ctx); err != nil {
 			return nil, fmt.Errorf("search %q: %w", q.Text, err)
 		}
 	}

@@ -269,7 +269,7 @@ func TestSearchMigrationIndexesAnEarlierReleasesData(t *testing.T) {
 // hold now, and no marker is left.
 func checkIndexAgrees(t *testing.T, s *Store) {
 	t.Helper()
-	must(t, s.catchUpIndex(context.Background()))
+	must(t, s.search.catchUp(context.Background()))
 	rows, err := s.db.pool.Query(`SELECT count(*) FROM search_index f
 		LEFT JOIN turns t ON f.rowid % 4 = 0 AND t.rowid = f.rowid / 4 AND t.state != 'running'
 		LEFT JOIN chats c ON f.rowid % 4 = 1 AND c.rowid = f.rowid / 4 AND c.title = f.text

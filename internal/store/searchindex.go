@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,10 +68,14 @@ const (
 var indexTurnFromBody = `INSERT INTO search_index (rowid, text) SELECT rowid * 4, ` + turnTextSQL("body") + `
 	FROM turns WHERE rowid = ? AND json_valid(body)`
 
-// searchState is what the store knows of marked turns in memory. Its
-// fields are guarded by mu. Only hints and a cache: the markers in the
-// file are the truth.
-type searchState struct {
+// indexer keeps the search index up to date with the marked turns: it
+// writes their markers, keeps their texts, and indexes them. What it
+// holds in memory is guarded by mu, and only hints and a cache: the
+// markers in the file are the truth.
+type indexer struct {
+	db     *database
+	logger *slog.Logger
+
 	mu sync.Mutex
 	// gen numbers markers; it starts past every marker in the file.
 	gen int64
@@ -91,14 +96,13 @@ type searchState struct {
 	batches, indexed atomic.Uint64
 }
 
-// loadSearchState readies the state at Open: the generation past the
+// load readies the indexer at Open: the generation past the
 // file's markers, and a batch due at once when a crash left some.
-func (s *Store) loadSearchState(ctx context.Context) error {
-	st := &s.search
-	st.texts = make(map[int64]string)
-	st.delay = searchIndexDelay
+func (ix *indexer) load(ctx context.Context) error {
+	ix.texts = make(map[int64]string)
+	ix.delay = searchIndexDelay
 	var tables int
-	if err := s.db.pool.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE name = 'search_pending'`).Scan(&tables); err != nil {
+	if err := ix.db.pool.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE name = 'search_pending'`).Scan(&tables); err != nil {
 		return fmt.Errorf("read schema: %w", err)
 	}
 	if tables == 0 {
@@ -106,75 +110,73 @@ func (s *Store) loadSearchState(ctx context.Context) error {
 	}
 	var n int
 	var maxGen int64
-	if err := s.db.pool.QueryRowContext(ctx, `SELECT count(*), coalesce(max(gen), 0) FROM search_pending`).Scan(&n, &maxGen); err != nil {
+	if err := ix.db.pool.QueryRowContext(ctx, `SELECT count(*), coalesce(max(gen), 0) FROM search_pending`).Scan(&n, &maxGen); err != nil {
 		return fmt.Errorf("read search markers: %w", err)
 	}
-	st.gen = maxGen
+	ix.gen = maxGen
 	if n > 0 {
-		st.marked = n
-		st.since = time.Now().Add(-st.delay)
+		ix.marked = n
+		ix.since = time.Now().Add(-ix.delay)
 	}
 	return nil
 }
 
-// markForIndex writes the marker of the turn (chat, id), just written, in
+// mark writes the marker of the turn (chat, id), just written, in
 // the caller's transaction and keeps text (when given, and there is room)
 // under the marker's generation.
-func (s *Store) markForIndex(ctx context.Context, tx *sql.Tx, chat, id string, text *string) error {
-	st := &s.search
-	st.mu.Lock()
-	st.gen++
-	gen := st.gen
-	st.mu.Unlock()
-	if err := s.db.txExec(ctx, tx, markTurn, chat, id, gen); err != nil {
+func (ix *indexer) mark(ctx context.Context, tx *sql.Tx, chat, id string, text *string) error {
+	ix.mu.Lock()
+	ix.gen++
+	gen := ix.gen
+	ix.mu.Unlock()
+	if err := ix.db.txExec(ctx, tx, markTurn, chat, id, gen); err != nil {
 		return fmt.Errorf("mark for the search index: %w", err)
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if text != nil && st.textBytes+len(*text) <= searchTextsMax {
-		st.texts[gen] = *text
-		st.textBytes += len(*text)
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if text != nil && ix.textBytes+len(*text) <= searchTextsMax {
+		ix.texts[gen] = *text
+		ix.textBytes += len(*text)
 	}
-	st.noteMarked()
+	ix.noteMarked()
 	return nil
 }
 
-// noteMarked counts a marker just written. st.mu is held.
-func (st *searchState) noteMarked() {
-	if st.marked == 0 {
-		st.since = time.Now()
+// noteMarked counts a marker just written. ix.mu is held.
+func (ix *indexer) noteMarked() {
+	if ix.marked == 0 {
+		ix.since = time.Now()
 	}
-	st.marked++
+	ix.marked++
 }
 
-// indexDue says when the writer should index a batch: ok is false when no
+// due says when the writer should index a batch: ok is false when no
 // marker is known.
-func (s *Store) indexDue() (due time.Time, ok bool) {
-	st := &s.search
-	st.mu.Lock()
-	defer st.mu.Unlock()
+func (ix *indexer) due() (due time.Time, ok bool) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
 	switch {
-	case st.marked == 0:
+	case ix.marked == 0:
 		return time.Time{}, false
-	case st.marked >= searchBatchMax:
-		return st.since, true
+	case ix.marked >= searchBatchMax:
+		return ix.since, true
 	}
-	return st.since.Add(st.delay), true
+	return ix.since.Add(ix.delay), true
 }
 
 // indexPending indexes marked turns, oldest first, in one write
 // transaction: up to limit of them, and once searchBatchBytes of text are
 // indexed no more. It reports how many it took and whether any is left.
-func (s *Store) indexPending(ctx context.Context, limit int) (n int, more bool, err error) {
+func (ix *indexer) indexPending(ctx context.Context, limit int) (n int, more bool, err error) {
 	type marked struct {
 		turn, gen int64
 		state     sql.NullString
 		size      int64 // its body's bytes, for a text not kept
 	}
 	var batch []marked
-	err = s.db.withWrite(ctx, func(tx *sql.Tx) error {
+	err = ix.db.withWrite(ctx, func(tx *sql.Tx) error {
 		batch, n, more = batch[:0], 0, false
-		st, err := s.db.stmt(ctx, pendingBatch)
+		st, err := ix.db.stmt(ctx, pendingBatch)
 		if err != nil {
 			return err
 		}
@@ -196,7 +198,7 @@ func (s *Store) indexPending(ctx context.Context, limit int) (n int, more bool, 
 			return err
 		}
 		if len(batch) == 0 {
-			s.forgetIndexed(nil, true)
+			ix.forgetIndexed(nil, true)
 			return nil
 		}
 		var bytes int64
@@ -205,24 +207,24 @@ func (s *Store) indexPending(ctx context.Context, limit int) (n int, more bool, 
 				break
 			}
 			n++
-			if err := s.db.txExec(ctx, tx, unindexTurn, m.turn); err != nil {
+			if err := ix.db.txExec(ctx, tx, unindexTurn, m.turn); err != nil {
 				return fmt.Errorf("unindex turn %d: %w", m.turn, err)
 			}
 			if !m.state.Valid || m.state.String == TurnRunning {
 				continue
 			}
-			if text, ok := s.keptText(m.gen); ok {
+			if text, ok := ix.keptText(m.gen); ok {
 				bytes += int64(len(text))
-				err = s.db.txExec(ctx, tx, indexTurnGiven, m.turn, text)
+				err = ix.db.txExec(ctx, tx, indexTurnGiven, m.turn, text)
 			} else {
 				bytes += m.size
-				err = s.db.txExec(ctx, tx, indexTurnFromBody, m.turn)
+				err = ix.db.txExec(ctx, tx, indexTurnFromBody, m.turn)
 			}
 			if err != nil {
 				return fmt.Errorf("index turn %d: %w", m.turn, err)
 			}
 		}
-		if err := s.db.txExec(ctx, tx, unmarkTurns, batch[n-1].turn); err != nil {
+		if err := ix.db.txExec(ctx, tx, unmarkTurns, batch[n-1].turn); err != nil {
 			return err
 		}
 		more = n < len(batch) || len(batch) == limit
@@ -231,26 +233,25 @@ func (s *Store) indexPending(ctx context.Context, limit int) (n int, more bool, 
 		for i, m := range batch[:n] {
 			gens[i] = m.gen
 		}
-		s.forgetIndexed(gens, !more)
+		ix.forgetIndexed(gens, !more)
 		return nil
 	})
 	if err != nil {
-		s.search.remind()
+		ix.remind()
 		return 0, true, fmt.Errorf("index %d marked turns: %w", n, err)
 	}
 	if n > 0 {
-		s.search.batches.Add(1)
-		s.search.indexed.Add(uint64(n))
+		ix.batches.Add(1)
+		ix.indexed.Add(uint64(n))
 	}
 	return n, more, nil
 }
 
 // keptText is the text kept under gen, if any.
-func (s *Store) keptText(gen int64) (string, bool) {
-	st := &s.search
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	text, ok := st.texts[gen]
+func (ix *indexer) keptText(gen int64) (string, bool) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	text, ok := ix.texts[gen]
 	return text, ok
 }
 
@@ -260,48 +261,47 @@ func (s *Store) keptText(gen int64) (string, bool) {
 // runs in the batch's transaction, holding the writer token, so no marker
 // is written meanwhile; should the commit fail, remind counts the markers
 // again (their texts are then taken from the bodies).
-func (s *Store) forgetIndexed(gens []int64, drained bool) {
-	st := &s.search
-	st.mu.Lock()
-	defer st.mu.Unlock()
+func (ix *indexer) forgetIndexed(gens []int64, drained bool) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
 	if drained {
-		clear(st.texts)
-		st.textBytes = 0
-		st.marked, st.since = 0, time.Time{}
+		clear(ix.texts)
+		ix.textBytes = 0
+		ix.marked, ix.since = 0, time.Time{}
 		return
 	}
 	for _, gen := range gens {
-		if text, ok := st.texts[gen]; ok {
-			st.textBytes -= len(text)
-			delete(st.texts, gen)
+		if text, ok := ix.texts[gen]; ok {
+			ix.textBytes -= len(text)
+			delete(ix.texts, gen)
 		}
 	}
 	// More are marked: the next batch is due now.
-	st.marked = max(st.marked, searchBatchMax)
-	if st.since.IsZero() {
-		st.since = time.Now()
+	ix.marked = max(ix.marked, searchBatchMax)
+	if ix.since.IsZero() {
+		ix.since = time.Now()
 	}
 }
 
 // remind has the writer try a batch again after the delay (one failed).
-func (st *searchState) remind() {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	st.since = time.Now()
-	st.marked = max(st.marked, 1)
+func (ix *indexer) remind() {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.since = time.Now()
+	ix.marked = max(ix.marked, 1)
 }
 
-// catchUpIndex indexes every marked turn, batch by batch, so a search
+// catchUp indexes every marked turn, batch by batch, so a search
 // that follows agrees with every commit before it. With no marker in the
 // file (a read, which needs no writer token) it does nothing.
-func (s *Store) catchUpIndex(ctx context.Context) error {
+func (ix *indexer) catchUp(ctx context.Context) error {
 	var pending bool
-	if err := s.db.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM search_pending)`).Scan(&pending); err != nil {
+	if err := ix.db.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM search_pending)`).Scan(&pending); err != nil {
 		return fmt.Errorf("read search markers: %w", err)
 	}
 	for pending {
 		var err error
-		if _, pending, err = s.indexPending(ctx, searchBatchMax); err != nil {
+		if _, pending, err = ix.indexPending(ctx, searchBatchMax); err != nil {
 			return err
 		}
 	}
@@ -311,12 +311,12 @@ func (s *Store) catchUpIndex(ctx context.Context) error {
 // indexInBackground is the writer's indexing between groups of ops: one
 // batch when one is due. A failure is logged and tried again after the
 // delay (a search would report it).
-func (s *Store) indexInBackground(ctx context.Context) {
-	due, ok := s.indexDue()
+func (ix *indexer) indexInBackground(ctx context.Context) {
+	due, ok := ix.due()
 	if !ok || time.Now().Before(due) {
 		return
 	}
-	if _, _, err := s.indexPending(ctx, searchBatchMax); err != nil {
-		s.logger.Error("index marked turns for search", "err", err)
+	if _, _, err := ix.indexPending(ctx, searchBatchMax); err != nil {
+		ix.logger.Error("index marked turns for search", "err", err)
 	}
 }

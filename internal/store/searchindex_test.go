@@ -240,7 +240,7 @@ func TestIndexPendingBoundsItsBatch(t *testing.T) {
 	}
 	must(t, s.CommitAll(ctx, ops...))
 	for _, want := range []int{10, 10, 5} {
-		got, more, err := s.indexPending(ctx, 10)
+		got, more, err := s.search.indexPending(ctx, 10)
 		must(t, err)
 		if got != want || more != (want == 10) {
 			t.Fatalf("indexPending took %d (more: %v), want %d", got, more, want)
@@ -259,7 +259,7 @@ func TestIndexPendingBoundsItsBatch(t *testing.T) {
 		commitTurn(t, s, withText(saidTurn(chat, 25+i, "long", ""), long))
 	}
 	for _, want := range []int{2, 1} {
-		got, more, err := s.indexPending(ctx, 10)
+		got, more, err := s.search.indexPending(ctx, 10)
 		must(t, err)
 		if got != want || more != (want == 2) {
 			t.Fatalf("indexPending of long turns took %d (more: %v), want %d", got, more, want)

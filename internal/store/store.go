@@ -68,9 +68,9 @@ type Store struct {
 	// queue is the ordered write-behind queue and its writer (queue.go).
 	queue *queue
 
-	// search is what the store holds in memory of the turns marked for
-	// the search index (searchindex.go).
-	search searchState
+	// search keeps the search index up to date with the turns marked
+	// for it (searchindex.go).
+	search *indexer
 
 	closeOnce sync.Once
 	closeErr  error
@@ -114,6 +114,7 @@ func openWith(path string, logger *slog.Logger, migs []migration) (*Store, error
 		logger: logger.With("component", "store"),
 	}
 	s.queue = newQueue(s)
+	s.search = &indexer{db: s.db, logger: s.logger}
 	ctx := context.Background()
 	if err := s.db.checkPragmas(ctx); err != nil {
 		db.Close()
@@ -123,7 +124,7 @@ func openWith(path string, logger *slog.Logger, migs []migration) (*Store, error
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
 	}
-	if err := s.loadSearchState(ctx); err != nil {
+	if err := s.search.load(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
 	}

@@ -95,7 +95,7 @@ func (s *Store) putTurn(ctx context.Context, r TurnRecord) error {
 		if err := s.db.txExec(ctx, tx, upsertTurn, args...); err != nil {
 			return err
 		}
-		return s.markForIndex(ctx, tx, r.Chat, r.ID, r.SearchText)
+		return s.search.mark(ctx, tx, r.Chat, r.ID, r.SearchText)
 	})
 }
 
