@@ -88,28 +88,30 @@ func BenchmarkPersist200Parts(b *testing.B) {
 
 // BenchmarkSearchIndexBatch: what indexing costs a turn off its commit's
 // path, by how many turns one indexing transaction takes (searchindex.go):
-// 450 committed turns (under the 500 at which the writer would start on
-// them itself), a small one (benchBody) or a 200-part one (body200), with
-// their texts kept as a chat actor's commits leave them, indexed in
-// batches of 1 (what indexing in each turn's own transaction cost), 50 or
-// all 450. cpu-µs/turn is the process's CPU (getrusage) over the indexing
-// alone.
+// committed turns, small ones (benchBody, 5,000 of them, so FTS5 merges
+// its segments as it would over a day) or 200-part ones (body200, 400:
+// their texts all fit searchTextsMax), with their texts kept as a chat
+// actor's commits leave them, indexed in transactions of 1 turn (what
+// indexing in each turn's own transaction cost), 50 or 500 (a 200-part
+// turn's batch stops at searchBatchBytes, about 60 turns). cpu-µs/turn is
+// the process's CPU (getrusage) over the indexing alone.
 func BenchmarkSearchIndexBatch(b *testing.B) {
-	const turns = 450
 	for _, kind := range []struct {
-		name string
-		body json.RawMessage
-		text string
-	}{{"small", benchBody, benchText}, {"200parts", body200(), body200Text()}} {
-		for _, batch := range []int{1, 50, turns} {
+		name  string
+		body  json.RawMessage
+		text  string
+		turns int
+	}{{"small", benchBody, benchText, 5000}, {"200parts", body200(), body200Text(), 400}} {
+		for _, batch := range []int{1, 50, searchBatchMax} {
 			b.Run(fmt.Sprintf("%s/batch%d", kind.name, batch), func(b *testing.B) {
 				ctx := context.Background()
+				turns := kind.turns
 				var wall, cpu time.Duration
 				for range b.N {
 					b.StopTimer()
 					s, _ := openTemp(b)
 					s.search.mu.Lock()
-					s.search.delay = time.Hour
+					s.search.held = true // indexed below, timed
 					s.search.mu.Unlock()
 					_, chat := seed(b, s, "ahp://s/index")
 					ops := make([]Op, turns)
@@ -137,7 +139,7 @@ func BenchmarkSearchIndexBatch(b *testing.B) {
 					wall += time.Since(t0)
 					cpu += processCPU(b) - cpu0
 					b.StopTimer()
-					if st := s.Stats(); st.SearchIndexed != turns {
+					if st := s.Stats(); st.SearchIndexed != uint64(turns) {
 						b.Fatalf("indexed %d turns, want %d", st.SearchIndexed, turns)
 					}
 					s.Close()

@@ -88,8 +88,11 @@ type indexer struct {
 	// first of them was, zero when none is known.
 	marked int
 	since  time.Time
-	// delay is searchIndexDelay (a test shortens it).
+	// delay is searchIndexDelay (a test shortens it); held keeps the
+	// writer from indexing (a test sees a search's or a batch's work
+	// alone).
 	delay time.Duration
+	held  bool
 
 	// batches and indexed count the indexing transactions committed and
 	// the marked turns they took (Stats).
@@ -157,6 +160,8 @@ func (ix *indexer) due() (due time.Time, ok bool) {
 	defer ix.mu.Unlock()
 	switch {
 	case ix.marked == 0:
+		return time.Time{}, false
+	case ix.held:
 		return time.Time{}, false
 	case ix.marked >= searchBatchMax:
 		return ix.since, true

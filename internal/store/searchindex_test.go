@@ -9,13 +9,12 @@ import (
 	"time"
 )
 
-// holdIndexing keeps s's writer from indexing marked turns on its own (a
-// batch is due an hour after its first marker), so a test sees what a
-// search's catch-up does.
-func holdIndexing(s *Store) {
-	s.search.mu.Lock()
-	s.search.delay = time.Hour
-	s.search.mu.Unlock()
+// holdIndexing keeps s's writer from indexing marked turns on its own, so
+// a test sees what a search's catch-up does.
+func holdIndexing(st *Store) {
+	st.search.mu.Lock()
+	st.search.held = true
+	st.search.mu.Unlock()
 }
 
 // markers counts the turns marked and not yet indexed, and the index's
@@ -183,7 +182,10 @@ func TestMarkedTurnsSurviveACrash(t *testing.T) {
 // batch is due (searchBatchMax marked, or the delay after the first).
 func TestIndexerTakesMarkedTurnsInBatches(t *testing.T) {
 	s, _ := openTemp(t)
-	holdIndexing(s)
+	// Only searchBatchMax marked makes a batch due, at first.
+	s.search.mu.Lock()
+	s.search.delay = time.Hour
+	s.search.mu.Unlock()
 	sess, chat := seed(t, s, "ahp-session:/s1")
 	ctx := context.Background()
 	const n = 2*searchBatchMax + 100
