@@ -70,13 +70,25 @@ func (d *database) checkPragmas(ctx context.Context) error {
 // avoid because the token keeps every other writer of this Store out; one
 // daemon owns the file, and a second process writing it is not supported.
 func (d *database) writeExec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return d.writeExecThen(ctx, nil, query, args...)
+}
+
+// writeExecThen is writeExec with then (when not nil) run once the
+// statement succeeded: inside the writer's grouped transaction at once,
+// otherwise once the statement committed, still holding the writer token
+// (the search index keeps a turn's text so, store/searchindex.go).
+func (d *database) writeExecThen(ctx context.Context, then func(), query string, args ...any) (sql.Result, error) {
 	if tx, ok := ctx.Value(batchTxKey{}).(*sql.Tx); ok {
 		// Inside the writer's grouped transaction, which holds the token.
 		st, err := d.stmt(ctx, query)
 		if err != nil {
 			return nil, err
 		}
-		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+		res, err := tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+		if err == nil && then != nil {
+			then()
+		}
+		return res, err
 	}
 	select {
 	case d.writeSem <- struct{}{}:
@@ -88,7 +100,11 @@ func (d *database) writeExec(ctx context.Context, query string, args ...any) (sq
 	if err != nil {
 		return nil, err
 	}
-	return st.ExecContext(ctx, args...)
+	res, err := st.ExecContext(ctx, args...)
+	if err == nil && then != nil {
+		then()
+	}
+	return res, err
 }
 
 // stmt returns the prepared statement for query, preparing it on first use.

@@ -368,6 +368,9 @@ func (q *queue) runGroup(ctx context.Context, group []queuedOp) {
 	}
 	txCtx := context.WithValue(ctx, batchTxKey{}, tx)
 	errs := make([]error, len(group))
+	// The search texts of the ops that succeeded, kept once the group
+	// commits (store/searchindex.go).
+	var texts []keptTurnText
 	for i := range group {
 		if group[i].op == nil {
 			continue
@@ -377,17 +380,23 @@ func (q *queue) runGroup(ctx context.Context, group []queuedOp) {
 			q.countFailure(group[i], errs[i])
 			continue
 		}
-		errs[i] = q.run(txCtx, group[i])
+		staged := &stagedTexts{}
+		errs[i] = q.run(context.WithValue(txCtx, stagedKey{}, staged), group[i])
 		if errs[i] != nil {
 			if _, err := tx.ExecContext(ctx, "ROLLBACK TO op"); err != nil {
 				q.s.logger.Error("roll back a failed op", "err", err, "op", callerName(group[i].caller))
 			}
+		} else {
+			texts = append(texts, staged.texts...)
 		}
 		if _, err := tx.ExecContext(ctx, "RELEASE op"); err != nil {
 			q.s.logger.Error("release savepoint", "err", err, "op", callerName(group[i].caller))
 		}
 	}
 	commitErr := tx.Commit()
+	if commitErr == nil && len(texts) > 0 {
+		q.s.search.keep(texts) // before the token goes: no batch reads them meanwhile
+	}
 	<-q.s.db.writeSem
 	q.stats.groups.Add(1)
 	if commitErr != nil {

@@ -54,29 +54,29 @@ func turnTextSQL(body string) string {
 // triggers, and indexes what is already stored (a database of an earlier
 // release).
 //
-// putTurn marks a finished turn it writes (markTurn), with the
-// generation of the text it keeps in memory for the indexer; an SQL
-// trigger could not say which text, and taking the text out of the body
-// in SQL costs more than the rest of a 200-part turn's commit. The
-// triggers below mark a finished turn rewritten by any other path, and
-// drop a deleted turn's row and marker.
+// A finished turn is marked by trigger, in the statement that writes it,
+// whatever path writes it; the text is the chat actor's, which putTurn
+// keeps in memory for the indexer (taking the text out of the body in SQL
+// costs more than the rest of a 200-part turn's commit). A deleted turn's
+// row and marker go with it.
 var searchMigration = []string{
 	`CREATE VIRTUAL TABLE search_index USING fts5(text, tokenize = 'unicode61 remove_diacritics 2')`,
 
-	// turn is the marked turn's rowid; gen says which text putTurn kept
-	// for it (0: none, take it from the body).
-	`CREATE TABLE search_pending (
-		turn INTEGER PRIMARY KEY,
-		gen INTEGER NOT NULL DEFAULT 0
-	) STRICT`,
+	// turn is the marked turn's rowid.
+	`CREATE TABLE search_pending (turn INTEGER PRIMARY KEY) STRICT`,
 
-	// A finished turn written again (an upsert's DO UPDATE sets every
-	// column) is indexed anew; putTurn's own marker, written after this,
-	// says which text. (Not INSERT OR IGNORE: inside the upsert, the
+	// A turn stored finished, ended, written again finished (an upsert's
+	// DO UPDATE sets every column), or written running again (its row
+	// goes) is marked. (Not INSERT OR IGNORE: inside the upsert, the
 	// upsert's own conflict handling overrides the trigger's.)
-	`CREATE TRIGGER turns_search_update AFTER UPDATE OF state, body ON turns WHEN old.state != 'running' BEGIN
-		INSERT INTO search_pending (turn) SELECT old.rowid
-			WHERE NOT EXISTS (SELECT 1 FROM search_pending WHERE turn = old.rowid);
+	`CREATE TRIGGER turns_search_insert AFTER INSERT ON turns WHEN new.state != 'running' BEGIN
+		INSERT INTO search_pending (turn) SELECT new.rowid
+			WHERE NOT EXISTS (SELECT 1 FROM search_pending WHERE turn = new.rowid);
+	END`,
+	`CREATE TRIGGER turns_search_update AFTER UPDATE OF state, body ON turns
+			WHEN new.state != 'running' OR old.state != 'running' BEGIN
+		INSERT INTO search_pending (turn) SELECT new.rowid
+			WHERE NOT EXISTS (SELECT 1 FROM search_pending WHERE turn = new.rowid);
 	END`,
 	`CREATE TRIGGER turns_search_delete AFTER DELETE ON turns BEGIN
 		DELETE FROM search_pending WHERE turn = old.rowid;

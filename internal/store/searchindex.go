@@ -12,16 +12,15 @@ import (
 
 // Indexing turns in batches, off their commits' path (search.go).
 //
-// putTurn writes a marker (search_pending) in the turn's transaction and
-// keeps the turn's text in memory under a generation number that the
-// marker carries too. The writer goroutine indexes marked turns between
+// A trigger marks a finished turn (search_pending) in the statement that
+// writes it, and putTurn keeps the text its writer gave in memory once
+// the turn's transaction committed, before the writer token is let go (a
+// write that rolled back keeps none, so a kept text is always the
+// committed body's). The writer goroutine indexes marked turns between
 // groups of ops, in one transaction per batch, once the batch is due;
-// Search indexes whatever is marked before it reads. A kept text is used
-// only for the marker of its own generation: a marker written by a
-// transaction that rolled back is not in the file, so its text is never
-// taken for an older body's. Any other marked turn (a fork's copy, a
-// marker left by a crash, a text not kept because too much was) is
-// indexed from its body in SQL.
+// Search indexes whatever is marked before it reads. A marked turn whose
+// text is not kept (a fork's copy, a marker left by a crash, a text not
+// kept because too much was) is indexed from its body in SQL.
 
 // searchBatchMax bounds the turns one indexing transaction holds: enough
 // to spread FTS5's per-transaction cost thinly, few enough that commits
@@ -42,16 +41,10 @@ const searchIndexDelay = time.Second
 // a turn's text is taken from its body when it is indexed.
 const searchTextsMax = 8 << 20
 
-// markTurn marks the turn (chat, id), just written, for indexing; gen
-// says which kept text is its own. (The turn's upsert returning its rowid
-// cost more than this second look-up of the row it just wrote.)
-const markTurn = `INSERT INTO search_pending (turn, gen) SELECT rowid, ?3 FROM turns WHERE chat = ?1 AND id = ?2
-	ON CONFLICT (turn) DO UPDATE SET gen = excluded.gen`
-
 // pendingBatch reads up to ? marked turns, oldest rowid first, with what
 // indexing them needs: their state (NULL for a turn no longer stored; none
 // should be: the delete trigger drops its marker) and their body's size.
-const pendingBatch = `SELECT p.turn, p.gen, t.state, octet_length(t.body) FROM search_pending p
+const pendingBatch = `SELECT p.turn, t.chat, t.id, t.state, octet_length(t.body) FROM search_pending p
 	LEFT JOIN turns t ON t.rowid = p.turn ORDER BY p.turn LIMIT ?`
 
 const (
@@ -77,15 +70,12 @@ type indexer struct {
 	logger *slog.Logger
 
 	mu sync.Mutex
-	// gen numbers markers; it starts past every marker in the file.
-	gen int64
-	// texts are the kept texts by their markers' generation, textBytes
-	// their size.
-	texts     map[int64]string
+	// texts are the kept texts by turn, textBytes their size.
+	texts     map[turnKey]string
 	textBytes int
-	// marked counts markers written since the last batch (an
-	// over-count: a rolled-back write counts too); since is when the
-	// first of them was, zero when none is known.
+	// marked counts turns marked since the last batch (an over-count: a
+	// rolled-back write counts too); since is when the first of them was,
+	// zero when none is known.
 	marked int
 	since  time.Time
 	// delay is searchIndexDelay (a test shortens it); held keeps the
@@ -99,10 +89,27 @@ type indexer struct {
 	batches, indexed atomic.Uint64
 }
 
-// load readies the indexer at Open: the generation past the
-// file's markers, and a batch due at once when a crash left some.
+// turnKey names a turn.
+type turnKey struct{ chat, id string }
+
+// keptTurnText is a text to keep once its transaction commits; text nil
+// drops what was kept (the turn was written without one).
+type keptTurnText struct {
+	turn turnKey
+	text *string
+}
+
+// stagedTexts are the texts an op of a grouped transaction wrote turns
+// with, kept once the group commits if the op succeeded (queue.go).
+type stagedTexts struct{ texts []keptTurnText }
+
+// stagedKey is the context key of an op's stagedTexts.
+type stagedKey struct{}
+
+// load readies the indexer at Open: a batch is due at once when a crash
+// left turns marked.
 func (ix *indexer) load(ctx context.Context) error {
-	ix.texts = make(map[int64]string)
+	ix.texts = make(map[turnKey]string)
 	ix.delay = searchIndexDelay
 	var tables int
 	if err := ix.db.pool.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE name = 'search_pending'`).Scan(&tables); err != nil {
@@ -112,11 +119,9 @@ func (ix *indexer) load(ctx context.Context) error {
 		return nil // a schema before the index (a migration test)
 	}
 	var n int
-	var maxGen int64
-	if err := ix.db.pool.QueryRowContext(ctx, `SELECT count(*), coalesce(max(gen), 0) FROM search_pending`).Scan(&n, &maxGen); err != nil {
+	if err := ix.db.pool.QueryRowContext(ctx, `SELECT count(*) FROM search_pending`).Scan(&n); err != nil {
 		return fmt.Errorf("read search markers: %w", err)
 	}
-	ix.gen = maxGen
 	if n > 0 {
 		ix.marked = n
 		ix.since = time.Now().Add(-ix.delay)
@@ -124,33 +129,47 @@ func (ix *indexer) load(ctx context.Context) error {
 	return nil
 }
 
-// mark writes the marker of the turn (chat, id), just written, in
-// the caller's transaction and keeps text (when given, and there is room)
-// under the marker's generation.
-func (ix *indexer) mark(ctx context.Context, tx *sql.Tx, chat, id string, text *string) error {
-	ix.mu.Lock()
-	ix.gen++
-	gen := ix.gen
-	ix.mu.Unlock()
-	if err := ix.db.txExec(ctx, tx, markTurn, chat, id, gen); err != nil {
-		return fmt.Errorf("mark for the search index: %w", err)
+// wrote takes note of a finished turn just written (the trigger marked
+// it), with the text its writer gave, if any. Inside an op of a grouped
+// transaction the text is staged, for the writer to keep once the group
+// commits (queue.go); a write in its own transaction has committed when
+// this runs, still holding the writer token, and its text is kept now.
+func (ix *indexer) wrote(ctx context.Context, turn turnKey, text *string) {
+	staged, ok := ctx.Value(stagedKey{}).(*stagedTexts)
+	switch {
+	case ok:
+		staged.texts = append(staged.texts, keptTurnText{turn, text})
+	case ctx.Value(batchTxKey{}) != nil:
+		// In a transaction whose end this cannot see: keep no text, and
+		// none kept before (the turn's text is taken from its body).
+		ix.keep([]keptTurnText{{turn, nil}})
+	default:
+		ix.keep([]keptTurnText{{turn, text}})
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	if text != nil && ix.textBytes+len(*text) <= searchTextsMax {
-		ix.texts[gen] = *text
-		ix.textBytes += len(*text)
-	}
-	ix.noteMarked()
-	return nil
-}
-
-// noteMarked counts a marker just written. ix.mu is held.
-func (ix *indexer) noteMarked() {
 	if ix.marked == 0 {
 		ix.since = time.Now()
 	}
 	ix.marked++
+}
+
+// keep keeps texts of committed writes, in the order they were written.
+// It is called holding the writer token, so no batch reads texts
+// meanwhile.
+func (ix *indexer) keep(texts []keptTurnText) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	for _, k := range texts {
+		if old, ok := ix.texts[k.turn]; ok {
+			ix.textBytes -= len(old)
+			delete(ix.texts, k.turn)
+		}
+		if k.text != nil && ix.textBytes+len(*k.text) <= searchTextsMax {
+			ix.texts[k.turn] = *k.text
+			ix.textBytes += len(*k.text)
+		}
+	}
 }
 
 // due says when the writer should index a batch: ok is false when no
@@ -174,9 +193,10 @@ func (ix *indexer) due() (due time.Time, ok bool) {
 // indexed no more. It reports how many it took and whether any is left.
 func (ix *indexer) indexPending(ctx context.Context, limit int) (n int, more bool, err error) {
 	type marked struct {
-		turn, gen int64
-		state     sql.NullString
-		size      int64 // its body's bytes, for a text not kept
+		turn     int64
+		chat, id sql.NullString
+		state    sql.NullString
+		size     int64 // its body's bytes, for a text not kept
 	}
 	var batch []marked
 	err = ix.db.withWrite(ctx, func(tx *sql.Tx) error {
@@ -192,7 +212,7 @@ func (ix *indexer) indexPending(ctx context.Context, limit int) (n int, more boo
 		for rows.Next() {
 			var m marked
 			var size sql.NullInt64
-			if err := rows.Scan(&m.turn, &m.gen, &m.state, &size); err != nil {
+			if err := rows.Scan(&m.turn, &m.chat, &m.id, &m.state, &size); err != nil {
 				rows.Close()
 				return err
 			}
@@ -218,7 +238,7 @@ func (ix *indexer) indexPending(ctx context.Context, limit int) (n int, more boo
 			if !m.state.Valid || m.state.String == TurnRunning {
 				continue
 			}
-			if text, ok := ix.keptText(m.gen); ok {
+			if text, ok := ix.keptText(turnKey{m.chat.String, m.id.String}); ok {
 				bytes += int64(len(text))
 				err = ix.db.txExec(ctx, tx, indexTurnGiven, m.turn, text)
 			} else {
@@ -234,11 +254,11 @@ func (ix *indexer) indexPending(ctx context.Context, limit int) (n int, more boo
 		}
 		more = n < len(batch) || len(batch) == limit
 		// Under the writer token, so no marker is being written.
-		gens := make([]int64, n)
+		turns := make([]turnKey, n)
 		for i, m := range batch[:n] {
-			gens[i] = m.gen
+			turns[i] = turnKey{m.chat.String, m.id.String}
 		}
-		ix.forgetIndexed(gens, !more)
+		ix.forgetIndexed(turns, !more)
 		return nil
 	})
 	if err != nil {
@@ -252,21 +272,21 @@ func (ix *indexer) indexPending(ctx context.Context, limit int) (n int, more boo
 	return n, more, nil
 }
 
-// keptText is the text kept under gen, if any.
-func (ix *indexer) keptText(gen int64) (string, bool) {
+// keptText is the text kept for turn, if any.
+func (ix *indexer) keptText(turn turnKey) (string, bool) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	text, ok := ix.texts[gen]
+	text, ok := ix.texts[turn]
 	return text, ok
 }
 
-// forgetIndexed forgets the texts of the markers a batch indexed (gens),
-// and when the batch emptied the markers, every text and count: a text
-// left was kept for a write that rolled back or was written again. It
-// runs in the batch's transaction, holding the writer token, so no marker
-// is written meanwhile; should the commit fail, remind counts the markers
-// again (their texts are then taken from the bodies).
-func (ix *indexer) forgetIndexed(gens []int64, drained bool) {
+// forgetIndexed forgets the texts of the turns a batch indexed, and when
+// the batch emptied the markers, every text and count: a text left is of
+// a turn deleted since. It runs in the batch's transaction, holding the
+// writer token, so no text is kept meanwhile; should the commit fail,
+// remind counts the markers again (their texts are then taken from the
+// bodies).
+func (ix *indexer) forgetIndexed(turns []turnKey, drained bool) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if drained {
@@ -275,10 +295,10 @@ func (ix *indexer) forgetIndexed(gens []int64, drained bool) {
 		ix.marked, ix.since = 0, time.Time{}
 		return
 	}
-	for _, gen := range gens {
-		if text, ok := ix.texts[gen]; ok {
+	for _, turn := range turns {
+		if text, ok := ix.texts[turn]; ok {
 			ix.textBytes -= len(text)
-			delete(ix.texts, gen)
+			delete(ix.texts, turn)
 		}
 	}
 	// More are marked: the next batch is due now.

@@ -78,6 +78,12 @@ func TestSearchRightAfterACommitFindsTheTurn(t *testing.T) {
 	// A fork's copy gives no text: it is indexed from its body.
 	must(t, s.PutTurn(context.Background(), saidTurn(chat, 1, "copied tapir", "")))
 	wantFound(t, s, "tapir", "turn "+sess+" "+chat+" t1")
+	// Written running again (a turn resumed), it is not found until it
+	// ends again.
+	running := saidTurn(chat, 1, "copied tapir", "")
+	running.State = TurnRunning
+	commitTurn(t, s, running)
+	wantFound(t, s, "tapir")
 	checkIndexAgrees(t, s)
 }
 

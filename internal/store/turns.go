@@ -85,18 +85,15 @@ func (s *Store) putTurn(ctx context.Context, r TurnRecord) error {
 	}
 	args := []any{r.Chat, r.ID, r.Seq, r.State, r.Sender, r.Point, boolValue(r.Command), timeValue(r.StartedAt), body}
 	if r.State == TurnRunning {
-		// Not indexed (search.go): one autocommitting statement.
+		// Not indexed (search.go).
 		_, err := s.db.writeExec(ctx, upsertTurn, args...)
 		return err
 	}
-	// A finished turn and its marker for the search index land together;
-	// the writer indexes it later, in a batch (searchindex.go).
-	return s.db.withWrite(ctx, func(tx *sql.Tx) error {
-		if err := s.db.txExec(ctx, tx, upsertTurn, args...); err != nil {
-			return err
-		}
-		return s.search.mark(ctx, tx, r.Chat, r.ID, r.SearchText)
-	})
+	// A trigger marks a finished turn for the search index in the same
+	// statement; the writer indexes it later, in a batch, with the text
+	// kept once the turn committed (searchindex.go).
+	_, err := s.db.writeExecThen(ctx, func() { s.search.wrote(ctx, turnKey{r.Chat, r.ID}, r.SearchText) }, upsertTurn, args...)
+	return err
 }
 
 const upsertTurn = `INSERT INTO turns (` + turnColumns + `)
