@@ -16,9 +16,9 @@ import (
 //
 // A turn is indexed off its commit's path (searchindex.go): FTS5 costs
 // mostly per transaction (a segment written each time), which doubled a
-// turn's commit when the index was written in it. The turn's transaction
-// writes only a marker, a search_pending row keyed by the turn's rowid;
-// the writer indexes marked turns in batches (one transaction each), and
+// turn's commit when the index was written in it. The statement that
+// writes a finished turn writes only a marker too (a search_pending row
+// keyed by the turn's rowid, by trigger); the writer indexes marked turns in batches (one transaction each), and
 // Search indexes whatever is still marked before it reads, so a search
 // always agrees with what is committed. A marker committed with its turn
 // survives a crash: the next Open indexes it. A running turn is not
