@@ -54,27 +54,41 @@ func turnTextSQL(body string) string {
 // triggers, and indexes what is already stored (a database of an earlier
 // release).
 //
-// A finished turn is marked by trigger, in the statement that writes it,
-// whatever path writes it; the text is the chat actor's, which putTurn
-// keeps in memory for the indexer (taking the text out of the body in SQL
-// costs more than the rest of a 200-part turn's commit). A deleted turn's
-// row and marker go with it.
+// Which finished turns wait for the index (searchindex.go): every turn
+// past search_through's rowid (a turn written since the last batch read
+// that far; a batch indexes those finished and moves the mark past them),
+// and the turns marked in search_pending: a turn at or below the mark
+// that was stored ended or finished, written again, or written running
+// again after the mark passed it, by the triggers below. A new turn, the
+// commonest write, costs no marker row (a page more in every commit's
+// WAL). The text is the chat actor's, which putTurn keeps in memory for
+// the indexer (taking the text out of the body in SQL costs more than the
+// rest of a 200-part turn's commit). A deleted turn's row and marker go
+// with it.
 var searchMigration = []string{
 	`CREATE VIRTUAL TABLE search_index USING fts5(text, tokenize = 'unicode61 remove_diacritics 2')`,
 
 	// turn is the marked turn's rowid.
 	`CREATE TABLE search_pending (turn INTEGER PRIMARY KEY) STRICT`,
+	// turn is the rowid the batches have read through: a finished turn
+	// at or below it is indexed, or marked.
+	`CREATE TABLE search_through (
+		id INTEGER PRIMARY KEY CHECK (id = 0),
+		turn INTEGER NOT NULL
+	) STRICT`,
 
-	// A turn stored finished, ended, written again finished (an upsert's
-	// DO UPDATE sets every column), or written running again (its row
-	// goes) is marked. (Not INSERT OR IGNORE: inside the upsert, the
-	// upsert's own conflict handling overrides the trigger's.)
-	`CREATE TRIGGER turns_search_insert AFTER INSERT ON turns WHEN new.state != 'running' BEGIN
+	// A rowid at or below the mark can be a new turn's (SQLite reuses the
+	// largest rowid when its row is deleted); a turn running when the mark
+	// passed it, or indexed, is marked when it is written ended, again, or
+	// running again (its row goes). (Not INSERT OR IGNORE: inside the
+	// upsert, the upsert's own conflict handling overrides the trigger's.)
+	`CREATE TRIGGER turns_search_insert AFTER INSERT ON turns
+			WHEN new.state != 'running' AND new.rowid <= (SELECT turn FROM search_through) BEGIN
 		INSERT INTO search_pending (turn) SELECT new.rowid
 			WHERE NOT EXISTS (SELECT 1 FROM search_pending WHERE turn = new.rowid);
 	END`,
 	`CREATE TRIGGER turns_search_update AFTER UPDATE OF state, body ON turns
-			WHEN new.state != 'running' OR old.state != 'running' BEGIN
+			WHEN (new.state != 'running' OR old.state != 'running') AND new.rowid <= (SELECT turn FROM search_through) BEGIN
 		INSERT INTO search_pending (turn) SELECT new.rowid
 			WHERE NOT EXISTS (SELECT 1 FROM search_pending WHERE turn = new.rowid);
 	END`,
@@ -108,6 +122,7 @@ var searchMigration = []string{
 	searchBackfillTurns,
 	searchBackfillChats,
 	searchBackfillSessions,
+	`INSERT INTO search_through (id, turn) VALUES (0, coalesce((SELECT max(rowid) FROM turns), 0))`,
 }
 
 // The back-fill of rows stored before the index existed. A body that is

@@ -12,14 +12,14 @@ import (
 
 // Indexing turns in batches, off their commits' path (search.go).
 //
-// A trigger marks a finished turn (search_pending) in the statement that
-// writes it, and putTurn keeps the text its writer gave in memory once
+// A finished turn waits for the index past the mark (search_through) or
+// marked (search_pending; search.go says which), and putTurn keeps the text its writer gave in memory once
 // the turn's transaction committed, before the writer token is let go (a
 // write that rolled back keeps none, so a kept text is always the
 // committed body's). The writer goroutine indexes marked turns between
 // groups of ops, in one transaction per batch, once the batch is due;
-// Search indexes whatever is marked before it reads. A marked turn whose
-// text is not kept (a fork's copy, a marker left by a crash, a text not
+// Search indexes whatever waits before it reads. A turn whose text is not
+// kept (a fork's copy, a marker left by a crash, a text not
 // kept because too much was) is indexed from its body in SQL.
 
 // searchBatchMax bounds the turns one indexing transaction holds: enough
@@ -41,11 +41,21 @@ const searchIndexDelay = time.Second
 // a turn's text is taken from its body when it is indexed.
 const searchTextsMax = 8 << 20
 
-// pendingBatch reads up to ? marked turns, oldest rowid first, with what
-// indexing them needs: their state (NULL for a turn no longer stored; none
-// should be: the delete trigger drops its marker) and their body's size.
-const pendingBatch = `SELECT p.turn, t.chat, t.id, t.state, octet_length(t.body) FROM search_pending p
+// pendingMarked reads up to ? marked turns, oldest rowid first, with what
+// indexing them needs: their name and state (NULL for a turn no longer
+// stored; none should be: the delete trigger drops its marker) and their
+// body's size.
+const pendingMarked = `SELECT p.turn, t.chat, t.id, t.state, octet_length(t.body) FROM search_pending p
 	LEFT JOIN turns t ON t.rowid = p.turn ORDER BY p.turn LIMIT ?`
+
+// pendingNew reads up to ?2 turns past the mark ?1, oldest first, the
+// same way.
+const pendingNew = `SELECT rowid, chat, id, state, octet_length(body) FROM turns
+	WHERE rowid > ?1 ORDER BY rowid LIMIT ?2`
+
+// searchBacklog counts the marked turns and the turns past the mark.
+const searchBacklog = `SELECT (SELECT count(*) FROM search_pending) +
+	(SELECT count(*) FROM turns WHERE rowid > (SELECT turn FROM search_through))`
 
 const (
 	// unindexTurn drops a marked turn's row: it may hold an earlier text.
@@ -56,6 +66,9 @@ const (
 	// unmarkTurns drops the markers of a batch (turns ≤ the batch's last,
 	// read under the writer token, so exactly the batch).
 	unmarkTurns = `DELETE FROM search_pending WHERE turn <= ?`
+	// readThrough and moveThrough read and move the mark.
+	readThrough = `SELECT turn FROM search_through`
+	moveThrough = `UPDATE search_through SET turn = ?`
 )
 
 var indexTurnFromBody = `INSERT INTO search_index (rowid, text) SELECT rowid * 4, ` + turnTextSQL("body") + `
@@ -107,7 +120,7 @@ type stagedTexts struct{ texts []keptTurnText }
 type stagedKey struct{}
 
 // load readies the indexer at Open: a batch is due at once when a crash
-// left turns marked.
+// left turns waiting.
 func (ix *indexer) load(ctx context.Context) error {
 	ix.texts = make(map[turnKey]string)
 	ix.delay = searchIndexDelay
@@ -119,7 +132,7 @@ func (ix *indexer) load(ctx context.Context) error {
 		return nil // a schema before the index (a migration test)
 	}
 	var n int
-	if err := ix.db.pool.QueryRowContext(ctx, `SELECT count(*) FROM search_pending`).Scan(&n); err != nil {
+	if err := ix.db.pool.QueryRowContext(ctx, searchBacklog).Scan(&n); err != nil {
 		return fmt.Errorf("read search markers: %w", err)
 	}
 	if n > 0 {
@@ -188,82 +201,111 @@ func (ix *indexer) due() (due time.Time, ok bool) {
 	return ix.since.Add(ix.delay), true
 }
 
-// indexPending indexes marked turns, oldest first, in one write
-// transaction: up to limit of them, and once searchBatchBytes of text are
-// indexed no more. It reports how many it took and whether any is left.
+// indexPending indexes waiting turns in one write transaction: the marked
+// ones, then those past the mark, oldest first; up to limit of them, and
+// once searchBatchBytes of text are indexed no more. It reports how many
+// it took and whether any is left.
 func (ix *indexer) indexPending(ctx context.Context, limit int) (n int, more bool, err error) {
-	type marked struct {
-		turn     int64
-		chat, id sql.NullString
-		state    sql.NullString
-		size     int64 // its body's bytes, for a text not kept
+	type waiting struct {
+		turn            int64
+		chat, id, state sql.NullString
+		size            int64 // its body's bytes, for a text not kept
+		marked          bool
 	}
-	var batch []marked
 	err = ix.db.withWrite(ctx, func(tx *sql.Tx) error {
-		batch, n, more = batch[:0], 0, false
-		st, err := ix.db.stmt(ctx, pendingBatch)
-		if err != nil {
-			return err
-		}
-		rows, err := tx.StmtContext(ctx, st).QueryContext(ctx, limit)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var m marked
-			var size sql.NullInt64
-			if err := rows.Scan(&m.turn, &m.chat, &m.id, &m.state, &size); err != nil {
-				rows.Close()
+		n, more = 0, false
+		var batch []waiting
+		read := func(marked bool, query string, args ...any) error {
+			st, err := ix.db.stmt(ctx, query)
+			if err != nil {
 				return err
 			}
-			m.size = size.Int64
-			batch = append(batch, m)
+			rows, err := tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				w := waiting{marked: marked}
+				var size sql.NullInt64
+				if err := rows.Scan(&w.turn, &w.chat, &w.id, &w.state, &size); err != nil {
+					rows.Close()
+					return err
+				}
+				w.size = size.Int64
+				batch = append(batch, w)
+			}
+			return rows.Close()
 		}
-		if err := rows.Close(); err != nil {
+		if err := read(true, pendingMarked, limit); err != nil {
 			return err
+		}
+		if len(batch) < limit {
+			var through int64
+			if err := ix.db.txQueryRow(ctx, tx, readThrough).Scan(&through); err != nil {
+				return err
+			}
+			if err := read(false, pendingNew, through, limit-len(batch)); err != nil {
+				return err
+			}
 		}
 		if len(batch) == 0 {
 			ix.forgetIndexed(nil, true)
 			return nil
 		}
 		var bytes int64
-		for _, m := range batch {
+		lastMarked, lastNew := int64(-1), int64(-1)
+		for _, w := range batch {
 			if bytes >= searchBatchBytes {
 				break
 			}
 			n++
-			if err := ix.db.txExec(ctx, tx, unindexTurn, m.turn); err != nil {
-				return fmt.Errorf("unindex turn %d: %w", m.turn, err)
-			}
-			if !m.state.Valid || m.state.String == TurnRunning {
-				continue
-			}
-			if text, ok := ix.keptText(turnKey{m.chat.String, m.id.String}); ok {
-				bytes += int64(len(text))
-				err = ix.db.txExec(ctx, tx, indexTurnGiven, m.turn, text)
+			if w.marked {
+				// Its row may hold an earlier text. (A turn past the
+				// mark was never indexed.)
+				lastMarked = w.turn
+				if err := ix.db.txExec(ctx, tx, unindexTurn, w.turn); err != nil {
+					return fmt.Errorf("unindex turn %d: %w", w.turn, err)
+				}
 			} else {
-				bytes += m.size
-				err = ix.db.txExec(ctx, tx, indexTurnFromBody, m.turn)
+				lastNew = w.turn
+			}
+			if !w.state.Valid || w.state.String == TurnRunning {
+				continue // indexed once it ends: the mark is past it
+			}
+			var err error
+			if text, ok := ix.keptText(turnKey{w.chat.String, w.id.String}); ok {
+				bytes += int64(len(text))
+				err = ix.db.txExec(ctx, tx, indexTurnGiven, w.turn, text)
+			} else {
+				bytes += w.size
+				err = ix.db.txExec(ctx, tx, indexTurnFromBody, w.turn)
 			}
 			if err != nil {
-				return fmt.Errorf("index turn %d: %w", m.turn, err)
+				return fmt.Errorf("index turn %d: %w", w.turn, err)
 			}
 		}
-		if err := ix.db.txExec(ctx, tx, unmarkTurns, batch[n-1].turn); err != nil {
-			return err
+		if lastMarked >= 0 {
+			if err := ix.db.txExec(ctx, tx, unmarkTurns, lastMarked); err != nil {
+				return err
+			}
+		}
+		if lastNew >= 0 {
+			if err := ix.db.txExec(ctx, tx, moveThrough, lastNew); err != nil {
+				return err
+			}
 		}
 		more = n < len(batch) || len(batch) == limit
-		// Under the writer token, so no marker is being written.
+		// Under the writer token, so no text is kept meanwhile.
 		turns := make([]turnKey, n)
-		for i, m := range batch[:n] {
-			turns[i] = turnKey{m.chat.String, m.id.String}
+		for i, w := range batch[:n] {
+			turns[i] = turnKey{w.chat.String, w.id.String}
 		}
 		ix.forgetIndexed(turns, !more)
 		return nil
 	})
 	if err != nil {
 		ix.remind()
-		return 0, true, fmt.Errorf("index %d marked turns: %w", n, err)
+		return 0, true, fmt.Errorf("index %d waiting turns: %w", n, err)
 	}
 	if n > 0 {
 		ix.batches.Add(1)
@@ -321,7 +363,8 @@ func (ix *indexer) remind() {
 // file (a read, which needs no writer token) it does nothing.
 func (ix *indexer) catchUp(ctx context.Context) error {
 	var pending bool
-	if err := ix.db.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM search_pending)`).Scan(&pending); err != nil {
+	if err := ix.db.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM search_pending)
+		OR EXISTS (SELECT 1 FROM turns WHERE rowid > (SELECT turn FROM search_through))`).Scan(&pending); err != nil {
 		return fmt.Errorf("read search markers: %w", err)
 	}
 	for pending {

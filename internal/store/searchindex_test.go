@@ -17,11 +17,12 @@ func holdIndexing(st *Store) {
 	st.search.mu.Unlock()
 }
 
-// markers counts the turns marked and not yet indexed, and the index's
-// turn rows.
+// markers counts the finished turns waiting for the index (marked, or
+// past the mark), and the index's turn rows.
 func markers(t *testing.T, s *Store) (pending, indexed int) {
 	t.Helper()
-	must(t, s.db.pool.QueryRow(`SELECT (SELECT count(*) FROM search_pending),
+	must(t, s.db.pool.QueryRow(`SELECT (SELECT count(*) FROM search_pending) +
+			(SELECT count(*) FROM turns WHERE state != 'running' AND rowid > (SELECT turn FROM search_through)),
 		(SELECT count(*) FROM search_index WHERE rowid % 4 = 0)`).Scan(&pending, &indexed))
 	return pending, indexed
 }
@@ -38,10 +39,10 @@ func withText(r TurnRecord, text string) TurnRecord {
 	return r
 }
 
-// TestTurnCommitWritesOnlyAMarker: a finished turn's commit leaves the
-// index alone (its FTS5 work is what doubled the commit) and marks the
-// turn; a running turn is not marked.
-func TestTurnCommitWritesOnlyAMarker(t *testing.T) {
+// TestTurnCommitLeavesIndexingForLater: a finished turn's commit leaves
+// the index alone (its FTS5 work is what doubled the commit); the turn
+// waits for a batch, a running one does not.
+func TestTurnCommitLeavesIndexingForLater(t *testing.T) {
 	s, _ := openTemp(t)
 	holdIndexing(s)
 	_, chat := seed(t, s, "ahp-session:/s1")
@@ -273,5 +274,42 @@ func TestIndexPendingBoundsItsBatch(t *testing.T) {
 			t.Fatalf("indexPending of long turns took %d (more: %v), want %d", got, more, want)
 		}
 	}
+	checkIndexAgrees(t, s)
+}
+
+// TestTurnsBehindTheMarkAreMarked: a batch moves the mark past every turn
+// it read, running ones too; such a turn ending later is marked and found,
+// and so is a new turn that reuses the rowid of a deleted one behind the
+// mark (SQLite reuses the largest).
+func TestTurnsBehindTheMarkAreMarked(t *testing.T) {
+	s, _ := openTemp(t)
+	holdIndexing(s)
+	sess, chat := seed(t, s, "ahp-session:/s1")
+	ctx := context.Background()
+	commitTurn(t, s, withText(saidTurn(chat, 0, "first", ""), "first gazelle"))
+	running := saidTurn(chat, 1, "slow", "")
+	running.State = TurnRunning
+	commitTurn(t, s, running)
+	wantFound(t, s, "gazelle", "turn "+sess+" "+chat+" t0") // the mark passes both
+	var through, rowid int64
+	must(t, s.db.pool.QueryRow(`SELECT (SELECT turn FROM search_through), (SELECT rowid FROM turns WHERE id = 't1')`).Scan(&through, &rowid))
+	if through < rowid {
+		t.Fatalf("the mark is at %d, before the running turn's %d", through, rowid)
+	}
+	commitTurn(t, s, withText(saidTurn(chat, 1, "slow", ""), "a slow gazelle"))
+	if p, _ := markers(t, s); p != 1 {
+		t.Errorf("the turn that ended behind the mark: %d waiting, want 1", p)
+	}
+	wantFound(t, s, "gazelle", "turn "+sess+" "+chat+" t0", "turn "+sess+" "+chat+" t1")
+
+	// The newest turn deleted (a rewind), a new one takes its rowid.
+	must(t, s.TruncateTurns(ctx, chat, 0))
+	commitTurn(t, s, withText(saidTurn(chat, 1, "again", ""), "a reborn gazelle"))
+	must(t, s.db.pool.QueryRow(`SELECT rowid FROM turns WHERE id = 't1'`).Scan(&rowid))
+	if rowid > through {
+		t.Logf("the new turn took rowid %d past the mark %d (no reuse to check)", rowid, through)
+	}
+	wantFound(t, s, "reborn", "turn "+sess+" "+chat+" t1")
+	wantFound(t, s, "slow")
 	checkIndexAgrees(t, s)
 }
