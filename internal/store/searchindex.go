@@ -13,14 +13,16 @@ import (
 // Indexing turns in batches, off their commits' path (search.go).
 //
 // A finished turn waits for the index past the mark (search_through) or
-// marked (search_pending; search.go says which), and putTurn keeps the text its writer gave in memory once
-// the turn's transaction committed, before the writer token is let go (a
-// write that rolled back keeps none, so a kept text is always the
-// committed body's). The writer goroutine indexes marked turns between
-// groups of ops, in one transaction per batch, once the batch is due;
-// Search indexes whatever waits before it reads. A turn whose text is not
-// kept (a fork's copy, a marker left by a crash, a text not
-// kept because too much was) is indexed from its body in SQL.
+// marked (search_pending); search.go says which. Both are in the file,
+// committed with the turn, so a crash loses none: Open finds them. putTurn
+// keeps the text its writer gave in memory once the turn's transaction
+// committed, before the writer token is let go (a write that rolled back
+// keeps none, so a kept text is always the committed body's). The writer
+// goroutine indexes waiting turns between groups of ops, in one
+// transaction per batch, once a batch is due; Search indexes whatever
+// waits before it reads. A turn whose text is not kept (a fork's copy, a
+// turn left by a crash, a text not kept because too much was) is indexed
+// from its body in SQL.
 
 // searchBatchMax bounds the turns one indexing transaction holds: enough
 // to spread FTS5's per-transaction cost thinly, few enough that commits
@@ -33,11 +35,11 @@ const searchBatchMax = 500
 // most of a second.
 const searchBatchBytes = 1 << 20
 
-// searchIndexDelay is the longest a marked turn waits for the writer to
+// searchIndexDelay is the longest a finished turn waits for the writer to
 // index it (a search does not wait: it indexes first).
 const searchIndexDelay = time.Second
 
-// searchTextsMax bounds the bytes of text kept for marked turns; past it
+// searchTextsMax bounds the bytes of text kept for waiting turns; past it
 // a turn's text is taken from its body when it is indexed.
 const searchTextsMax = 8 << 20
 
@@ -74,10 +76,10 @@ const (
 var indexTurnFromBody = `INSERT INTO search_index (rowid, text) SELECT rowid * 4, ` + turnTextSQL("body") + `
 	FROM turns WHERE rowid = ? AND json_valid(body)`
 
-// indexer keeps the search index up to date with the marked turns: it
-// writes their markers, keeps their texts, and indexes them. What it
-// holds in memory is guarded by mu, and only hints and a cache: the
-// markers in the file are the truth.
+// indexer keeps the search index up to date with the turns waiting for
+// it: it keeps their texts and indexes them. What it holds in memory is
+// guarded by mu, and only hints and a cache: the mark and the markers in
+// the file are the truth.
 type indexer struct {
 	db     *database
 	logger *slog.Logger
@@ -86,9 +88,9 @@ type indexer struct {
 	// texts are the kept texts by turn, textBytes their size.
 	texts     map[turnKey]string
 	textBytes int
-	// marked counts turns marked since the last batch (an over-count: a
-	// rolled-back write counts too); since is when the first of them was,
-	// zero when none is known.
+	// marked counts finished turns written since the last batch (an
+	// over-count: a rolled-back write counts too); since is when the first
+	// of them was, zero when none is known.
 	marked int
 	since  time.Time
 	// delay is searchIndexDelay (a test shortens it); held keeps the
@@ -98,7 +100,7 @@ type indexer struct {
 	held  bool
 
 	// batches and indexed count the indexing transactions committed and
-	// the marked turns they took (Stats).
+	// the waiting turns they took (Stats).
 	batches, indexed atomic.Uint64
 }
 
@@ -142,8 +144,8 @@ func (ix *indexer) load(ctx context.Context) error {
 	return nil
 }
 
-// wrote takes note of a finished turn just written (the trigger marked
-// it), with the text its writer gave, if any. Inside an op of a grouped
+// wrote takes note of a finished turn just written (past the mark, or
+// marked by trigger), with the text its writer gave, if any. Inside an op of a grouped
 // transaction the text is staged, for the writer to keep once the group
 // commits (queue.go); a write in its own transaction has committed when
 // this runs, still holding the writer token, and its text is kept now.
@@ -186,7 +188,7 @@ func (ix *indexer) keep(texts []keptTurnText) {
 }
 
 // due says when the writer should index a batch: ok is false when no
-// marker is known.
+// turn is known to wait.
 func (ix *indexer) due() (due time.Time, ok bool) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
@@ -358,14 +360,14 @@ func (ix *indexer) remind() {
 	ix.marked = max(ix.marked, 1)
 }
 
-// catchUp indexes every marked turn, batch by batch, so a search
-// that follows agrees with every commit before it. With no marker in the
-// file (a read, which needs no writer token) it does nothing.
+// catchUp indexes every waiting turn, batch by batch, so a search that
+// follows agrees with every commit before it. With none waiting (a read,
+// which needs no writer token) it does nothing.
 func (ix *indexer) catchUp(ctx context.Context) error {
 	var pending bool
 	if err := ix.db.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM search_pending)
 		OR EXISTS (SELECT 1 FROM turns WHERE rowid > (SELECT turn FROM search_through))`).Scan(&pending); err != nil {
-		return fmt.Errorf("read search markers: %w", err)
+		return fmt.Errorf("read the turns waiting for the search index: %w", err)
 	}
 	for pending {
 		var err error
@@ -385,6 +387,6 @@ func (ix *indexer) indexInBackground(ctx context.Context) {
 		return
 	}
 	if _, _, err := ix.indexPending(ctx, searchBatchMax); err != nil {
-		ix.logger.Error("index marked turns for search", "err", err)
+		ix.logger.Error("index waiting turns for search", "err", err)
 	}
 }

@@ -89,9 +89,9 @@ func (s *Store) putTurn(ctx context.Context, r TurnRecord) error {
 		_, err := s.db.writeExec(ctx, upsertTurn, args...)
 		return err
 	}
-	// A trigger marks a finished turn for the search index in the same
-	// statement; the writer indexes it later, in a batch, with the text
-	// kept once the turn committed (searchindex.go).
+	// The search index takes a finished turn later, in a batch, with the
+	// text kept once the turn committed; the statement itself writes at
+	// most a marker, by trigger (searchindex.go).
 	_, err := s.db.writeExecThen(ctx, func() { s.search.wrote(ctx, turnKey{r.Chat, r.ID}, r.SearchText) }, upsertTurn, args...)
 	return err
 }
