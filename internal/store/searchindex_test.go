@@ -112,9 +112,9 @@ func TestSearchNeverIndexesARolledBackWritesText(t *testing.T) {
 	checkIndexAgrees(t, s)
 }
 
-// TestDeletingAMarkedTurnDropsItsMarker: a rewind or a deleted chat takes
-// the markers of turns not yet indexed with them, and the rows of those
-// indexed.
+// TestDeletingAMarkedTurnDropsItsMarker: a rewind or a deleted session
+// takes the turns not yet indexed (past the mark, or marked) out of the
+// waiting ones, and the rows of those indexed out of the index.
 func TestDeletingAMarkedTurnDropsItsMarker(t *testing.T) {
 	s, _ := openTemp(t)
 	holdIndexing(s)
@@ -132,6 +132,20 @@ func TestDeletingAMarkedTurnDropsItsMarker(t *testing.T) {
 	}
 	wantFound(t, s, "delta")
 	wantFound(t, s, "say", "turn "+sess+" "+chat+" t0", "turn "+sess+" "+chat+" t1", "turn "+sess+" "+chat+" t2")
+
+	// Written again behind the mark, t2 is marked; the rewind drops the
+	// marker with the turn.
+	commitTurn(t, s, withText(saidTurn(chat, 2, "charlie", ""), "say charlie again"))
+	var marked int
+	must(t, s.db.pool.QueryRow(`SELECT count(*) FROM search_pending`).Scan(&marked))
+	if marked != 1 {
+		t.Fatalf("a turn written again behind the mark: %d markers, want 1", marked)
+	}
+	must(t, s.TruncateTurns(ctx, chat, 1))
+	if p, _ := markers(t, s); p != 0 {
+		t.Errorf("after the rewind: %d waiting, want 0", p)
+	}
+	wantFound(t, s, "say", "turn "+sess+" "+chat+" t0", "turn "+sess+" "+chat+" t1")
 
 	commitTurn(t, s, withText(saidTurn(chat, 3, "foxtrot", ""), "say foxtrot"))
 	must(t, s.DeleteSession(ctx, sess))
