@@ -86,7 +86,7 @@ generate:
 # the same run, as one table (internal/perf/benchtable).
 # TurnVsDurableRaw and LoadVsDurableRaw measure ahpd against the durable raw
 # server (internal/perf/durableraw) and the bare server, each in its own process.
-PERF_BENCH := Fanout|IdleSessionMemory|TurnVsDurableRaw|ColdStart|ListSessionsPage|Persist200Parts|FirstSubscribe|LoadVsDurableRaw|ChatMemory
+PERF_BENCH := Fanout|IdleSessionMemory|TurnVsDurableRaw|ColdStart|ListSessionsPage|Persist200Parts|FirstSubscribe|LoadVsDurableRaw|ChatMemory|Search10kTurns
 # The load figure's chats (four clients each); each client is a socket on both
 # ends, and the three servers' clients are all open at once.
 BENCH_LOAD_CHATS ?= 1000

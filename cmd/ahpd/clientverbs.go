@@ -27,9 +27,14 @@ type clientFlags struct {
 }
 
 func (f *clientFlags) add(cmd *cobra.Command, jsonHelp string) {
+	f.addDaemon(cmd)
+	cmd.Flags().BoolVar(&f.asJSON, "json", false, jsonHelp)
+}
+
+// addDaemon adds --url and --token alone, for a verb without --json.
+func (f *clientFlags) addDaemon(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.url, "url", "", "daemon websocket URL (default $AHPD_URL, else ws://127.0.0.1:9187)")
 	cmd.Flags().StringVar(&f.token, "token", "", "connection token (default $AHPD_TOKEN)")
-	cmd.Flags().BoolVar(&f.asJSON, "json", false, jsonHelp)
 }
 
 func (f *clientFlags) dial(ctx context.Context) (*ahpclient.Client, error) {

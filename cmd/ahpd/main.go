@@ -94,7 +94,7 @@ func newRoot() *cobra.Command {
 		Long: "ahpd is one process that serves the Agent Host Protocol (AHP) over a JSON-RPC websocket.\n" +
 			"VS Code agent-host windows, operators and scripts connect to it and drive the same agent chats at once.\n\n" +
 			"Daemon: serve, start, stop, restart, status, doctor, config, version.\n" +
-			"Client (for scripts): sessions, send, watch.",
+			"Client (for scripts): sessions, send, watch, search, export.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          args(cobra.NoArgs),
@@ -110,6 +110,8 @@ func newRoot() *cobra.Command {
 		newBot(),        // bot.go
 		newAutomation(), // automation.go
 		newWorktrees(),  // worktrees.go
+		newSearch(),     // search.go
+		newExport(),     // export.go
 	)
 	return root
 }

@@ -205,6 +205,25 @@ func TestUpgradeKeepsEverything(t *testing.T) {
 		// It goes on: a turn runs after the old ones.
 		upgradeTurn(t, a, ch.uri, "after-"+ch.turns[0], "after the upgrade")
 	}
+	// What the earlier build stored is searchable (migration 7's back-fill).
+	var found struct {
+		Items []struct {
+			Chat   string `json:"chat"`
+			TurnID string `json:"turnId"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(a.MustCall("x-ahpd/search", map[string]any{"channel": ahp.RootURI, "query": `"before the upgrade"`, "limit": 100}), &found); err != nil {
+		t.Fatal(err)
+	}
+	turns := 0
+	for _, h := range found.Items {
+		if h.TurnID != "" {
+			turns++
+		}
+	}
+	if turns != 4 {
+		t.Fatalf("search for the earlier build's turns: %+v, want its 4 turns", found.Items)
+	}
 	raw, _ := a.Subscribe(annotations)
 	if !strings.Contains(string(raw), noteID) || !strings.Contains(string(raw), "look again") {
 		t.Fatalf("annotations after the upgrade: %s", raw)

@@ -250,7 +250,7 @@ func (cs *changesets) settleChange(cp *changeCapture) {
 	if f.AfterHash != "" {
 		afterData = after.data
 	}
-	stored, err := c.cfg.Env.Store.PutChangesetFile(ctx, f, beforeData, afterData)
+	stored, err := c.cfg.Env.Store.Changesets().PutFile(ctx, f, beforeData, afterData)
 	if err != nil {
 		c.log.Error("changeset: store a changed file", "path", cp.path, "turn", cp.turn, "err", err)
 		return
@@ -270,7 +270,7 @@ func (cs *changesets) settleChange(cp *changeCapture) {
 // changed it: what the turn's record holds, else cp's own read.
 func (cs *changesets) turnFirstBefore(ctx context.Context, cp *changeCapture) ([]byte, error) {
 	c := cs.c
-	files, err := c.cfg.Env.Store.ChangesetFiles(ctx, c.cfg.URI, cp.turn)
+	files, err := c.cfg.Env.Store.Changesets().Files(ctx, c.cfg.URI, cp.turn)
 	if err != nil {
 		return nil, err
 	}
@@ -279,7 +279,7 @@ func (cs *changesets) turnFirstBefore(ctx context.Context, cp *changeCapture) ([
 		return cp.before.data, nil
 	}
 	if f := files[i]; f.BeforeHash != "" {
-		data, _, err := c.cfg.Env.Store.ChangesetContent(ctx, c.cfg.URI, f.BeforeHash)
+		data, _, err := c.cfg.Env.Store.Changesets().Content(ctx, c.cfg.URI, f.BeforeHash)
 		return data, err
 	}
 	return nil, nil
@@ -399,7 +399,7 @@ func chatWide(files []store.ChangesetFile) []store.ChangesetFile {
 // first before to the last after.
 func (cs *changesets) chatWideFiles(ctx context.Context, path string) ([]store.ChangesetFile, error) {
 	c := cs.c
-	all, err := c.cfg.Env.Store.ChangesetFiles(ctx, c.cfg.URI, "")
+	all, err := c.cfg.Env.Store.Changesets().Files(ctx, c.cfg.URI, "")
 	if err != nil {
 		return nil, err
 	}
@@ -414,10 +414,10 @@ func (cs *changesets) chatWideFiles(ctx context.Context, path string) ([]store.C
 		}
 		var before, after []byte
 		if m.BeforeHash != "" {
-			before, _, _ = c.cfg.Env.Store.ChangesetContent(ctx, c.cfg.URI, m.BeforeHash)
+			before, _, _ = c.cfg.Env.Store.Changesets().Content(ctx, c.cfg.URI, m.BeforeHash)
 		}
 		if m.AfterHash != "" {
-			after, _, _ = c.cfg.Env.Store.ChangesetContent(ctx, c.cfg.URI, m.AfterHash)
+			after, _, _ = c.cfg.Env.Store.Changesets().Content(ctx, c.cfg.URI, m.AfterHash)
 		}
 		m.Added, m.Removed = changeset.Diff(before, after)
 	}
@@ -489,7 +489,7 @@ func (cs *changesets) subscribe(ctx context.Context, sub bus.Subscriber, uri str
 	if ch.Turn == "" {
 		files, err = cs.chatWideFiles(ctx, "")
 	} else {
-		files, err = c.cfg.Env.Store.ChangesetFiles(ctx, c.cfg.URI, ch.Turn)
+		files, err = c.cfg.Env.Store.Changesets().Files(ctx, c.cfg.URI, ch.Turn)
 	}
 	if err != nil {
 		return ahp.Snapshot{}, err
@@ -538,7 +538,7 @@ func (cs *changesets) invoke(ctx context.Context, uri string, ch changeset.Chann
 	if ch.Turn == "" || (op != OpKeep && op != OpUndo) {
 		return "", ahp.Errorf(ahp.ErrInvalidParams, "params.operationId: %s offers no operation %q", uri, op)
 	}
-	files, err := c.cfg.Env.Store.ChangesetFiles(ctx, c.cfg.URI, ch.Turn)
+	files, err := c.cfg.Env.Store.Changesets().Files(ctx, c.cfg.URI, ch.Turn)
 	if err != nil {
 		return "", err
 	}
@@ -576,7 +576,7 @@ func (cs *changesets) keep(ctx context.Context, uri, turn string, files []store.
 	for _, f := range files {
 		paths, ids = append(paths, f.Path), append(ids, ahp.FileURI(f.Path))
 	}
-	if err := c.cfg.Env.Store.SetChangesetReviewed(ctx, c.cfg.URI, turn, paths, true); err != nil {
+	if err := c.cfg.Env.Store.Changesets().SetReviewed(ctx, c.cfg.URI, turn, paths, true); err != nil {
 		return "", err
 	}
 	c.cfg.Env.Bus.Publish(uri, ahp.ChangesetFilesReviewChanged{Files: ids, Reviewed: true}, nil)
@@ -608,7 +608,7 @@ func (cs *changesets) undo(ctx context.Context, uri, turn string, files []store.
 			continue
 		}
 		if f.BeforeExists {
-			data, ok, err := c.cfg.Env.Store.ChangesetContent(ctx, c.cfg.URI, f.BeforeHash)
+			data, ok, err := c.cfg.Env.Store.Changesets().Content(ctx, c.cfg.URI, f.BeforeHash)
 			if err != nil {
 				return "", err
 			}
@@ -656,7 +656,7 @@ func (cs *changesets) forgetUndone(ctx context.Context, uri, turn string, paths 
 	if len(paths) == 0 {
 		return
 	}
-	if err := c.cfg.Env.Store.RemoveChangesetFiles(ctx, c.cfg.URI, turn, paths); err != nil {
+	if err := c.cfg.Env.Store.Changesets().RemoveFiles(ctx, c.cfg.URI, turn, paths); err != nil {
 		c.log.Error("changeset: forget undone files", "err", err)
 		return
 	}
@@ -694,7 +694,7 @@ func writeFileAtomic(path string, data []byte) error {
 // before the daemon restarted.
 func (cs *changesets) restore(ctx context.Context, st *ahp.ChatState) error {
 	c := cs.c
-	has, err := c.cfg.Env.Store.HasChangesetFiles(ctx, c.cfg.URI)
+	has, err := c.cfg.Env.Store.Changesets().HasFiles(ctx, c.cfg.URI)
 	if err != nil {
 		return err
 	}

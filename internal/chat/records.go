@@ -3,6 +3,7 @@ package chat
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/ahpd/ahpd/internal/ahp"
@@ -56,9 +57,11 @@ func (du *durable) endedRecord(id string) (store.TurnRecord, bool) {
 	}
 	started, _ := time.Parse(time.RFC3339Nano, t.StartedAt)
 	c.window.noteEnded(id, len(body))
+	text := SearchText(&t) // so the store need not parse body for its search index
 	return store.TurnRecord{
 		Chat: c.cfg.URI, ID: t.ID, Seq: c.eng.Window().Older() + n - 1, State: string(t.State), Sender: c.eng.Turn(id).Sender,
 		Point: c.points[id], Command: c.isLocal(id), StartedAt: started, Body: body, BodyMarshalled: true,
+		SearchText: &text,
 	}, true
 }
 
@@ -94,4 +97,20 @@ func (du *durable) recordOp() store.Op {
 	}
 	c.record = rec
 	return func(ctx context.Context, s *store.Store) error { return s.PutChat(ctx, rec) }
+}
+
+// SearchText is what a finished turn is found by in search: its message's
+// text and its markdown parts' content, one per line; the same text the
+// store takes from the turn's JSON when a writer gives none
+// (TestSearchTextAgreesWithTheStores).
+func SearchText(t *ahp.Turn) string {
+	var b strings.Builder
+	b.WriteString(t.Message.Text)
+	for i := range t.ResponseParts {
+		if p := &t.ResponseParts[i]; p.Kind == ahp.PartMarkdown {
+			b.WriteByte('\n')
+			b.WriteString(p.Content)
+		}
+	}
+	return b.String()
 }

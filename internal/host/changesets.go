@@ -119,7 +119,7 @@ func (d *changesetDesk) readContent(ctx context.Context, cl *client, uri, encodi
 	if !cl.principal.Can(auth.ChatTurns) {
 		return nil, ahp.WithData(ahp.Errorf(ahp.ErrPermissionDenied, "reading %s needs the grant %s", uri, auth.ChatTurns), map[string]any{"grant": auth.ChatTurns})
 	}
-	data, found, err := d.env.Store.ChangesetContent(ctx, chatURI, hash)
+	data, found, err := d.env.Store.Changesets().Content(ctx, chatURI, hash)
 	if err != nil {
 		return nil, err
 	}

@@ -116,6 +116,7 @@ type Host struct {
 	tools      *toolDesk       // the host's tools for agents (hosttools.go)
 	logs       *logDesk        // the OTLP log channel (logs.go)
 	autos      *automationDesk // the automation catalogue, its runs and scheduler (automations.go)
+	search     *searchDesk     // x-ahpd/search (search.go)
 
 	closing chan struct{}
 	// restored is closed when restore has ended; restoreErr is written
@@ -170,6 +171,7 @@ func New(ctx context.Context, opts Options) (*Host, error) {
 	h.changesets = &changesetDesk{env: e, sessions: h.sessions, git: h.git}
 	h.completer = &completer{env: e, agents: opts.Agents, sessions: h.sessions, files: newFileIndex()}
 	h.diag = newDiagnostics(opts.ServerVersion, opts.Agents, h.tools)
+	h.search = &searchDesk{env: e, cat: h.cat}
 	h.bots = &botDesk{env: e, log: log, bus: h.bus, agents: opts.Agents, defaultProvider: opts.DefaultProvider,
 		principals: opts.Principals, paths: paths, cat: h.cat, sessions: h.sessions, config: h.config, closing: h.closing,
 		mu: lockorder.Mutex{Rank: lockorder.HostBots}}

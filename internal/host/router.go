@@ -258,6 +258,9 @@ func (h *Host) request(ctx context.Context, cl *client, method string, params js
 	if res, ok, err := h.diag.request(ctx, cl, method, params); ok { // diagnostics.go
 		return res, err
 	}
+	if res, ok, err := h.search.request(ctx, cl, method, params); ok { // search.go
+		return res, err
+	}
 	return nil, fmt.Errorf("%w: %s", ahp.ErrMethodNotFound, method)
 }
 

@@ -46,11 +46,15 @@ import (
 var benchBody = json.RawMessage(`{"id":"t","message":{"text":"` + strings.Repeat("please refactor this ", 8) +
 	`"},"parts":[{"kind":"text","text":"` + strings.Repeat("done, see the diff ", 8) + `"}],"state":"complete"}`)
 
+// benchText is benchBody's text for the search index, which a chat actor
+// gives with the turn (TurnRecord.SearchText).
+var benchText = strings.Repeat("please refactor this ", 8)
+
 // benchTurn is the record the benchmarks store as turn seq of chat.
 func benchTurn(chat string, seq int, started time.Time) TurnRecord {
 	return TurnRecord{
 		Chat: chat, ID: fmt.Sprintf("turn-%d", seq), Seq: seq, State: TurnComplete,
-		Sender: "user:1", Point: "p", StartedAt: started, Body: benchBody,
+		Sender: "user:1", Point: "p", StartedAt: started, Body: benchBody, SearchText: &benchText,
 	}
 }
 

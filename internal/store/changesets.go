@@ -32,13 +32,19 @@ func ContentHash(data []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// PutChangesetFile records that f.Turn changed f.Path: a file the turn
+// ChangesetRecords are the files of the changesets stored per turn (Store.Changesets).
+type ChangesetRecords struct{ s *Store }
+
+// Changesets are the stored changeset files.
+func (s *Store) Changesets() ChangesetRecords { return ChangesetRecords{s} }
+
+// PutFile records that f.Turn changed f.Path: a file the turn
 // already changed keeps its first before and takes f's after, call and
 // counts (its review is cleared); before and after are the contents to
 // keep (nil for a side not kept). It returns the row as stored.
-func (s *Store) PutChangesetFile(ctx context.Context, f ChangesetFile, before, after []byte) (ChangesetFile, error) {
+func (c ChangesetRecords) PutFile(ctx context.Context, f ChangesetFile, before, after []byte) (ChangesetFile, error) {
 	var out ChangesetFile
-	err := s.db.withWrite(ctx, func(tx *sql.Tx) error {
+	err := c.s.db.withWrite(ctx, func(tx *sql.Tx) error {
 		for _, data := range [][]byte{before, after} {
 			if data == nil {
 				continue
@@ -77,14 +83,14 @@ func (s *Store) PutChangesetFile(ctx context.Context, f ChangesetFile, before, a
 	return out, nil
 }
 
-// ChangesetFiles returns the files chat's turn changed, in the order they
-// were first changed; turn "" returns every turn's.
-func (s *Store) ChangesetFiles(ctx context.Context, chat, turn string) ([]ChangesetFile, error) {
+// Files returns the files chat's turn changed, in the order they
+// were first changed; turn "" returns every turn'c.s.
+func (c ChangesetRecords) Files(ctx context.Context, chat, turn string) ([]ChangesetFile, error) {
 	q, args := `SELECT `+changesetColumns+` FROM changeset_files WHERE chat = ? ORDER BY seq`, []any{chat}
 	if turn != "" {
 		q, args = `SELECT `+changesetColumns+` FROM changeset_files WHERE chat = ? AND turn = ? ORDER BY seq`, []any{chat, turn}
 	}
-	rows, err := s.db.query(ctx, q, args...)
+	rows, err := c.s.db.query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("changeset files of %s: %w", chat, err)
 	}
@@ -100,11 +106,11 @@ func (s *Store) ChangesetFiles(ctx context.Context, chat, turn string) ([]Change
 	return out, rows.Err()
 }
 
-// ChangesetContent returns the contents of hash when a changeset of chat
+// Content returns the contents of hash when a changeset of chat
 // points at them; ok is false otherwise, so one chat's reader never reads
 // another's contents by guessing a hash.
-func (s *Store) ChangesetContent(ctx context.Context, chat, hash string) (data []byte, ok bool, err error) {
-	err = s.db.queryRow(ctx, `SELECT c.data FROM changeset_contents c WHERE c.hash = ?
+func (c ChangesetRecords) Content(ctx context.Context, chat, hash string) (data []byte, ok bool, err error) {
+	err = c.s.db.queryRow(ctx, `SELECT c.data FROM changeset_contents c WHERE c.hash = ?
 		AND EXISTS (SELECT 1 FROM changeset_files f WHERE f.chat = ? AND (f.before_hash = c.hash OR f.after_hash = c.hash))`, hash, chat).Scan(&data)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, false, nil
@@ -115,9 +121,9 @@ func (s *Store) ChangesetContent(ctx context.Context, chat, hash string) (data [
 	return data, true, nil
 }
 
-// RemoveChangesetFiles drops files of chat's turn (undone).
-func (s *Store) RemoveChangesetFiles(ctx context.Context, chat, turn string, paths []string) error {
-	return s.db.withWrite(ctx, func(tx *sql.Tx) error {
+// RemoveFiles drops files of chat's turn (undone).
+func (c ChangesetRecords) RemoveFiles(ctx context.Context, chat, turn string, paths []string) error {
+	return c.s.db.withWrite(ctx, func(tx *sql.Tx) error {
 		for _, p := range paths {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM changeset_files WHERE chat = ? AND turn = ? AND path = ?`, chat, turn, p); err != nil {
 				return fmt.Errorf("remove changeset file %s of %s turn %s: %w", p, chat, turn, err)
@@ -127,9 +133,9 @@ func (s *Store) RemoveChangesetFiles(ctx context.Context, chat, turn string, pat
 	})
 }
 
-// SetChangesetReviewed sets reviewed on files of chat's turn.
-func (s *Store) SetChangesetReviewed(ctx context.Context, chat, turn string, paths []string, reviewed bool) error {
-	return s.db.withWrite(ctx, func(tx *sql.Tx) error {
+// SetReviewed sets reviewed on files of chat's turn.
+func (c ChangesetRecords) SetReviewed(ctx context.Context, chat, turn string, paths []string, reviewed bool) error {
+	return c.s.db.withWrite(ctx, func(tx *sql.Tx) error {
 		for _, p := range paths {
 			if _, err := tx.ExecContext(ctx, `UPDATE changeset_files SET reviewed = ? WHERE chat = ? AND turn = ? AND path = ?`, boolInt(reviewed), chat, turn, p); err != nil {
 				return fmt.Errorf("review changeset file %s of %s turn %s: %w", p, chat, turn, err)
@@ -155,10 +161,10 @@ func scanChangesetFile(sc scanner) (ChangesetFile, error) {
 
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 
-// HasChangesetFiles reports whether chat has changed a file (any turn).
-func (s *Store) HasChangesetFiles(ctx context.Context, chat string) (bool, error) {
+// HasFiles reports whether chat has changed a file (any turn).
+func (c ChangesetRecords) HasFiles(ctx context.Context, chat string) (bool, error) {
 	var n int
-	if err := s.db.queryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM changeset_files WHERE chat = ? LIMIT 1)`, chat).Scan(&n); err != nil {
+	if err := c.s.db.queryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM changeset_files WHERE chat = ? LIMIT 1)`, chat).Scan(&n); err != nil {
 		return false, fmt.Errorf("changeset files of %s: %w", chat, err)
 	}
 	return n > 0, nil

@@ -70,13 +70,25 @@ func (d *database) checkPragmas(ctx context.Context) error {
 // avoid because the token keeps every other writer of this Store out; one
 // daemon owns the file, and a second process writing it is not supported.
 func (d *database) writeExec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return d.writeExecThen(ctx, nil, query, args...)
+}
+
+// writeExecThen is writeExec with then (when not nil) run once the
+// statement succeeded: inside the writer's grouped transaction at once,
+// otherwise once the statement committed, still holding the writer token
+// (the search index keeps a turn's text so, store/searchindex.go).
+func (d *database) writeExecThen(ctx context.Context, then func(), query string, args ...any) (sql.Result, error) {
 	if tx, ok := ctx.Value(batchTxKey{}).(*sql.Tx); ok {
 		// Inside the writer's grouped transaction, which holds the token.
 		st, err := d.stmt(ctx, query)
 		if err != nil {
 			return nil, err
 		}
-		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+		res, err := tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+		if err == nil && then != nil {
+			then()
+		}
+		return res, err
 	}
 	select {
 	case d.writeSem <- struct{}{}:
@@ -88,7 +100,11 @@ func (d *database) writeExec(ctx context.Context, query string, args ...any) (sq
 	if err != nil {
 		return nil, err
 	}
-	return st.ExecContext(ctx, args...)
+	res, err := st.ExecContext(ctx, args...)
+	if err == nil && then != nil {
+		then()
+	}
+	return res, err
 }
 
 // stmt returns the prepared statement for query, preparing it on first use.
@@ -126,6 +142,25 @@ func (d *database) queryRow(ctx context.Context, query string, args ...any) scan
 		return errScanner{err}
 	}
 	return st.QueryRowContext(ctx, args...)
+}
+
+// txExec runs a write inside tx through its prepared statement.
+func (d *database) txExec(ctx context.Context, tx *sql.Tx, query string, args ...any) error {
+	st, err := d.stmt(ctx, query)
+	if err != nil {
+		return err
+	}
+	_, err = tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	return err
+}
+
+// txQueryRow is txExec for a statement that returns a row (RETURNING).
+func (d *database) txQueryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) scanner {
+	st, err := d.stmt(ctx, query)
+	if err != nil {
+		return errScanner{err}
+	}
+	return tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
 }
 
 // withWrite runs fn in one write transaction (BEGIN IMMEDIATE), holding the

@@ -220,6 +220,13 @@ var migrations = []migration{
 			) STRICT`,
 		},
 	},
+	{
+		version: 7,
+		name:    "search index",
+		// The FTS5 index of turn text and titles, its triggers, and the
+		// back-fill of what earlier releases stored (search.go).
+		stmts: searchMigration,
+	},
 }
 
 // migrate brings the schema up to the last of migs, one transaction per

@@ -24,10 +24,21 @@ func body200() json.RawMessage {
 		strings.Join(parts, ",") + `],"state":"complete","startedAt":"2026-12-04T00:00:00Z"}`)
 }
 
+// body200Text is body200's search text: its message and its parts, one
+// per line.
+func body200Text() string {
+	var b strings.Builder
+	b.WriteString("make it so")
+	for range 200 {
+		b.WriteString("\n" + strings.Repeat("streamed text ", 6))
+	}
+	return b.String()
+}
+
 // BenchmarkPersist200Parts: storing a finished 200-part turn the way a chat
-// actor does (Commit of PutTurn) against a raw autocommit INSERT of the
-// same row through database/sql, in the same run; ratio = store / raw
-// (docs/PERFORMANCE.md, goal ≤ 1.2).
+// actor does (Commit of PutTurn, with its text for the search index)
+// against a raw autocommit INSERT of the same row through database/sql, in
+// the same run; ratio = store / raw (docs/PERFORMANCE.md, goal ≤ 1.2).
 func BenchmarkPersist200Parts(b *testing.B) {
 	const rows = 300
 	body := body200()
@@ -36,14 +47,17 @@ func BenchmarkPersist200Parts(b *testing.B) {
 		s, _ := openTemp(b)
 		_, chat := seed(b, s, "ahp://s/persist")
 		started := time.Now()
-		t0 := time.Now()
+		// The text a chat actor gives with the turn (chat.SearchText):
+		// the actor's work, before its Commit.
+		text := body200Text()
+		t0, cpu0 := time.Now(), processCPU(b)
 		for i := range rows {
-			r := TurnRecord{Chat: chat, ID: fmt.Sprintf("turn-%d", i), Seq: i, State: TurnComplete, Sender: "user:1", Point: "p", StartedAt: started, Body: body, BodyMarshalled: true}
+			r := TurnRecord{Chat: chat, ID: fmt.Sprintf("turn-%d", i), Seq: i, State: TurnComplete, Sender: "user:1", Point: "p", StartedAt: started, Body: body, BodyMarshalled: true, SearchText: &text}
 			if err := s.Commit(ctx, func(ctx context.Context, s *Store) error { return s.PutTurn(ctx, r) }); err != nil {
 				b.Fatal(err)
 			}
 		}
-		store := time.Since(t0)
+		store, storeCPU := time.Since(t0), processCPU(b)-cpu0
 
 		db, err := sql.Open("sqlite", dsn(filepath.Join(b.TempDir(), "raw.db")))
 		if err != nil {
@@ -55,17 +69,84 @@ func BenchmarkPersist200Parts(b *testing.B) {
 			b.Fatal(err)
 		}
 		raw := string(body)
-		t1 := time.Now()
+		t1, cpu1 := time.Now(), processCPU(b)
 		for i := range rows {
 			if _, err := db.Exec(`INSERT INTO turns (chat, id, seq, state, sender, point, command, started_at, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 				chat, fmt.Sprintf("turn-%d", i), i, "complete", "user:1", "p", 0, started.UnixNano(), raw); err != nil {
 				b.Fatal(err)
 			}
 		}
-		rawTime := time.Since(t1)
+		rawTime, rawCPU := time.Since(t1), processCPU(b)-cpu1
 		db.Close()
 		b.ReportMetric(float64(store.Microseconds())/rows, "ahpd-µs/turn")
 		b.ReportMetric(float64(rawTime.Microseconds())/rows, "raw-µs/turn")
 		b.ReportMetric(float64(store)/float64(rawTime), "ratio")
+		b.ReportMetric(float64(storeCPU.Microseconds())/rows, "ahpd-cpu-µs/turn")
+		b.ReportMetric(float64(rawCPU.Microseconds())/rows, "raw-cpu-µs/turn")
+	}
+}
+
+// BenchmarkSearchIndexBatch: what indexing costs a turn off its commit's
+// path, by how many turns one indexing transaction takes (searchindex.go):
+// committed turns, small ones (benchBody, 5,000 of them, so FTS5 merges
+// its segments as it would over a day) or 200-part ones (body200, 400:
+// their texts all fit searchTextsMax), with their texts kept as a chat
+// actor's commits leave them, indexed in transactions of 1 turn (what
+// indexing in each turn's own transaction cost), 50 or 500 (a 200-part
+// turn's batch stops at searchBatchBytes, about 60 turns). cpu-µs/turn is
+// the process's CPU (getrusage) over the indexing alone.
+func BenchmarkSearchIndexBatch(b *testing.B) {
+	for _, kind := range []struct {
+		name  string
+		body  json.RawMessage
+		text  string
+		turns int
+	}{{"small", benchBody, benchText, 5000}, {"200parts", body200(), body200Text(), 400}} {
+		for _, batch := range []int{1, 50, searchBatchMax} {
+			b.Run(fmt.Sprintf("%s/batch%d", kind.name, batch), func(b *testing.B) {
+				ctx := context.Background()
+				turns := kind.turns
+				var wall, cpu time.Duration
+				for range b.N {
+					b.StopTimer()
+					s, _ := openTemp(b)
+					s.search.mu.Lock()
+					s.search.held = true // indexed below, timed
+					s.search.mu.Unlock()
+					_, chat := seed(b, s, "ahp://s/index")
+					ops := make([]Op, turns)
+					for i := range ops {
+						r := TurnRecord{Chat: chat, ID: fmt.Sprintf("turn-%d", i), Seq: i, State: TurnComplete, Sender: "user:1",
+							Point: "p", StartedAt: time.Now(), Body: kind.body, BodyMarshalled: true, SearchText: &kind.text}
+						ops[i] = func(ctx context.Context, s *Store) error { return s.PutTurn(ctx, r) }
+					}
+					for from := 0; from < turns; from += 50 {
+						if err := s.CommitAll(ctx, ops[from:from+50]...); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.StartTimer()
+					t0, cpu0 := time.Now(), processCPU(b)
+					for {
+						_, more, err := s.search.indexPending(ctx, batch)
+						if err != nil {
+							b.Fatal(err)
+						}
+						if !more {
+							break
+						}
+					}
+					wall += time.Since(t0)
+					cpu += processCPU(b) - cpu0
+					b.StopTimer()
+					if st := s.Stats(); st.SearchIndexed != uint64(turns) {
+						b.Fatalf("indexed %d turns, want %d", st.SearchIndexed, turns)
+					}
+					s.Close()
+				}
+				b.ReportMetric(float64(wall.Microseconds())/float64(b.N*turns), "µs/turn")
+				b.ReportMetric(float64(cpu.Microseconds())/float64(b.N*turns), "cpu-µs/turn")
+			})
+		}
 	}
 }

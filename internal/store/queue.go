@@ -51,10 +51,18 @@ type Stats struct {
 	WriteErrors uint64 // ops that returned an error or panicked (each one logged)
 	Refused     uint64 // ops enqueued after Close had drained the queue (each one logged)
 	Groups      uint64 // transactions the writer opened: group commits, and each lone Commit
+
+	SearchBatches uint64 // search index transactions committed (searchindex.go)
+	SearchIndexed uint64 // marked turns they indexed
 }
 
 // Stats reports the write-behind queue's counters.
-func (s *Store) Stats() Stats { return s.queue.snapshot() }
+func (s *Store) Stats() Stats {
+	st := s.queue.snapshot()
+	st.SearchBatches = s.search.batches.Load()
+	st.SearchIndexed = s.search.indexed.Load()
+	return st
+}
 
 // Enqueue hands op to the writer goroutine and returns at once. Ops run one
 // at a time in the order they were enqueued (across all callers: the order of
@@ -285,7 +293,7 @@ func (q *queue) writer() {
 				return
 			}
 			q.mu.Unlock()
-			<-q.wake
+			q.idle(ctx)
 			continue
 		}
 		// Swap buffers so the next batch reuses this one's backing array.
@@ -296,6 +304,30 @@ func (q *queue) writer() {
 			q.runGroup(ctx, batch[from:min(from+maxBatchOps, len(batch))])
 		}
 		clear(batch) // let the ops' closures be collected
+		// Between groups, a batch of the search index when one is due,
+		// so a writer never idle still indexes (searchindex.go).
+		q.s.search.indexInBackground(ctx)
+	}
+}
+
+// idle waits for ops; when turns are marked for the search index, it
+// indexes a batch once that batch is due, unless ops come first.
+func (q *queue) idle(ctx context.Context) {
+	due, ok := q.s.search.due()
+	if !ok {
+		<-q.wake
+		return
+	}
+	wait := time.Until(due)
+	if wait <= 0 {
+		q.s.search.indexInBackground(ctx)
+		return
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-q.wake:
+	case <-timer.C:
 	}
 }
 
@@ -325,7 +357,6 @@ func (q *queue) runGroup(ctx context.Context, group []queuedOp) {
 		return
 	}
 	q.s.db.writeSem <- struct{}{}
-	defer func() { <-q.s.db.writeSem }()
 	// Optimistic first: the whole group in one transaction with no
 	// savepoints, which a lone commit (two of them a turn) would pay two
 	// statements each for. Only when an op fails is the transaction
@@ -335,6 +366,7 @@ func (q *queue) runGroup(ctx context.Context, group []queuedOp) {
 	if !done {
 		errs, done = q.groupTx(ctx, group, true)
 	}
+	<-q.s.db.writeSem
 	if !done {
 		q.s.logger.Warn("grouped write failed to start; running the ops one by one", "ops", ops)
 		for i := range group {
@@ -362,33 +394,44 @@ func (q *queue) groupTx(ctx context.Context, group []queuedOp, savepoints bool) 
 	txCtx := context.WithValue(ctx, batchTxKey{}, tx)
 	errs = make([]error, len(group))
 	ops := 0
+	// The search texts of the ops that succeeded, kept once the group
+	// commits (store/searchindex.go).
+	var texts []keptTurnText
 	for i := range group {
 		if group[i].op == nil {
 			continue
 		}
 		ops++
+		staged := &stagedTexts{}
+		opCtx := context.WithValue(txCtx, stagedKey{}, staged)
 		if !savepoints {
-			if errs[i] = q.call(txCtx, group[i]); errs[i] != nil {
+			if errs[i] = q.call(opCtx, group[i]); errs[i] != nil {
 				_ = tx.Rollback()
 				return nil, false
 			}
+			texts = append(texts, staged.texts...)
 			continue
 		}
 		if _, err := tx.ExecContext(ctx, "SAVEPOINT op"); err != nil {
 			errs[i] = fmt.Errorf("savepoint: %w", err)
 			continue
 		}
-		errs[i] = q.call(txCtx, group[i])
+		errs[i] = q.call(opCtx, group[i])
 		if errs[i] != nil {
 			if _, err := tx.ExecContext(ctx, "ROLLBACK TO op"); err != nil {
 				q.s.logger.Error("roll back a failed op", "err", err, "op", callerName(group[i].caller))
 			}
+		} else {
+			texts = append(texts, staged.texts...)
 		}
 		if _, err := tx.ExecContext(ctx, "RELEASE op"); err != nil {
 			q.s.logger.Error("release savepoint", "err", err, "op", callerName(group[i].caller))
 		}
 	}
 	commitErr := tx.Commit()
+	if commitErr == nil && len(texts) > 0 {
+		q.s.search.keep(texts) // before the token goes: no batch reads them meanwhile
+	}
 	q.stats.groups.Add(1)
 	if commitErr != nil {
 		commitErr = fmt.Errorf("commit %d grouped writes: %w", ops, commitErr)

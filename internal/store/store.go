@@ -68,6 +68,10 @@ type Store struct {
 	// queue is the ordered write-behind queue and its writer (queue.go).
 	queue *queue
 
+	// search keeps the search index up to date with the turns marked
+	// for it (searchindex.go).
+	search *indexer
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -110,12 +114,17 @@ func openWith(path string, logger *slog.Logger, migs []migration) (*Store, error
 		logger: logger.With("component", "store"),
 	}
 	s.queue = newQueue(s)
+	s.search = &indexer{db: s.db, logger: s.logger}
 	ctx := context.Background()
 	if err := s.db.checkPragmas(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
 	}
 	if err := s.migrate(ctx, migs); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", abs, err)
+	}
+	if err := s.search.load(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
 	}

@@ -36,6 +36,15 @@ type TurnRecord struct {
 	// turn the check was a sixth of its write); any other Body is checked.
 	// It is not stored: a record read back has it false.
 	BodyMarshalled bool
+	// SearchText, when set, is the text of the Turn in Body that search
+	// finds it by (chat.SearchText: its message and its markdown parts,
+	// one per line, as turnTextSQL takes them from the JSON), given by a
+	// writer that holds the Turn so the store does not take it out of Body
+	// in SQL (for a 200-part turn that was more than the rest of its
+	// write). It is not stored apart from the index: the store keeps it
+	// in memory until the turn is indexed (searchindex.go), and a record
+	// read back has it nil.
+	SearchText *string
 }
 
 const turnColumns = `chat, id, seq, state, sender, point, command, started_at, body`
@@ -74,20 +83,29 @@ func (s *Store) putTurn(ctx context.Context, r TurnRecord) error {
 			return err
 		}
 	}
-	_, err := s.db.writeExec(ctx, `INSERT INTO turns (`+turnColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (chat, id) DO UPDATE SET
-				seq = excluded.seq,
-				state = excluded.state,
-				sender = excluded.sender,
-				point = excluded.point,
-				command = excluded.command,
-				started_at = excluded.started_at,
-				body = excluded.body`,
-		r.Chat, r.ID, r.Seq, r.State, r.Sender, r.Point, boolValue(r.Command),
-		timeValue(r.StartedAt), body)
+	args := []any{r.Chat, r.ID, r.Seq, r.State, r.Sender, r.Point, boolValue(r.Command), timeValue(r.StartedAt), body}
+	if r.State == TurnRunning {
+		// Not indexed (search.go).
+		_, err := s.db.writeExec(ctx, upsertTurn, args...)
+		return err
+	}
+	// The search index takes a finished turn later, in a batch, with the
+	// text kept once the turn committed; the statement itself writes at
+	// most a marker, by trigger (searchindex.go).
+	_, err := s.db.writeExecThen(ctx, func() { s.search.wrote(ctx, turnKey{r.Chat, r.ID}, r.SearchText) }, upsertTurn, args...)
 	return err
 }
+
+const upsertTurn = `INSERT INTO turns (` + turnColumns + `)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (chat, id) DO UPDATE SET
+		seq = excluded.seq,
+		state = excluded.state,
+		sender = excluded.sender,
+		point = excluded.point,
+		command = excluded.command,
+		started_at = excluded.started_at,
+		body = excluded.body`
 
 // Turn returns one turn; ok is false when there is none.
 func (s *Store) Turn(ctx context.Context, chat, id string) (TurnRecord, bool, error) {

@@ -14,6 +14,7 @@ import { noteChat, sessionUsage, turnUsage } from './usage.js';
 import { installTerminals, terminalOfCall, terminalView } from './terminal.js';
 import { installLogs } from './logs.js';
 import { installPanels } from './panels.js';
+import { wireSearch, tapAction } from './search.js';
 
 const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = 'ahpd.token';
@@ -202,6 +203,7 @@ function onSnapshot(resource, state) {
 }
 
 function onAction(env) {
+  tapAction(env); // search.js: an export's fetchTurns pages
   const a = env.action || {};
   app.fire('action', env);
   if (env.rejectionReason) {
@@ -999,6 +1001,7 @@ function wire() {
     }
   });
   $('turns').addEventListener('scroll', loadOlder);
+  wireSearch(app, openSession); // search.js
 }
 
 // loadOlder pages older turns in when the log is scrolled to its top.

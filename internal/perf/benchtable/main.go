@@ -47,6 +47,7 @@ var goals = map[string]string{
 	"BenchmarkPersist200Parts":                 "ratio ≤ 1.2",
 	"BenchmarkNotify":                          "-",
 	"BenchmarkChatMemory":                      "ratio ≤ 1.5, every turn read back whole",
+	"BenchmarkSearch10kTurns":                  "< 50 ms/search",
 }
 
 // ahpdPrefixes and basePrefixes name whose a metric is: ahpd's figure or
