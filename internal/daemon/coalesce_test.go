@@ -12,24 +12,11 @@ import (
 )
 
 // subscribeWith subscribes c to channel with params beside channel and
-// returns the snapshot's state and serverSeq.
+// returns the snapshot's chat state and serverSeq.
 func subscribeWith(t *testing.T, c *ahptest.Client, channel string, extra map[string]any) (ahp.ChatState, int64) {
 	t.Helper()
-	params := map[string]any{"channel": channel}
-	for k, v := range extra {
-		params[k] = v
-	}
-	res := c.MustCall("subscribe", params)
-	var r struct {
-		Snapshot struct {
-			State   json.RawMessage `json:"state"`
-			FromSeq int64           `json:"fromSeq"`
-		} `json:"snapshot"`
-	}
-	if err := json.Unmarshal(res, &r); err != nil {
-		t.Fatal(err)
-	}
-	return chatState(t, r.Snapshot.State), r.Snapshot.FromSeq
+	st, from := c.SubscribeWith(channel, extra)
+	return chatState(t, st), from
 }
 
 // foldChat applies what c received on chat after from to st, checking the

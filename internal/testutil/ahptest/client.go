@@ -300,7 +300,18 @@ func (c *Client) Initialize(clientID string, subs ...string) json.RawMessage {
 // Subscribe subscribes to channel and returns the snapshot's state.
 func (c *Client) Subscribe(channel string) (state json.RawMessage, fromSeq int64) {
 	c.t.Helper()
-	res := c.MustCall("subscribe", map[string]any{"channel": channel})
+	return c.SubscribeWith(channel, nil)
+}
+
+// SubscribeWith is Subscribe with more params beside channel (view,
+// delivery).
+func (c *Client) SubscribeWith(channel string, extra map[string]any) (state json.RawMessage, fromSeq int64) {
+	c.t.Helper()
+	params := map[string]any{"channel": channel}
+	for k, v := range extra {
+		params[k] = v
+	}
+	res := c.MustCall("subscribe", params)
 	var r struct {
 		Snapshot struct {
 			State   json.RawMessage `json:"state"`
