@@ -167,6 +167,10 @@ type record struct {
 // historyKept bounds the turns a kept conversation holds in memory.
 const historyKept = 64
 
+// promptsKept bounds the prompts the test log keeps per conversation (a
+// whole agent.Prompt each, with its host context).
+const promptsKept = 16
+
 // count is how many turns the conversation has seen.
 func (r *record) count() int { return r.dropped + len(r.turns) }
 
@@ -421,10 +425,10 @@ func (s *Script) recordPrompt(conversationID string, t agent.Turn) {
 			s.promptOrder = s.promptOrder[1:]
 		}
 	}
-	// One conversation's prompts are kept as its history is (historyKept):
+	// One conversation's newest prompts are kept (promptsKept to twice it):
 	// a hundred long conversations would otherwise hold a hundred logs of
-	// 1,000 to 2,000 prompts (issue #34).
-	s.prompts[conversationID] = keepNewest(s.prompts[conversationID], t, historyKept)
+	// 1,000 to 2,000 prompts (issue #34), and tests read only the last few.
+	s.prompts[conversationID] = keepNewest(s.prompts[conversationID], t, promptsKept)
 	s.sent = keepLast(s.sent, t)
 }
 
