@@ -516,6 +516,7 @@ func TestCanvasGoesWithItsChat(t *testing.T) {
 // longer served) and comes back with its canvases in order: a server
 // canvas on its url, a file canvas served again.
 func TestCanvasesSurviveUnload(t *testing.T) {
+	t.Parallel() // it waits for idle timers; it runs beside the others (make test's time)
 	e := newEnv(t, func(c *daemon.Config) { c.ChatIdleSeconds = 1 })
 	a := e.client("a")
 	_, def := e.createSession(a, "ahp-session:/ca000007-0000-4000-8000-000000000001")

@@ -59,6 +59,7 @@ func TestIdleChatUnloads(t *testing.T) {
 // (issue 18: the default 600 s never fired, because every tick reset the
 // idle timer).
 func TestIdleLongerThanTheFlushTick(t *testing.T) {
+	t.Parallel() // it waits for idle timers; it runs beside the others (make test's time)
 	e := newEnv(t, func(c *daemon.Config) { c.ChatIdleSeconds = 2 })
 	a := e.client("a")
 	_, def := e.createSession(a, "ahp-session:/1d1e1d1e-0000-4000-8000-000000000002")

@@ -105,6 +105,7 @@ func TestStartOpensNoStoredSession(t *testing.T) {
 // named: a subscribe, a turn, an action. A watched session stays open.
 // (Issue 34 §2.)
 func TestIdleSessionsUnload(t *testing.T) {
+	t.Parallel() // it waits for idle timers; it runs beside the others (make test's time)
 	e := newEnv(t, func(c *daemon.Config) { c.ChatIdleSeconds = 1 })
 	a := e.client("a")
 	var sessions, chats []string
