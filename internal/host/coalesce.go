@@ -41,14 +41,11 @@ type heldDelta struct {
 // merge with the next one of the same part: a markdown or reasoning delta
 // with no _meta of its own.
 func mergeableDelta(a ahp.Action) (kind, turn, part, content string, ok bool) {
+	// Actions travel as values (ahp/actions.go), never as pointers.
 	switch d := a.(type) {
 	case ahp.ChatDelta:
 		return d.ActionType(), d.TurnID, d.PartID, d.Content, len(d.Meta) == 0
-	case *ahp.ChatDelta:
-		return d.ActionType(), d.TurnID, d.PartID, d.Content, len(d.Meta) == 0
 	case ahp.ChatReasoning:
-		return d.ActionType(), d.TurnID, d.PartID, d.Content, len(d.Meta) == 0
-	case *ahp.ChatReasoning:
 		return d.ActionType(), d.TurnID, d.PartID, d.Content, len(d.Meta) == 0
 	}
 	return "", "", "", "", false
@@ -144,4 +141,17 @@ func (c *client) flushLocked() {
 	}
 	c.held = nil
 	_ = c.conn.NotifyRaw("action", h.envelope())
+}
+
+// stopCoalescing drops what is held and stops the flush timer: the
+// connection is gone, and its timer would otherwise fire on it once more.
+func (c *client) stopCoalescing() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.held = nil
+	if c.flush != nil {
+		c.flush.Stop()
+	}
+	c.latency = nil
+	c.coalescing.Store(false)
 }

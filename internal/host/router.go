@@ -30,6 +30,7 @@ func (h *Host) Disconnected(c *rpc.Conn, reason rpc.CloseReason) {
 		h.bus.DropSubscriber(cl)
 		h.res.watchesLeft(cl) // a watch dies with its connection
 		h.logs.left(cl)       // and its OTLP log subscriptions
+		cl.stopCoalescing()   // and any deltas it held (coalesce.go)
 	}
 }
 
