@@ -154,7 +154,7 @@ func (d dispatcher) Handle(ctx context.Context, jc *jsonrpc2.Conn, req *jsonrpc2
 			}
 			err = ahp.Errorf(ahp.ErrInternal, "encode result of %s", req.Method)
 		}
-		resp := c.response(req, result, err)
+		resp := c.errorResponse(req, err)
 		// SendResponse only queues (stream.WriteObject), so it is safe and
 		// quick from any goroutine.
 		if err := jc.SendResponse(context.Background(), resp); err != nil {
@@ -231,19 +231,10 @@ func (c *Conn) resultFrame(req *jsonrpc2.Request, result any) ([]byte, bool) {
 	return frame, true
 }
 
-// response builds the reply to req: result, or err mapped by ahp.WireError.
-func (c *Conn) response(req *jsonrpc2.Request, result any, err error) *jsonrpc2.Response {
+// errorResponse builds the error reply to req: err mapped by ahp.WireError
+// (a successful reply is framed by resultFrame).
+func (c *Conn) errorResponse(req *jsonrpc2.Request, err error) *jsonrpc2.Response {
 	resp := &jsonrpc2.Response{ID: req.ID}
-	if err == nil {
-		b, mErr := json.Marshal(result)
-		if mErr == nil {
-			raw := json.RawMessage(b)
-			resp.Result = &raw
-			return resp
-		}
-		c.log.Error("encode result", "method", req.Method, "err", mErr)
-		err = ahp.Errorf(ahp.ErrInternal, "encode result of %s", req.Method)
-	}
 	code, message, data := ahp.WireError(err)
 	wire := &jsonrpc2.Error{Code: int64(code), Message: message}
 	if data != nil {
