@@ -10,13 +10,11 @@ import (
 	"net"
 	"runtime/debug"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
-	"github.com/sourcegraph/jsonrpc2"
 )
 
 // CloseReason says why a connection closed.
@@ -90,13 +88,14 @@ var connSeq atomic.Uint64
 
 // Conn is one client connection. Its methods are safe for concurrent use.
 //
-// Goroutines (all ended before Disconnected is called):
-//   - serve, on ServeHTTP's goroutine, owns the connection and is its only
-//     writer of data frames and pings (writeLoop);
+// Goroutines (both ended before Disconnected is called; ServeHTTP returns
+// once the connection is running, so net/http's buffers for the request
+// are not kept for the connection's life):
+//   - serve owns the connection and is its only writer of data frames and
+//     pings (writeLoop);
 //   - readLoop is the only socket reader (gorilla answers pings and close
-//     frames from inside its reads);
-//   - jsonrpc2's read loop calls ReadObject and the Handler (dispatch);
-//     jsonrpc2 also runs a goroutine that closes its Conn when ctx ends.
+//     frames from inside its reads) and the dispatcher: it hands each
+//     message to the Handler before it reads the next.
 type Conn struct {
 	srv        *Server
 	ws         *websocket.Conn
@@ -117,28 +116,17 @@ type Conn struct {
 	reason    CloseReason
 	closeErr  error
 
-	// frames hands frames from readLoop to ReadObject, one at a time.
-	frames chan inFrame
-	// readLoopDone is closed when readLoop returns.
+	// readLoopDone is closed when readLoop returns: the last handler has
+	// returned and nothing more is read.
 	readLoopDone chan struct{}
-	// dispatchDone is closed when ReadObject returns its final error: the
-	// last handler has returned and jsonrpc2 reads no more.
-	dispatchDone     chan struct{}
-	dispatchDoneOnce sync.Once
 
-	// jc is the connection's JSON-RPC conn, set by serve before the
-	// client's first frame is read; Call makes requests to the client
-	// through it (responses are matched by id).
-	jc atomic.Pointer[jsonrpc2.Conn]
+	// calls are the requests made to the client (Call) that wait for
+	// their answers.
+	calls calls
 
 	// batch is the socket under ws (batch.go); nil when the connection
 	// was not upgraded through it. Owned by the writer goroutine.
 	batch *batchConn
-
-	// attachments is the AttachmentData of the notification jsonrpc2 is
-	// about to hand the dispatcher: ReadObject sets it and Handle takes
-	// it, both on jsonrpc2's read loop, one message at a time.
-	attachments AttachmentData
 }
 
 // inFrame is one websocket message as read: a text frame without the
@@ -164,9 +152,7 @@ func newConn(s *Server, ws *websocket.Conn, remoteAddr, token string) *Conn {
 		out:          newOutbox(s.opts.OutboxBytes),
 		ctx:          ctx,
 		cancel:       cancel,
-		frames:       make(chan inFrame),
 		readLoopDone: make(chan struct{}),
-		dispatchDone: make(chan struct{}),
 	}
 }
 
@@ -325,10 +311,10 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// serve runs the connection on ServeHTTP's goroutine, which owns it. It
-// calls Connected, starts readLoop and jsonrpc2, runs writeLoop until the
-// connection starts closing, finishes the writes, waits for readLoop and
-// the last handler, and calls Disconnected.
+// serve runs the connection in the goroutine that owns it. It calls
+// Connected, starts readLoop, runs writeLoop until the connection starts
+// closing, finishes the writes, waits for readLoop (and so for the last
+// handler), and calls Disconnected.
 func (c *Conn) serve() {
 	c.log.Debug("connection opened", "remote", c.remoteAddr)
 	c.ws.SetReadLimit(c.srv.opts.MaxMessageBytes)
@@ -343,14 +329,9 @@ func (c *Conn) serve() {
 	}
 
 	go c.readLoop()
-	jc := jsonrpc2.NewConn(c.ctx, &stream{c: c}, dispatcher{c: c}, jsonrpc2.SetLogger(jsonrpc2Logger{c.log}))
-	c.jc.Store(jc)
-
 	c.writeLoop()
 	c.finishWrites()
-	_ = jc.Close()
 	<-c.readLoopDone
-	<-c.dispatchDone
 	// What was queued and never written leaves the total with the
 	// connection (the outbox refuses pushes once closed).
 	c.srv.outboxTotal.Add(-int64(c.out.pendingBytes()))
@@ -364,12 +345,12 @@ func (c *Conn) serve() {
 }
 
 // readLoop is the connection's only socket reader; it runs in its own
-// goroutine, started by serve, which waits for it. It hands each frame,
-// unvalidated, to ReadObject (so error replies to bad frames stay in order
-// with the other replies) and reads the next frame while the handler runs:
-// a client that hangs up is seen, and the running Request's ctx cancelled,
-// even during a long handler, unless the client has already sent its next
-// frame. It returns on the first read error or when the connection closes.
+// goroutine, started by serve, which waits for it. It dispatches each
+// message before it reads the next, so replies (error replies to bad
+// frames included) and the Handler's calls keep the client's order; the
+// Handler routes and returns (it never waits on an actor), so a hang-up is
+// seen at once. It returns on the first read error or when the connection
+// closes.
 func (c *Conn) readLoop() {
 	defer close(c.readLoopDone)
 	for {
@@ -379,11 +360,10 @@ func (c *Conn) readLoop() {
 			c.readFailed(err)
 			return
 		}
-		select {
-		case c.frames <- f:
-		case <-c.ctx.Done():
+		if c.ctx.Err() != nil {
 			return
 		}
+		c.dispatch(f)
 	}
 }
 
@@ -616,12 +596,4 @@ func (c *Conn) safely(what string, f func()) (ok bool) {
 	}()
 	f()
 	return true
-}
-
-// jsonrpc2Logger routes jsonrpc2's own log lines (such as an answer to no
-// request) to the connection's logger.
-type jsonrpc2Logger struct{ log *slog.Logger }
-
-func (l jsonrpc2Logger) Printf(format string, args ...any) {
-	l.log.Warn(strings.TrimSpace(fmt.Sprintf(format, args...)), "source", "jsonrpc2")
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sourcegraph/jsonrpc2"
+
 	"github.com/ahpd/ahpd/internal/ahp"
 )
 
@@ -20,9 +22,25 @@ const (
 	frameResponse                          // has result or error: a client's answer to a server request
 )
 
-// frameError is a frame the stream answers itself instead of handing it to
-// jsonrpc2 (STYLE.md trap 1: jsonrpc2 closes the connection on any decode
-// error, so nothing it cannot decode may reach it).
+// envelope is one valid frame, read once (parseFrame): the connection
+// dispatches it without decoding it again. It is expressed in jsonrpc2's
+// message types, and a frame reads here as jsonrpc2 would read it (FuzzFrame
+// checks it against jsonrpc2's own decoder), without jsonrpc2's round trip
+// of params through map[string]any.
+type envelope struct {
+	kind frameKind
+	// req is a request or notification: Method, Params (nil when absent
+	// or null), ID and Notif. Meta is not read.
+	req jsonrpc2.Request
+	// resp is a response: ID (zero, with nullID, when null), Result (nil
+	// when it carries an error) and Error.
+	resp   jsonrpc2.Response
+	nullID bool
+}
+
+// frameError is a frame the connection answers itself: a frame it cannot
+// read as one JSON-RPC message never reaches the Handler, and never closes
+// the connection (STYLE.md trap 1).
 type frameError struct {
 	// id is the raw id to echo, or nil for null: JSON-RPC 2.0 §5 answers
 	// with a null id when the id cannot be read.
@@ -90,9 +108,9 @@ var (
 	errorMembers    = []string{"code", "message", "data"}
 )
 
-// checkFrame validates one text frame as a single JSON-RPC 2.0 message of a
-// shape jsonrpc2 v0.2.3 can decode without error. It never panics and does
-// not keep data.
+// parseFrame validates one text frame as a single JSON-RPC 2.0 message of a
+// shape jsonrpc2 v0.2.3 can decode without error, and reads it. It never
+// panics and does not keep data: what the envelope holds is copied.
 //
 // Rules (JSON-RPC 2.0 §4–5; batches are not supported):
 //   - not JSON → -32700;
@@ -105,26 +123,26 @@ var (
 //     request for a notification and never answer it;
 //   - a response has exactly one of "result"/"error", an id (string,
 //     integer in [0, 2^64) or null), and an error object {code, message, data?}.
-func checkFrame(data []byte) (frameKind, *frameError) {
+func parseFrame(data []byte) (envelope, *frameError) {
 	if !json.Valid(data) {
 		var v json.RawMessage
 		err := json.Unmarshal(data, &v)
 		if err == nil {
 			err = errors.New("invalid JSON")
 		}
-		return 0, parseError(err)
+		return envelope{}, parseError(err)
 	}
 	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	switch trimmed[0] {
 	case '{':
 	case '[':
-		return 0, invalidRequest(nil, "batch requests are not supported")
+		return envelope{}, invalidRequest(nil, "batch requests are not supported")
 	default:
-		return 0, invalidRequest(nil, "a message must be a JSON object")
+		return envelope{}, invalidRequest(nil, "a message must be a JSON object")
 	}
 	m, dup, err := objectMembers(trimmed, envelopeMembers)
 	if err != nil {
-		return 0, invalidRequest(nil, "%v", err)
+		return envelope{}, invalidRequest(nil, "%v", err)
 	}
 
 	// Read the id first so every later refusal can echo it.
@@ -134,10 +152,10 @@ func checkFrame(data []byte) (frameKind, *frameError) {
 		echo = id
 	}
 	if dup != "" {
-		return 0, invalidRequest(echo, "%s", dup)
+		return envelope{}, invalidRequest(echo, "%s", dup)
 	}
 	if v, ok := m["jsonrpc"]; !ok || !isString(v, "2.0") {
-		return 0, invalidRequest(echo, `jsonrpc: must be "2.0"`)
+		return envelope{}, invalidRequest(echo, `jsonrpc: must be "2.0"`)
 	}
 
 	method, hasMethod := m["method"]
@@ -146,55 +164,85 @@ func checkFrame(data []byte) (frameKind, *frameError) {
 	switch {
 	case hasMethod:
 		if hasResult || hasError {
-			return 0, invalidRequest(echo, "a request cannot carry result or error")
+			return envelope{}, invalidRequest(echo, "a request cannot carry result or error")
 		}
 		if method[0] != '"' {
-			return 0, invalidRequest(echo, "method: must be a string")
+			return envelope{}, invalidRequest(echo, "method: must be a string")
 		}
 		if p, ok := m["params"]; ok && p[0] != '{' && p[0] != '[' && p[0] != 'n' {
-			return 0, invalidRequest(echo, "params: must be an object or an array")
+			return envelope{}, invalidRequest(echo, "params: must be an object or an array")
+		}
+		env := envelope{kind: frameNotification, req: jsonrpc2.Request{Notif: true}}
+		if err := json.Unmarshal(method, &env.req.Method); err != nil {
+			return envelope{}, invalidRequest(echo, "method: %v", err)
+		}
+		if p, ok := m["params"]; ok && p[0] != 'n' {
+			env.req.Params = &p
 		}
 		if !hasID {
-			return frameNotification, nil
+			return env, nil
 		}
 		switch {
 		case id[0] == '"':
-		case id[0] == 'n':
-			return 0, invalidRequest(nil, "id: null is not supported in a request")
-		case echo != nil:
-			if n, err := strconv.ParseInt(string(id), 10, 64); err != nil || n < 0 {
-				return 0, invalidRequest(echo, "id: must be a string or a non-negative integer")
+			env.req.ID.IsString = true
+			if err := json.Unmarshal(id, &env.req.ID.Str); err != nil {
+				return envelope{}, invalidRequest(nil, "id: %v", err)
 			}
+		case id[0] == 'n':
+			return envelope{}, invalidRequest(nil, "id: null is not supported in a request")
+		case echo != nil:
+			n, err := strconv.ParseInt(string(id), 10, 64)
+			if err != nil || n < 0 {
+				return envelope{}, invalidRequest(echo, "id: must be a string or a non-negative integer")
+			}
+			env.req.ID.Num = uint64(n)
 		default:
-			return 0, invalidRequest(nil, "id: must be a string or a non-negative integer")
+			return envelope{}, invalidRequest(nil, "id: must be a string or a non-negative integer")
 		}
-		return frameRequest, nil
+		env.kind, env.req.Notif = frameRequest, false
+		return env, nil
 
 	case hasResult || hasError:
 		if hasResult && hasError {
-			return 0, invalidRequest(echo, "a response carries result or error, not both")
+			return envelope{}, invalidRequest(echo, "a response carries result or error, not both")
 		}
 		if !hasID {
-			return 0, invalidRequest(nil, "id: required in a response")
+			return envelope{}, invalidRequest(nil, "id: required in a response")
 		}
+		env := envelope{kind: frameResponse}
 		switch {
-		case id[0] == '"', id[0] == 'n':
-		case echo != nil:
-			if _, err := strconv.ParseUint(string(id), 10, 64); err != nil {
-				return 0, invalidRequest(echo, "id: must be a string or a non-negative integer")
+		case id[0] == '"':
+			env.resp.ID.IsString = true
+			if err := json.Unmarshal(id, &env.resp.ID.Str); err != nil {
+				return envelope{}, invalidRequest(nil, "id: %v", err)
 			}
+		case id[0] == 'n':
+			env.nullID = true
+		case echo != nil:
+			n, err := strconv.ParseUint(string(id), 10, 64)
+			if err != nil {
+				return envelope{}, invalidRequest(echo, "id: must be a string or a non-negative integer")
+			}
+			env.resp.ID.Num = n
 		default:
-			return 0, invalidRequest(nil, "id: must be a string or a non-negative integer")
+			return envelope{}, invalidRequest(nil, "id: must be a string or a non-negative integer")
 		}
 		if hasError {
 			if err := checkErrorObject(errObj); err != nil {
-				return 0, invalidRequest(echo, "error: %v", err)
+				return envelope{}, invalidRequest(echo, "error: %v", err)
 			}
+			env.resp.Error = new(jsonrpc2.Error)
+			if err := json.Unmarshal(errObj, env.resp.Error); err != nil {
+				return envelope{}, invalidRequest(echo, "error: %v", err)
+			}
+			return env, nil
 		}
-		return frameResponse, nil
+		result := m["result"]
+		env.resp.Result = &result
+		return env, nil
 
 	default:
-		return 0, invalidRequest(echo, "method: required")
+		return envelope{}, invalidRequest(echo, "method: required")
 	}
 }
 

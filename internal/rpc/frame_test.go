@@ -1,19 +1,21 @@
 package rpc
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"reflect"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/ahpd/ahpd/internal/ahp"
 )
 
-func TestCheckFrame(t *testing.T) {
+func TestParseFrame(t *testing.T) {
 	tests := []struct {
 		name     string
 		frame    string
@@ -62,7 +64,8 @@ func TestCheckFrame(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			kind, ferr := checkFrame([]byte(tt.frame))
+			env, ferr := parseFrame([]byte(tt.frame))
+			kind := env.kind
 			if tt.wantCode == 0 {
 				if ferr != nil {
 					t.Fatalf("refused: %v", ferr.err)
@@ -107,10 +110,11 @@ func (s captureStream) ReadObject(v any) error {
 func (captureStream) WriteObject(any) error { return nil }
 func (captureStream) Close() error          { return nil }
 
-// FuzzFrame feeds arbitrary frames through the frame validator. It must
-// never panic; a refused frame is answered by a valid -32700/-32600
-// response; an accepted frame decodes into jsonrpc2's message type (so it
-// can never make jsonrpc2 close the connection) as the kind checkFrame said.
+// FuzzFrame feeds arbitrary frames through the frame reader. It must never
+// panic; a refused frame is answered by a valid -32700/-32600 response; an
+// accepted frame decodes into jsonrpc2's message type as the kind
+// parseFrame said, and parseFrame read what jsonrpc2's own decoder reads:
+// the method, the params (as a value), the id, the result and the error.
 func FuzzFrame(f *testing.F) {
 	for _, seed := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"channel":"ahp-root://"}}`,
@@ -129,7 +133,8 @@ func FuzzFrame(f *testing.F) {
 	}
 	msgType := anyMessageType()
 	f.Fuzz(func(t *testing.T, data []byte) {
-		kind, ferr := checkFrame(data)
+		env, ferr := parseFrame(data)
+		kind := env.kind
 		if ferr != nil {
 			var resp struct {
 				JSONRPC string          `json:"jsonrpc"`
@@ -161,15 +166,69 @@ func FuzzFrame(f *testing.F) {
 			if request.IsNil() || !response.IsNil() {
 				t.Fatalf("%q: kind %d but jsonrpc2 decoded request=%v response=%v", data, kind, !request.IsNil(), !response.IsNil())
 			}
-			if notif := request.Elem().FieldByName("Notif").Bool(); notif != (kind == frameNotification) {
-				t.Fatalf("%q: kind %d but jsonrpc2 Notif=%v", data, kind, notif)
+			want := exported(request).(*jsonrpc2.Request)
+			if want.Notif != (kind == frameNotification) || want.Notif != env.req.Notif {
+				t.Fatalf("%q: kind %d (Notif %v) but jsonrpc2 Notif=%v", data, kind, env.req.Notif, want.Notif)
+			}
+			if want.Method != env.req.Method || want.ID != env.req.ID {
+				t.Fatalf("%q: read method %q id %v, jsonrpc2 %q %v", data, env.req.Method, env.req.ID, want.Method, want.ID)
+			}
+			if !sameJSON(t, paramsOf(want), paramsOf(&env.req)) {
+				t.Fatalf("%q: read params %s, jsonrpc2 %s", data, paramsOf(&env.req), paramsOf(want))
 			}
 		case frameResponse:
 			if !request.IsNil() || response.IsNil() {
 				t.Fatalf("%q: response but jsonrpc2 decoded request=%v response=%v", data, !request.IsNil(), !response.IsNil())
 			}
+			want := exported(response).(*jsonrpc2.Response)
+			if want.ID != env.resp.ID || (want.Result == nil) != (env.resp.Result == nil) ||
+				(want.Error == nil) != (env.resp.Error == nil) {
+				t.Fatalf("%q: read %+v, jsonrpc2 %+v", data, env.resp, want)
+			}
+			if want.Result != nil && !sameJSON(t, *want.Result, *env.resp.Result) {
+				t.Fatalf("%q: read result %s, jsonrpc2 %s", data, *env.resp.Result, *want.Result)
+			}
+			if want.Error != nil && (want.Error.Code != env.resp.Error.Code || want.Error.Message != env.resp.Error.Message) {
+				t.Fatalf("%q: read error %+v, jsonrpc2 %+v", data, env.resp.Error, want.Error)
+			}
 		default:
 			t.Fatalf("%q: accepted with kind %d", data, kind)
 		}
 	})
+}
+
+// sameJSON reports whether a and b hold the same JSON value (nil for
+// none); numbers compare by their text.
+func sameJSON(t *testing.T, a, b json.RawMessage) bool {
+	t.Helper()
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	decode := func(raw json.RawMessage) any {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			t.Fatalf("decode %s: %v", raw, err)
+		}
+		return v
+	}
+	return reflect.DeepEqual(decode(a), decode(b))
+}
+
+// decodeInto decodes data into a fresh value of v's type and stores it in
+// v only on success.
+func decodeInto(v any, data []byte) error {
+	rv := reflect.ValueOf(v)
+	fresh := reflect.New(rv.Elem().Type())
+	if err := json.Unmarshal(data, fresh.Interface()); err != nil {
+		return err
+	}
+	rv.Elem().Set(fresh.Elem())
+	return nil
+}
+
+// exported reads an unexported field of an addressable struct value.
+func exported(field reflect.Value) any {
+	return reflect.NewAt(field.Type(), unsafe.Pointer(field.UnsafeAddr())).Elem().Interface()
 }

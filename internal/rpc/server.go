@@ -9,10 +9,11 @@
 // errors with ahp.WireError, and keeps one bounded, ordered outbox per
 // connection so that no caller ever waits on a client.
 //
-// sourcegraph/jsonrpc2 does the request/response bookkeeping over a custom
-// ObjectStream (stream.go), which avoids its two traps (STYLE.md): it
-// validates frames itself so a bad frame never closes the connection, and
-// it queues writes instead of writing under jsonrpc2's mutex.
+// Each connection's read loop reads a frame into sourcegraph/jsonrpc2's
+// message types (frame.go) and dispatches it (dispatch.go) without
+// jsonrpc2's Conn, which avoids its two traps (STYLE.md) and its two
+// goroutines a connection: a bad frame is answered and never closes the
+// connection, and every write is queued, never made under a lock.
 package rpc
 
 import (
@@ -205,10 +206,11 @@ func NewServer(o Options) *Server {
 	return s
 }
 
-// ServeHTTP checks the token, upgrades the request to a websocket and runs
-// the connection until it closes. The calling goroutine (net/http's) owns
-// the connection: it is the connection's writer, and it returns only once
-// the connection's other goroutines have ended.
+// ServeHTTP checks the token, upgrades the request to a websocket and
+// starts the connection in goroutines of its own (Conn), then returns: the
+// hijacked connection needs nothing more of net/http, whose buffers for
+// the request (6 KiB and the request itself) would otherwise live as long
+// as the connection.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.isShuttingDown() {
 		http.Error(w, "ahpd is shutting down", http.StatusServiceUnavailable)
@@ -228,9 +230,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "forbidden: "+v.Reason, v.Status)
 		return
 	}
-	// The slot is taken before the upgrade, so a burst cannot overshoot.
+	// The slot is taken before the upgrade, so a burst cannot overshoot;
+	// it is given back when the connection has ended.
 	n := s.open.Add(1)
-	defer s.open.Add(-1)
+	running := false
+	defer func() {
+		if !running {
+			s.open.Add(-1)
+		}
+	}()
 	if max := s.opts.MaxConnections; max > 0 && n > int64(max) {
 		s.stats.overCapacity.Add(1)
 		s.log.Warn("upgrade refused: too many connections", "remote", r.RemoteAddr, "maxConnections", max)
@@ -255,8 +263,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.stats.accepted.Add(1)
-	defer s.remove(c)
-	c.serve()
+	running = true
+	go func() {
+		defer s.open.Add(-1)
+		defer s.remove(c)
+		c.serve()
+	}()
 }
 
 // authorize returns the token the request presents and whether it may

@@ -3,9 +3,7 @@ package rpc
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"reflect"
 	"runtime/debug"
 	"sync/atomic"
@@ -16,72 +14,38 @@ import (
 	"github.com/ahpd/ahpd/internal/ahp"
 )
 
-// stream is the jsonrpc2.ObjectStream of one connection.
+// dispatch hands one frame to the Handler, on the read loop, in the order
+// the client sent it: a request or notification to the Handler (which
+// routes it and returns), a response to the Call waiting for it. A frame
+// that is not one valid JSON-RPC message is answered here and never closes
+// the connection (STYLE.md trap 1). Replies are queued, never written under
+// a lock (STYLE.md trap 2).
 //
-// ReadObject is called only by jsonrpc2's read loop; it validates every
-// frame and answers the bad ones itself, because jsonrpc2 closes the whole
-// connection on the first decode error (STYLE.md trap 1).
-//
-// WriteObject only queues: jsonrpc2 writes under its own mutex from the
-// caller's goroutine, so a direct socket write would let one slow client
-// stall every reply (STYLE.md trap 2).
-type stream struct{ c *Conn }
-
-var _ jsonrpc2.ObjectStream = (*stream)(nil)
-
-// ReadObject returns the next valid frame decoded into v. It returns
-// io.EOF (which jsonrpc2 does not log) once the connection is closing; the
-// real cause is the connection's CloseReason.
-func (s *stream) ReadObject(v any) error {
-	c := s.c
-	for {
-		var f inFrame
-		select {
-		case f = <-c.frames:
-		case <-c.ctx.Done():
-		}
-		if c.ctx.Err() != nil {
-			c.dispatchDoneOnce.Do(func() { close(c.dispatchDone) })
-			return io.EOF
-		}
-		c.attachments = nil
-		if f.messageType != websocket.TextMessage {
-			c.badFrame(invalidRequest(nil, "binary frames are not supported"), f.size)
-			continue
-		}
-		kind, ferr := checkFrame(f.data)
-		if ferr != nil {
-			c.badFrame(ferr, len(f.data))
-			continue
-		}
-		if err := decodeInto(v, f.data); err != nil {
-			// checkFrame admits only what jsonrpc2 decodes (FuzzFrame
-			// checks it); answer rather than hand jsonrpc2 a half-decoded
-			// message.
-			c.bug("frame passed checkFrame but jsonrpc2 cannot decode it", "err", err)
-			c.badFrame(invalidRequest(nil, "%v", err), len(f.data))
-			continue
-		}
-		if kind == frameNotification {
-			c.attachments = f.attachments
-		}
-		return nil
+// The read loop is the connection's dispatcher: sourcegraph/jsonrpc2's Conn
+// would add two goroutines a connection (its reader, fed one frame at a
+// time, and a watcher of its context), two stacks of four on 4,000
+// connections (issue 37's memory under load); its message types remain the
+// envelope (parseFrame).
+func (c *Conn) dispatch(f inFrame) {
+	if f.messageType != websocket.TextMessage {
+		c.badFrame(invalidRequest(nil, "binary frames are not supported"), f.size)
+		return
 	}
-}
-
-// decodeInto decodes data into a fresh value of v's type and stores it in
-// v only on success, so a failed decode leaves v as it was.
-func decodeInto(v any, data []byte) error {
-	rv := reflect.ValueOf(v)
-	if rv.Kind() != reflect.Pointer || rv.IsNil() {
-		return fmt.Errorf("decode frame: want a non-nil pointer, got %T", v)
+	env, ferr := parseFrame(f.data)
+	if ferr != nil {
+		c.badFrame(ferr, len(f.data))
+		return
 	}
-	fresh := reflect.New(rv.Elem().Type())
-	if err := json.Unmarshal(data, fresh.Interface()); err != nil {
-		return err
+	switch env.kind {
+	case frameResponse:
+		c.answer(&env)
+	case frameNotification:
+		c.safely("Notification "+env.req.Method, func() {
+			c.srv.opts.Handler.Notification(c, env.req.Method, paramsOf(&env.req), f.attachments)
+		})
+	case frameRequest:
+		c.handleRequest(&env.req)
 	}
-	rv.Elem().Set(fresh.Elem())
-	return nil
 }
 
 // badFrame answers a frame the transport refuses and counts it.
@@ -91,77 +55,40 @@ func (c *Conn) badFrame(ferr *frameError, size int) {
 	_ = c.enqueue(ferr.frame(), true)
 }
 
-// WriteObject encodes obj (a jsonrpc2 reply) and queues it. It never
-// blocks.
-func (s *stream) WriteObject(obj any) error {
-	b, err := json.Marshal(obj)
-	if err != nil {
-		return err
-	}
-	return s.c.enqueue(b, true)
-}
-
-// Close is called by jsonrpc2 when its Conn closes, which happens only
-// after the connection has started closing; the socket itself is closed by
-// serve.
-func (s *stream) Close() error {
-	s.c.closeWith(CloseReadError, errors.New("jsonrpc2 closed the stream"), nil)
-	return nil
-}
-
-// dispatcher is the jsonrpc2.Handler of one connection. Handle runs on
-// jsonrpc2's read loop, one message at a time, so a connection's requests
-// and notifications reach the Handler in the order they were sent; the
-// Handler routes them and returns, and answers a request through its Reply
-// whenever the request's owner has done it (docs/ARCHITECTURE.md,
-// "Routing"). It is never wrapped in jsonrpc2.AsyncHandler, which would
-// lose the order in which requests are routed.
-type dispatcher struct{ c *Conn }
-
 // Reply answers one request with result, or with err mapped by
 // ahp.WireError (ahp.ErrMethodNotFound answers -32601). A Handler calls it
 // exactly once, from any goroutine: on the read loop for what it answers at
 // once, or later from the lane that ran the request. It never blocks.
 type Reply func(result any, err error)
 
-// Handle calls the Handler and, for a request, hands it the request's one
-// Reply.
-func (d dispatcher) Handle(ctx context.Context, jc *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	c := d.c
-	params := paramsOf(req)
-	// Set by ReadObject for this very message (both run on jsonrpc2's read
-	// loop, one message at a time); taken so it goes nowhere else.
-	attachments := c.attachments
-	c.attachments = nil
-	if req.Notif {
-		c.safely("Notification "+req.Method, func() {
-			c.srv.opts.Handler.Notification(c, req.Method, params, attachments)
-		})
-		return
-	}
+// handleRequest calls the Handler with the request's one Reply.
+func (c *Conn) handleRequest(req *jsonrpc2.Request) {
 	var answered atomic.Bool
 	reply := func(result any, err error) {
 		if !answered.CompareAndSwap(false, true) {
 			c.bug("a request was answered twice", "method", req.Method, "id", req.ID.String())
 			return
 		}
+		var frame []byte
 		if err == nil {
-			if frame, ok := c.resultFrame(req, result); ok {
-				if err := c.enqueue(frame, true); err != nil {
-					c.log.Debug("reply not sent", "method", req.Method, "id", req.ID.String(), "err", err)
-				}
+			var ok bool
+			if frame, ok = c.resultFrame(req, result); !ok {
+				err = ahp.Errorf(ahp.ErrInternal, "encode result of %s", req.Method)
+			}
+		}
+		if err != nil {
+			b, mErr := json.Marshal(c.errorResponse(req, err))
+			if mErr != nil {
+				c.log.Error("encode error reply", "method", req.Method, "id", req.ID.String(), "err", mErr)
 				return
 			}
-			err = ahp.Errorf(ahp.ErrInternal, "encode result of %s", req.Method)
+			frame = b
 		}
-		resp := c.errorResponse(req, err)
-		// SendResponse only queues (stream.WriteObject), so it is safe and
-		// quick from any goroutine.
-		if err := jc.SendResponse(context.Background(), resp); err != nil {
+		if err := c.enqueue(frame, true); err != nil {
 			c.log.Debug("reply not sent", "method", req.Method, "id", req.ID.String(), "err", err)
 		}
 	}
-	c.request(ctx, req.Method, params, reply, &answered)
+	c.request(c.ctx, req.Method, paramsOf(req), reply, &answered)
 }
 
 // paramsOf returns the request's params, nil when absent or null.
