@@ -317,6 +317,11 @@ func (c *Chat) URI() string { return c.cfg.URI }
 // Done is closed when the actor has stopped.
 func (c *Chat) Done() <-chan struct{} { return c.inbox.Done() }
 
+// AfterDone runs f once the actor has stopped (on its goroutine as it
+// stops, or at once), so whoever keeps the actor by name forgets it
+// without a goroutine parked on Done for each loaded chat.
+func (c *Chat) AfterDone(f func()) { c.inbox.AfterStopped(f) }
+
 func (c *Chat) do(fn func()) error { return c.inbox.Do(fn) }
 
 // call runs fn on the actor's goroutine and waits for it.

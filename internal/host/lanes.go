@@ -126,14 +126,13 @@ func (a *actors) remember(uri string, c *chat.Chat) {
 	}
 	a.m[uri] = c
 	a.mu.Unlock()
-	go func() {
-		<-c.Done()
+	c.AfterDone(func() {
 		a.mu.Lock()
 		if a.m[uri] == c {
 			delete(a.m, uri)
 		}
 		a.mu.Unlock()
-	}()
+	})
 }
 
 // live is chat uri's actor when it is loaded and not ending.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 )
 
 // Inbox is an actor's front door: closures pushed into a bounded Box, run
@@ -16,6 +17,13 @@ type Inbox struct {
 	// full is the error's job (chat.ErrClosed, session.ErrClosed).
 	closed error
 	name   string
+
+	// stopMu guards stopped and afterStop: what runs once the loop has
+	// returned (AfterStopped), instead of a goroutine per watcher parked
+	// on Done.
+	stopMu    sync.Mutex
+	stopped   bool
+	afterStop []func()
 }
 
 // NewInbox returns an inbox of at most limit closures; closed is the
@@ -27,8 +35,33 @@ func NewInbox(limit int, closed error, name string) *Inbox {
 // Done is closed when the actor's loop has returned.
 func (in *Inbox) Done() <-chan struct{} { return in.done }
 
-// Stopped marks the actor's loop as returned; the loop calls it once.
-func (in *Inbox) Stopped() { close(in.done) }
+// Stopped marks the actor's loop as returned and runs what AfterStopped
+// registered; the loop calls it once.
+func (in *Inbox) Stopped() {
+	in.stopMu.Lock()
+	in.stopped = true
+	after := in.afterStop
+	in.afterStop = nil
+	in.stopMu.Unlock()
+	close(in.done)
+	for _, f := range after {
+		f()
+	}
+}
+
+// AfterStopped runs f once the actor's loop has returned: on the actor's
+// goroutine as it stops, or at once when it already has. f must not wait
+// on the actor.
+func (in *Inbox) AfterStopped(f func()) {
+	in.stopMu.Lock()
+	if in.stopped {
+		in.stopMu.Unlock()
+		f()
+		return
+	}
+	in.afterStop = append(in.afterStop, f)
+	in.stopMu.Unlock()
+}
 
 // Do queues fn for the actor; it never blocks.
 func (in *Inbox) Do(fn func()) error {

@@ -88,14 +88,20 @@ var connSeq atomic.Uint64
 
 // Conn is one client connection. Its methods are safe for concurrent use.
 //
-// Goroutines (both ended before Disconnected is called; ServeHTTP returns
-// once the connection is running, so net/http's buffers for the request
-// are not kept for the connection's life):
-//   - serve owns the connection and is its only writer of data frames and
-//     pings (writeLoop);
-//   - readLoop is the only socket reader (gorilla answers pings and close
-//     frames from inside its reads) and the dispatcher: it hands each
-//     message to the Handler before it reads the next.
+// Goroutines: one for as long as the connection lives, the others only
+// while they have work, so an idle connection holds one stack, as a bare
+// websocket server's would (issue 37's memory under load). ServeHTTP
+// returns once the connection runs, so net/http's buffers for the request
+// are not kept either.
+//   - serve runs readLoop, the only socket reader (gorilla answers pings
+//     and close frames from inside its reads) and the dispatcher: it hands
+//     each message to the Handler before it reads the next;
+//   - writeLoop, the only writer of data frames, runs while the outbox has
+//     frames (outbox.start) and stops when it is empty;
+//   - a ping, on its timer, writes one control frame (gorilla's
+//     WriteControl may run beside the writer);
+//   - finish, started by the first close, waits for the writer to stop,
+//     finishes the writes, waits for readLoop and calls Disconnected.
 type Conn struct {
 	srv        *Server
 	ws         *websocket.Conn
@@ -119,6 +125,9 @@ type Conn struct {
 	// readLoopDone is closed when readLoop returns: the last handler has
 	// returned and nothing more is read.
 	readLoopDone chan struct{}
+	// pinger pings the client every PingInterval (nil when pings are off);
+	// finish stops it.
+	pinger atomic.Pointer[time.Timer]
 
 	// calls are the requests made to the client (Call) that wait for
 	// their answers.
@@ -142,18 +151,19 @@ type inFrame struct {
 func newConn(s *Server, ws *websocket.Conn, remoteAddr, token string) *Conn {
 	id := "c" + strconv.FormatUint(connSeq.Add(1), 10)
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Conn{
+	c := &Conn{
 		srv:          s,
 		ws:           ws,
 		log:          s.log.With("conn", id),
 		id:           id,
 		remoteAddr:   remoteAddr,
 		token:        token,
-		out:          newOutbox(s.opts.OutboxBytes),
 		ctx:          ctx,
 		cancel:       cancel,
 		readLoopDone: make(chan struct{}),
 	}
+	c.out = newOutbox(s.opts.OutboxBytes, func() { go c.writeLoop() })
+	return c
 }
 
 // ID returns the connection's process-unique id ("c1", "c2", ...).
@@ -192,6 +202,7 @@ func (c *Conn) closeWith(reason CloseReason, err error, announce func()) {
 		c.closeErr = err
 		c.out.close()
 		c.cancel()
+		go c.finish()
 	})
 	if won {
 		// A frame over the limit leaves the client's bytes unread: the
@@ -311,10 +322,9 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// serve runs the connection in the goroutine that owns it. It calls
-// Connected, starts readLoop, runs writeLoop until the connection starts
-// closing, finishes the writes, waits for readLoop (and so for the last
-// handler), and calls Disconnected.
+// serve runs the connection in the goroutine ServeHTTP started: it calls
+// Connected, starts the pings and reads until the connection closes. The
+// first close starts finish, which ends the connection.
 func (c *Conn) serve() {
 	c.log.Debug("connection opened", "remote", c.remoteAddr)
 	c.ws.SetReadLimit(c.srv.opts.MaxMessageBytes)
@@ -327,9 +337,20 @@ func (c *Conn) serve() {
 	if !c.safely("Connected", func() { c.srv.opts.Handler.Connected(c) }) {
 		c.Close(CloseInternalError)
 	}
+	if interval := c.srv.opts.PingInterval; interval > 0 {
+		c.pinger.Store(time.AfterFunc(interval, c.ping))
+	}
+	c.readLoop()
+}
 
-	go c.readLoop()
-	c.writeLoop()
+// finish ends the connection once it started closing: it waits for the
+// writer to stop, finishes the writes, waits for readLoop (and so for the
+// last handler), calls Disconnected and gives the connection's slot back.
+func (c *Conn) finish() {
+	if t := c.pinger.Load(); t != nil {
+		t.Stop()
+	}
+	c.out.writer.Wait()
 	c.finishWrites()
 	<-c.readLoopDone
 	// What was queued and never written leaves the total with the
@@ -342,6 +363,22 @@ func (c *Conn) serve() {
 		attrs = append(attrs, "err", c.closeErr)
 	}
 	c.log.Debug("connection closed", attrs...)
+	c.srv.ended(c)
+}
+
+// ping writes one ping and sets the next; a failed ping closes the
+// connection. It runs on its timer's goroutine.
+func (c *Conn) ping() {
+	if c.ctx.Err() != nil {
+		return
+	}
+	if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.srv.opts.WriteTimeout)); err != nil {
+		c.writeFailed(err)
+		return
+	}
+	if t := c.pinger.Load(); t != nil && c.ctx.Err() == nil {
+		t.Reset(c.srv.opts.PingInterval)
+	}
 }
 
 // readLoop is the connection's only socket reader; it runs in its own
@@ -433,33 +470,21 @@ func (c *Conn) readFailed(err error) {
 	})
 }
 
-// writeLoop is the connection's only writer of data frames and pings; it
-// runs on serve's goroutine. It drains the outbox in order, one frame per
-// text message, each under a WriteTimeout deadline, until the connection
-// starts closing or a write fails.
+// writeLoop is the connection's only writer of data frames; the outbox
+// starts it when a frame is queued and none runs. It drains the outbox in
+// order, one frame per text message, each under a WriteTimeout deadline,
+// and stops when the outbox is empty or closed, or a write fails.
 func (c *Conn) writeLoop() {
-	var ping <-chan time.Time
-	if interval := c.srv.opts.PingInterval; interval > 0 {
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		ping = t.C
-	}
+	defer c.out.writer.Done()
 	var batch [][]byte
 	for {
-		select {
-		case <-c.ctx.Done():
+		batch = c.out.next(batch)
+		if batch == nil {
 			return
-		case <-ping:
-			err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.srv.opts.WriteTimeout))
-			if err != nil {
-				c.writeFailed(err)
-				return
-			}
-		case <-c.out.wake:
-			batch = c.out.take(batch)
-			if !c.writeFrames(batch, time.Time{}) {
-				return
-			}
+		}
+		if !c.writeFrames(batch, time.Time{}) {
+			c.out.stopWriting()
+			return
 		}
 	}
 }

@@ -3,6 +3,7 @@ package rpc
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/ahpd/ahpd/internal/lockorder"
 )
@@ -17,10 +18,12 @@ var ErrConnClosed = errors.New("rpc: connection closed")
 var ErrSlowConsumer = fmt.Errorf("%w: slow consumer", ErrConnClosed)
 
 // outbox is a connection's single ordered queue of encoded frames (replies
-// and notifications) waiting for its writer goroutine. push never blocks:
-// it appends under mu and wakes the writer; a push that would exceed the
-// byte budget is refused and the caller closes the connection
-// (nats server/client.go queueOutbound).
+// and notifications) waiting for its writer. push never blocks: it appends
+// under mu and, when no writer runs, starts one; a push that would exceed
+// the byte budget is refused and the caller closes the connection
+// (nats server/client.go queueOutbound). The writer runs only while there
+// is something to write (next): 4,000 mostly idle connections held a
+// parked writer goroutine each (issue 37's memory under load).
 //
 // Holds (Conn.Hold): while any hold is open, notifications go to held
 // instead of queue; replies never wait. A hold is released after the
@@ -35,9 +38,13 @@ type outbox struct {
 	// and a reply whenever what is pending is within budget.
 	budget int
 
-	// wake has room for one signal: push leaves one when it queues a frame,
-	// the writer takes it and drains everything queued so far.
-	wake chan struct{}
+	// start runs a writer (in a goroutine of its own) that drains the
+	// queue with next and calls writer.Done when next says stop; nil in
+	// tests that take by hand.
+	start func()
+	// writer counts the running writer (0 or 1); it is added to under mu
+	// as writing is set, so a wait that follows close sees every writer.
+	writer sync.WaitGroup
 
 	// mu guards the fields below.
 	mu lockorder.Mutex // rank lockorder.Outbox
@@ -52,10 +59,23 @@ type outbox struct {
 	holds int
 	// closed refuses further pushes.
 	closed bool
+	// writing: a writer runs, or was started and will run.
+	writing bool
 }
 
-func newOutbox(budget int) *outbox {
-	return &outbox{mu: lockorder.Mutex{Rank: lockorder.Outbox}, budget: budget, wake: make(chan struct{}, 1)}
+func newOutbox(budget int, start func()) *outbox {
+	return &outbox{mu: lockorder.Mutex{Rank: lockorder.Outbox}, budget: budget, start: start}
+}
+
+// wantWriterLocked marks a writer as running when none is and reports
+// whether the caller must start it (after unlocking). o.mu must be held.
+func (o *outbox) wantWriterLocked() bool {
+	if o.writing || o.closed || o.start == nil || len(o.queue) == 0 {
+		return false
+	}
+	o.writing = true
+	o.writer.Add(1)
+	return true
 }
 
 // overBudgetError is what push returns when frame would exceed the budget.
@@ -97,12 +117,36 @@ func (o *outbox) push(frame []byte, isReply bool) error {
 		return nil
 	}
 	o.queue = append(o.queue, frame)
+	start := o.wantWriterLocked()
 	o.mu.Unlock()
-	select {
-	case o.wake <- struct{}{}:
-	default:
+	if start {
+		o.start()
 	}
 	return nil
+}
+
+// next hands the writer everything queued, as take does, or nil when
+// there is nothing (or the outbox is closed: what is left is finishWrites'
+// to write or drop); the writer stops at nil and calls writer.Done.
+func (o *outbox) next(spare [][]byte) [][]byte {
+	clear(spare)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed || len(o.queue) == 0 {
+		o.writing = false
+		return nil
+	}
+	frames := o.queue
+	o.queue = spare[:0]
+	return frames
+}
+
+// stopWriting says the writer stopped after a failed write (the
+// connection is closing): no writer runs.
+func (o *outbox) stopWriting() {
+	o.mu.Lock()
+	o.writing = false
+	o.mu.Unlock()
 }
 
 // take hands the writer everything queued, swapping in spare (emptied) as
@@ -135,19 +179,16 @@ func (o *outbox) hold() {
 // the queue (the reply that ended it is already there).
 func (o *outbox) unhold() {
 	o.mu.Lock()
-	released := false
+	start := false
 	if o.holds > 0 {
 		o.holds--
-		if o.holds == 0 {
-			released = o.releaseLocked()
+		if o.holds == 0 && o.releaseLocked() {
+			start = o.wantWriterLocked()
 		}
 	}
 	o.mu.Unlock()
-	if released {
-		select {
-		case o.wake <- struct{}{}:
-		default:
-		}
+	if start {
+		o.start()
 	}
 }
 

@@ -100,7 +100,7 @@ func TestOutbox(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := newOutbox(tt.budget)
+			o := newOutbox(tt.budget, nil)
 			var taken [][]byte
 			failed := ""
 			for _, s := range tt.steps {

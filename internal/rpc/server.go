@@ -264,11 +264,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.stats.accepted.Add(1)
 	running = true
-	go func() {
-		defer s.open.Add(-1)
-		defer s.remove(c)
-		c.serve()
-	}()
+	go c.serve()
+}
+
+// ended forgets a connection whose goroutines have ended and gives its
+// slot back.
+func (s *Server) ended(c *Conn) {
+	s.remove(c)
+	s.open.Add(-1)
 }
 
 // authorize returns the token the request presents and whether it may
