@@ -14,7 +14,7 @@ import (
 // A loaded chat's memory is bounded by what is live, not by its history
 // (issue #34, docs/ARCHITECTURE.md "Persistence"): the store holds the
 // transcript; the actor keeps the running turn, what waits, and a window of
-// its newest ended turns, at most turnsKept of them (20 by default) and
+// its newest ended turns, at most turnsKept of them (4 by default) and
 // keptBytes of their stored JSON, the newest always. Whatever asks for an
 // older turn reads it from the store:
 //
@@ -27,20 +27,22 @@ import (
 //     changeset's turn, a repeated start, a rewind's target, a point said
 //     late) is one row read by its key on the actor (window.olderTurn).
 //
-// Why 20: what the actor itself acts on is the newest turn (a resume, the
-// holds on what waits) and, now and then, one near the end (a rewind, a
-// fork, a side chat, a late point); a larger window only spares the store
-// reads of paging, which run off the actor at about a millisecond a page.
-// A turn in memory costs about four times its stored JSON (2.5 KB for a
-// short one: its parts, its message, the sender in its _meta, its point
-// and sender beside it), so 20 keep a hundred loaded chats of short turns
-// at about 5 MB; with 50, BenchmarkChatMemory's hundred chats held 1.48×
-// after 100,000 turns what they held after 1,000, against 1.5× allowed.
-// keptBytes bounds a chat whose turns are large (long answers, big tool
-// results): 1 MiB a chat keeps a few hundred loaded chats under a few
+// Why 4: what the actor itself acts on is the newest turn (a resume, the
+// holds on what waits) and, now and then, one near the end (a rewind of
+// the last turn or two, a fork, a side chat, a late point); a larger window
+// only spares the store reads of snapshots and paging, and those read past
+// any small window anyway: a snapshot without a view holds every turn, a
+// view without a count turnsView (50) and the web console's view 30, each
+// read off the actor at about a millisecond a page. A turn in memory costs about four times its
+// stored JSON (2.5 KB for a short one: its parts, its message, the sender
+// in its _meta, its point and sender beside it), so at 20 a chat's window
+// was most of what a busy chat held: 1,000 busy chats kept 50 MB of ended
+// turns, a third of ahpd's live heap under issue 37's load; at 4 they keep
+// 10 MB. keptBytes bounds a chat whose turns are large (long answers, big
+// tool results): 1 MiB a chat keeps a few hundred loaded chats under a few
 // hundred MiB whatever their turns hold.
 const (
-	defaultTurnsKept = 20
+	defaultTurnsKept = 4
 	keptBytes        = 1 << 20
 	// olderTries is how many times a step that needs older turns reads
 	// them off the actor; past it (turns keep leaving the window, or

@@ -53,7 +53,7 @@ type Config struct {
 	TurnsView int `json:"turnsView,omitempty"`
 	// TurnsKept is how many ended turns a loaded chat keeps in memory
 	// beside its running turn and what waits; older turns are read from
-	// the store when a client asks for them. 0 means 20.
+	// the store when a client asks for them. 0 means 4.
 	TurnsKept int `json:"turnsKept,omitempty"`
 	// ChatIdleSeconds is how long an open chat nobody watches and nothing
 	// runs in stays loaded before its actor (and its agent process) is
