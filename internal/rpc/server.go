@@ -155,6 +155,9 @@ type Server struct {
 	idleClosed bool
 }
 
+// readBufferSize is each connection's socket read buffer.
+const readBufferSize = 1 << 10
+
 // NewServer returns a Server for o. It panics without a Handler.
 func NewServer(o Options) *Server {
 	if o.Handler == nil {
@@ -190,6 +193,13 @@ func NewServer(o Options) *Server {
 			// Buffers are borrowed only while a frame is written, so idle
 			// connections hold none.
 			WriteBufferPool: &sync.Pool{},
+			// A connection keeps its read buffer for life. Clients send
+			// little (requests, actions); a frame's payload larger than
+			// the buffer is read straight into readMessage's chunk, so
+			// 1 KiB only costs a read a frame header; net/http's 4 KiB,
+			// which gorilla would keep, was 14 MiB of live heap on 4,000
+			// connections (issue 37's memory under load).
+			ReadBufferSize: readBufferSize,
 			// The origin was decided by the door policy before Upgrade.
 			CheckOrigin: func(*http.Request) bool { return true },
 			// Selected when offered, so a browser may offer its token as a
