@@ -48,17 +48,25 @@ func parseVersion(v string) (major, minor, patch int, ok bool) {
 	if i := strings.IndexAny(v, "-+"); i >= 0 {
 		v = v[:i]
 	}
-	parts := strings.Split(v, ".")
-	if len(parts) != 3 {
-		return 0, 0, 0, false
-	}
+	// By hand, not strings.Split: every published action asks it for
+	// every subscriber (ActionKnownTo), and the split allocated each time.
 	var n [3]int
-	for i, p := range parts {
-		x, err := strconv.Atoi(p)
+	for i := range n {
+		end := strings.IndexByte(v, '.')
+		if i == len(n)-1 {
+			if end >= 0 {
+				return 0, 0, 0, false
+			}
+			end = len(v)
+		} else if end < 0 {
+			return 0, 0, 0, false
+		}
+		x, err := strconv.Atoi(v[:end])
 		if err != nil || x < 0 {
 			return 0, 0, 0, false
 		}
 		n[i] = x
+		v = v[min(end+1, len(v)):]
 	}
 	return n[0], n[1], n[2], true
 }

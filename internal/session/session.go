@@ -376,7 +376,13 @@ func (s *Session) apply(a ahp.Action, origin *ahp.ActionOrigin) {
 		s.commitRecord(a.ActionType())
 	}
 	s.cfg.Env.Bus.Publish(s.uri, a, origin)
-	s.publishDirs()
+	switch a.(type) {
+	case ahp.SessionWorkingDirectorySet, ahp.SessionWorkingDirectoryRemoved,
+		ahp.SessionWorkingDirectoryReplaced, ahp.SessionConfigChanged:
+		// Only these change what publishDirs copies; every turn's chat
+		// updates cloned both for nothing.
+		s.publishDirs()
+	}
 	if after := s.summary(); s.cfg.OnSummary != nil && !reflect.DeepEqual(before, after) {
 		s.cfg.OnSummary(after)
 	}
