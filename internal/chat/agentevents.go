@@ -22,6 +22,9 @@ func (c *Chat) onAgentEvent(ev agent.Event) {
 		c.backends.gone(err)
 		return
 	}
+	// A turn's ending and the start of the one behind it commit together.
+	c.durable.hold()
+	defer c.durable.release()
 	c.eng.Event(c.backends.conv, ev)
 }
 

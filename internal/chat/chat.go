@@ -472,13 +472,11 @@ func (c *Chat) tell(a ahp.Action, origin *ahp.ActionOrigin) {
 	switch a.(type) {
 	case ahp.ChatDelta, ahp.ChatReasoning, ahp.ChatToolCallDelta, ahp.ChatUsage:
 		// The streaming hot path changes no summary field.
-		c.cfg.Env.Bus.Publish(c.cfg.URI, a, origin)
+		c.durable.tellStreamed(a, origin)
 		return
 	}
 	c.turnHook(a)
-	c.durable.storeBeforeTelling(a)
-	c.cfg.Env.Bus.Publish(c.cfg.URI, a, origin)
-	c.summaryChanged()
+	c.durable.tell(a, origin)
 }
 
 // turnHook tells cfg.OnTurn of a turn's start and end.
@@ -500,8 +498,10 @@ func (c *Chat) turnHook(a ahp.Action) {
 	}
 }
 
-// refuse answers a client's action with a refusal, to that client alone.
+// refuse answers a client's action with a refusal, to that client alone,
+// after what was published before it.
 func (c *Chat) refuse(cl Client, origin *ahp.ActionOrigin, a ahp.Action, reason string) {
+	c.durable.flush()
 	c.cfg.Env.Bus.Refuse(cl.Sub, c.cfg.URI, a, origin, reason)
 }
 

@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/ahpd/ahpd/internal/ahp"
@@ -11,7 +12,7 @@ import (
 // Durability (docs/RELIABILITY.md): publish only what is stored. Every
 // action that starts or ends a turn, changes the draft, what waits, the
 // chat's flags or directories, or cuts the transcript is committed by
-// storeBeforeTelling before apply publishes it. The store groups commits
+// durable.tell before apply publishes it. The store groups commits
 // that wait together into one transaction, so twenty chats ending at once
 // pay for one commit. Streaming parts are not committed one by one: the
 // running turn is written behind the actor at least every runningEvery, so
@@ -27,10 +28,112 @@ const (
 // record, the running turn, the turns as they end, the draft and what
 // waits. It is part of the chat actor and runs only on the actor's
 // goroutine.
+//
+// While it holds (hold, release: the actor's handling of one agent event),
+// commits and the publications behind them gather instead of going out
+// one by one, and go out together at release, or sooner when something
+// outside the chat is about to see the chat (a backend is opened or sent
+// to, a write goes behind the actor, a client is refused): one transaction
+// stores them all, then they are published in order. A turn's ending, the
+// start of the turn waiting behind it and what waits then were three
+// commits in a row, each awaited by the actor, and one chat's turns ran
+// at the pace of its commits (issue 37, fan-out of one chat's turns).
 type durable struct {
 	c *Chat
 	// runningDirty: the active turn streamed since it was last written.
 	runningDirty bool
+
+	// holding: commits and publications gather in held until release.
+	holding bool
+	held    heldWrites
+}
+
+// heldWrites are the commits and publications gathered while holding.
+type heldWrites struct {
+	ops   []store.Op
+	tells []heldTell
+	// what names the commits, for the log.
+	what []string
+}
+
+// heldTell is one publication waiting for the held commits.
+type heldTell struct {
+	a      ahp.Action
+	origin *ahp.ActionOrigin
+	// stored: a turn start, ending, draft or other change that needs its
+	// summary told after it (not a streaming delta).
+	stored bool
+}
+
+// hold starts gathering commits and publications.
+func (du *durable) hold() { du.holding = true }
+
+// release writes and publishes what was gathered and stops gathering.
+func (du *durable) release() {
+	du.flush()
+	du.holding = false
+}
+
+// flush commits what was gathered, in one transaction, then publishes
+// what waited for it, in order, and tells the chat's summary once.
+func (du *durable) flush() {
+	h := &du.held
+	if len(h.ops) == 0 && len(h.tells) == 0 {
+		return
+	}
+	c := du.c
+	if len(h.ops) > 0 {
+		du.commitNow(strings.Join(h.what, ", "), h.ops...)
+	}
+	summary := false
+	for _, t := range h.tells {
+		c.cfg.Env.Bus.Publish(c.cfg.URI, t.a, t.origin)
+		summary = summary || t.stored
+	}
+	clear(h.ops)
+	clear(h.tells)
+	h.ops, h.tells, h.what = h.ops[:0], h.tells[:0], h.what[:0]
+	if summary {
+		c.summaryChanged()
+	}
+}
+
+// pending reports whether publications wait for a flush, so a streaming
+// delta must wait behind them.
+func (du *durable) pending() bool { return len(du.held.tells) > 0 }
+
+// tell commits what a makes durable and publishes a, or gathers both while
+// holding.
+func (du *durable) tell(a ahp.Action, origin *ahp.ActionOrigin) {
+	c := du.c
+	ops := du.opsFor(a)
+	if du.holding {
+		if len(ops) > 0 {
+			du.held.ops = append(du.held.ops, ops...)
+			du.held.what = append(du.held.what, a.ActionType())
+		}
+		du.held.tells = append(du.held.tells, heldTell{a: a, origin: origin, stored: true})
+		return
+	}
+	du.commitNow(a.ActionType(), ops...)
+	c.cfg.Env.Bus.Publish(c.cfg.URI, a, origin)
+	c.summaryChanged()
+}
+
+// tellStreamed publishes a streaming action, behind what waits for a
+// flush.
+func (du *durable) tellStreamed(a ahp.Action, origin *ahp.ActionOrigin) {
+	if du.holding && du.pending() {
+		du.held.tells = append(du.held.tells, heldTell{a: a, origin: origin})
+		return
+	}
+	du.c.cfg.Env.Bus.Publish(du.c.cfg.URI, a, origin)
+}
+
+// enqueue writes op behind the actor, after whatever was gathered.
+func (du *durable) enqueue(op store.Op) {
+	du.flush()
+	du.c.cfg.Env.Store.Enqueue(op)
 }
 
 // streamed notes that the active turn changed since it was last written.
@@ -44,9 +147,9 @@ func (du *durable) flushRunning() {
 	}
 }
 
-// storeBeforeTelling commits what a, already reduced into the state, makes
-// durable. It runs before a is published.
-func (du *durable) storeBeforeTelling(a ahp.Action) {
+// opsFor is what a, already reduced into the state, makes durable: the
+// commit that runs before a is published.
+func (du *durable) opsFor(a ahp.Action) []store.Op {
 	c := du.c
 	var ops []store.Op
 	switch a := a.(type) {
@@ -87,7 +190,7 @@ func (du *durable) storeBeforeTelling(a ahp.Action) {
 	case ahp.ChatIsReadChanged, ahp.ChatIsArchivedChanged, ahp.ChatWorkingDirectorySet, ahp.ChatWorkingDirectoryRemoved, ahp.ChatCanvasesChanged:
 		ops = append(ops, du.recordOp())
 	}
-	du.commit(a.ActionType(), ops...)
+	return ops
 }
 
 // endedOps stores a turn that just ended, and the chat's record (its
@@ -101,10 +204,24 @@ func (du *durable) endedOps(id string) []store.Op {
 	return []store.Op{putTurnOp(rec), du.recordOp()}
 }
 
-// commit runs ops in one committed write and waits for it (the store
+// commit runs ops in one committed write and waits for it, or gathers
+// them while holding, in order with the rest.
+func (du *durable) commit(what string, ops ...store.Op) {
+	if len(ops) == 0 {
+		return
+	}
+	if du.holding {
+		du.held.ops = append(du.held.ops, ops...)
+		du.held.what = append(du.held.what, what)
+		return
+	}
+	du.commitNow(what, ops...)
+}
+
+// commitNow runs ops in one committed write and waits for it (the store
 // groups it with other actors' commits). A failure is logged: the state
 // already moved on, and a client is told what the chat now holds.
-func (du *durable) commit(what string, ops ...store.Op) {
+func (du *durable) commitNow(what string, ops ...store.Op) {
 	c := du.c
 	ctx, cancel := context.WithTimeout(context.Background(), store.CommitWait)
 	defer cancel()

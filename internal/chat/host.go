@@ -35,6 +35,8 @@ func (h engineHost) Prepare(m ahp.Message, extra any) (ahp.Message, []agent.Atta
 
 // Open returns the chat's agent conversation, or its ! command shell.
 func (h engineHost) Open(r turns.Route) (agent.Conversation, agent.Capabilities, error) {
+	// A backend sees the turn only once it is stored (durable.go).
+	h.c.durable.flush()
 	return h.c.backends.open(r)
 }
 

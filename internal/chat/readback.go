@@ -181,7 +181,7 @@ func (c *Chat) notePoint(id, point string) {
 		// A turn older than the window: its stored row takes the point.
 		if rec, ok := c.window.olderTurn(id); ok && rec.Point != point {
 			rec.Point = point
-			c.cfg.Env.Store.Enqueue(putTurnOp(rec))
+			c.durable.enqueue(putTurnOp(rec))
 		}
 		return
 	}
@@ -197,5 +197,5 @@ func (c *Chat) notePoint(id, point string) {
 		Chat: c.cfg.URI, ID: t.ID, Seq: c.eng.Window().Older() + i, State: string(t.State), Sender: info.Sender,
 		Point: point, Command: info.Route == turns.RouteLocal, StartedAt: parseISO(t.StartedAt), Body: body,
 	}
-	c.cfg.Env.Store.Enqueue(putTurnOp(rec))
+	c.durable.enqueue(putTurnOp(rec))
 }

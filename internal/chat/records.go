@@ -14,13 +14,12 @@ import (
 // streaming turn is written again every runningEvery so a crash loses at
 // most that much of its tail.
 func (du *durable) persistRunning() {
-	c := du.c
 	du.runningDirty = false
 	rec, ok := du.runningRecord()
 	if !ok {
 		return
 	}
-	c.cfg.Env.Store.Enqueue(putTurnOp(rec))
+	du.enqueue(putTurnOp(rec))
 }
 
 func (du *durable) runningRecord() (store.TurnRecord, bool) {
@@ -77,10 +76,9 @@ func (du *durable) draftOp() store.Op {
 }
 
 // persistRecord writes the chat's record behind the actor's back (for what
-// no client is shown; storeBeforeTelling commits the rest).
+// no client is shown; durable.tell commits the rest).
 func (du *durable) persistRecord() {
-	c := du.c
-	c.cfg.Env.Store.Enqueue(du.recordOp())
+	du.enqueue(du.recordOp())
 }
 
 // recordOp brings the chat's record up to date with its state and returns

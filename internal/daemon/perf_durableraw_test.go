@@ -221,14 +221,19 @@ func (c *perfClient) join(clientID, chat string) error {
 	return nil
 }
 
-// turn dispatches one turn in chat and waits for its ending.
+// turn dispatches one turn of perfPrompt in chat and waits for its ending.
 func (c *perfClient) turn(chat, turnID string) error {
-	c.seq++
-	if err := c.send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"dispatchAction","params":{"channel":%q,"clientSeq":%d,"action":{"type":"chat/turnStarted","turnId":%q,"startedAt":"2026-12-06T00:00:00Z","message":{"text":%q,"origin":{"kind":"user"}}}}}`, chat, c.seq, turnID, perfPrompt)); err != nil {
+	if err := c.startTurn(chat, turnID, perfPrompt); err != nil {
 		return err
 	}
 	_, err := c.readUntil(`"chat/turnComplete"`)
 	return err
+}
+
+// startTurn dispatches one turn of prompt in chat.
+func (c *perfClient) startTurn(chat, turnID, prompt string) error {
+	c.seq++
+	return c.send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"dispatchAction","params":{"channel":%q,"clientSeq":%d,"action":{"type":"chat/turnStarted","turnId":%q,"startedAt":"2026-12-06T00:00:00Z","message":{"text":%q,"origin":{"kind":"user"}}}}}`, chat, c.seq, turnID, prompt))
 }
 
 // readAll reads and drops every frame until the connection closes: a
@@ -315,11 +320,21 @@ func joinChats(b *testing.B, s *perfServer, name string, chats, perChat int) *pe
 // turn's body as ahpd stored it: the turn the raw servers replay. It
 // returns the file the recording is written to.
 func recordTurn(b *testing.B, ahpd *perfServer) string {
+	return recordTurnOf(b, ahpd, "rec", perfPrompt)
+}
+
+// recordTurnOf is recordTurn for a turn of prompt, in a session of its
+// own named after name.
+func recordTurnOf(b *testing.B, ahpd *perfServer, name, prompt string) string {
 	b.Helper()
-	chats := joinChats(b, ahpd, "rec", 1, 2)
+	chats := joinChats(b, ahpd, name, 1, 2)
 	chat, driver, recorder := chats.uris[0], chats.clients[0][0], chats.clients[0][1]
 	rec := durableraw.Recording{TurnID: recordedTurnID, Channel: chat}
-	if err := driver.turn(chat, recordedTurnID); err != nil {
+	err := driver.startTurn(chat, recordedTurnID, prompt)
+	if err == nil {
+		_, err = driver.readUntil(`"chat/turnComplete"`)
+	}
+	if err != nil {
 		b.Fatal(err)
 	}
 	for {

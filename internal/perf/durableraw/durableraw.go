@@ -12,6 +12,11 @@
 // and the room's channel put in, the end row is committed, then the last
 // frame (chat/turnComplete) goes out. With no database it is the bare
 // server: the same frames, nothing stored.
+//
+// A burst (method "x-burst", params {"channel", "turns"}) is the fan-out
+// baseline: every member of the room gets turns turns' recorded frames,
+// each member from a writer goroutine of its own, as fast as it reads
+// them, with nothing stored and no turn run.
 package durableraw
 
 import (
@@ -144,7 +149,9 @@ type request struct {
 	Method string          `json:"method"`
 	Params struct {
 		Channel string `json:"channel"`
-		Action  struct {
+		// Turns is a burst's count of turns.
+		Turns  int `json:"turns"`
+		Action struct {
 			Type      string          `json:"type"`
 			TurnID    string          `json:"turnId"`
 			StartedAt string          `json:"startedAt"`
@@ -185,6 +192,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			rm := s.room(req.Params.Channel)
 			rm.join(m)
 			joined = append(joined, rm)
+		case "x-burst":
+			s.roomsMu.Lock()
+			rm := s.rooms[req.Params.Channel]
+			s.roomsMu.Unlock()
+			if rm == nil || req.Params.Turns <= 0 || req.Params.Turns > maxBurstTurns {
+				s.log.Warn("durableraw: a burst of no room or a bad count", "channel", req.Params.Channel, "turns", req.Params.Turns)
+				return
+			}
+			s.burst(rm, req.Params.Turns)
 		case "dispatchAction":
 			if req.Params.Action.Type != "chat/turnStarted" {
 				break
@@ -264,6 +280,33 @@ func (s *Server) turn(rm *room, req request) error {
 	}
 	broadcast(members, s.frames[last].render(frame[:0], values))
 	return nil
+}
+
+// maxBurstTurns bounds a burst.
+const maxBurstTurns = 100_000
+
+// burst writes turns turns' recorded frames to every member of rm, one
+// writer goroutine a member, and returns once they have all been written.
+func (s *Server) burst(rm *room, turns int) {
+	members := rm.snapshot()
+	var wg sync.WaitGroup
+	for _, m := range members {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var frame []byte
+			for k := range turns {
+				values := []string{fmt.Sprintf("burst-%d", k), rm.channel}
+				for _, t := range s.frames {
+					frame = t.render(frame[:0], values)
+					if m.write(frame) != nil {
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // broadcast writes frame to every member; a member whose write fails is

@@ -2,6 +2,7 @@ package durableraw
 
 import (
 	"database/sql"
+	"fmt"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -184,5 +185,42 @@ func TestGroupCommit(t *testing.T) {
 	var count int
 	if err := w.db.QueryRow(`SELECT count(*) FROM turns`).Scan(&count); err != nil || count != n {
 		t.Fatalf("%d rows (%v), want %d", count, err, n)
+	}
+}
+
+// TestBurstWritesEveryTurnToEveryMember: a burst writes the recorded
+// frames of turns turns, each turn's own id put in, to every member of
+// the room, the one that asked included, and to no other room; a burst of
+// a room nobody joined ends the asker's connection.
+func TestBurstWritesEveryTurnToEveryMember(t *testing.T) {
+	url := startServer(t, "")
+	driver := dial(t, url, "ahp-chat:/live")
+	watcher := dial(t, url, "ahp-chat:/live")
+	other := dial(t, url, "ahp-chat:/other")
+	const turns = 3
+	if err := driver.WriteMessage(websocket.TextMessage, []byte(`{"jsonrpc":"2.0","method":"x-burst","params":{"channel":"ahp-chat:/live","turns":3}}`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, ws := range []*websocket.Conn{driver, watcher} {
+		for k := range turns {
+			for i, want := range recording.Frames {
+				want = strings.ReplaceAll(want, "rec-turn", fmt.Sprintf("burst-%d", k))
+				want = strings.ReplaceAll(want, "ahp-chat:/rec", "ahp-chat:/live")
+				_, data, err := readFrame(ws)
+				if err != nil || string(data) != want {
+					t.Fatalf("turn %d frame %d: %s (%v), want %s", k, i, data, err, want)
+				}
+			}
+		}
+	}
+	_ = other.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	if _, data, err := other.ReadMessage(); err == nil {
+		t.Fatalf("another room got %s", data)
+	}
+	if err := driver.WriteMessage(websocket.TextMessage, []byte(`{"jsonrpc":"2.0","method":"x-burst","params":{"channel":"ahp-chat:/nobody","turns":3}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, data, err := readFrame(driver); err == nil {
+		t.Fatalf("a burst of no room was answered %s", data)
 	}
 }
