@@ -475,25 +475,26 @@ func (c *Chat) tell(a ahp.Action, origin *ahp.ActionOrigin) {
 		c.durable.tellStreamed(a, origin)
 		return
 	}
-	c.turnHook(a)
+	turnHook(c.cfg.OnTurn, a)
 	c.durable.tell(a, origin)
 }
 
-// turnHook tells cfg.OnTurn of a turn's start and end.
-func (c *Chat) turnHook(a ahp.Action) {
-	if c.cfg.OnTurn == nil {
+// turnHook tells onTurn (the chat's Config.OnTurn) of a turn's start and
+// end.
+func turnHook(onTurn func(turn string, start bool), a ahp.Action) {
+	if onTurn == nil {
 		return
 	}
 	switch a := a.(type) {
 	case ahp.ChatTurnStarted:
-		c.cfg.OnTurn(a.TurnID, true)
+		onTurn(a.TurnID, true)
 	case ahp.ChatTurnComplete:
-		c.cfg.OnTurn(a.TurnID, false)
+		onTurn(a.TurnID, false)
 	case ahp.ChatTurnCancelled:
-		c.cfg.OnTurn(a.TurnID, false)
+		onTurn(a.TurnID, false)
 	case ahp.ChatError:
 		if a.TurnID != "" {
-			c.cfg.OnTurn(a.TurnID, false)
+			onTurn(a.TurnID, false)
 		}
 	}
 }
