@@ -45,6 +45,7 @@ const firstTurnWithin = 2 * time.Minute
 // TestRealGeminiACP drives Gemini CLI (gemini --acp) through ahpd against
 // the fake's Gemini API (GOOGLE_GEMINI_BASE_URL; streamGenerateContent).
 func TestRealGeminiACP(t *testing.T) {
+	t.Parallel()
 	runRealACP(t, realACPAgent{
 		provider: "gemini", bin: "gemini", args: []string{"--acp"},
 		env: func(t *testing.T, url, home string) []string {
@@ -70,6 +71,7 @@ func TestRealGeminiACP(t *testing.T) {
 // would fail: it runs in its full-access mode, which asks nothing, and
 // ahpd's Landlock is what confines it (docs/BACKENDS.md).
 func TestRealCodexACP(t *testing.T) {
+	t.Parallel()
 	sandboxed := os.Getenv("AHPD_TEST_SANDBOX") != ""
 	mode := "INITIAL_AGENT_MODE=workspace-write"
 	shell := `[[call exec_command {"cmd":"touch made.txt","sandbox_permissions":"require_escalated","justification":"make a file"}]]`
@@ -117,6 +119,7 @@ stream_max_retries = 0
 // ahpd against the fake's Chat Completions (its bring-your-own-model
 // provider, offline).
 func TestRealCopilotACP(t *testing.T) {
+	t.Parallel()
 	runRealACP(t, realACPAgent{
 		provider: "copilot", bin: "copilot", args: []string{"--acp"},
 		env: func(t *testing.T, url, home string) []string {
@@ -146,6 +149,7 @@ var realACPTests = []string{"TestRealGeminiACP", "TestRealCodexACP", "TestRealCo
 // reached for the network (a login, an update check, telemetry it waits
 // for) would fail there.
 func TestRealACPLoopbackOnly(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(netnsEnv) != "" {
 		return
 	}

@@ -12,6 +12,7 @@ import (
 // TestACPConfig: each agents.acp entry is a provider of its own; an empty
 // or duplicate name, an empty command or an unknown field is a usage error.
 func TestACPConfig(t *testing.T) {
+	t.Parallel()
 	build := func(raw string) ([]string, error) {
 		cfg := daemon.Defaults()
 		cfg.DataDir = t.TempDir()

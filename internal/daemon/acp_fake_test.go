@@ -90,6 +90,7 @@ func (e *acpFakeEnv) restartFresh() {
 // turn's process loaded the session with session/load, and the agents list
 // shows the models and modes the agent offered.
 func TestACPFakeAgentWire(t *testing.T) {
+	t.Parallel()
 	e := newACPFakeEnv(t, "-state", t.TempDir())
 	a := e.client("a")
 	const sess = "ahp-session:/acc0de00-0000-4000-8000-0000000000fa"
@@ -218,6 +219,7 @@ func awaitInitialize(t *testing.T, path string, n int) {
 //     two turns sent behind it, and both end cancelled in both clients'
 //     states.
 func TestACPOneTurnAtATime(t *testing.T) {
+	t.Parallel()
 	log := filepath.Join(t.TempDir(), "prompts.log")
 	e := newACPFakeEnv(t, "-log", log)
 	a := e.client("a")
@@ -291,6 +293,7 @@ func TestACPOneTurnAtATime(t *testing.T) {
 // (it waits on a gate the test opens after the stop) ends cancelled within
 // a second, its prompt never reaches the agent, and the next turn runs.
 func TestACPStopWhilePreparing(t *testing.T) {
+	t.Parallel()
 	log := filepath.Join(t.TempDir(), "prompts.log")
 	gate := filepath.Join(t.TempDir(), "initialized")
 	e := newACPFakeEnv(t, "-log", log, "-init-gate", gate)
@@ -323,6 +326,7 @@ func TestACPStopWhilePreparing(t *testing.T) {
 // the fake ACP agent sees it as the prompt's first block, ahead of the
 // message, and the next prompt carries the message alone.
 func TestACPHostWordsFirst(t *testing.T) {
+	t.Parallel()
 	log := filepath.Join(t.TempDir(), "prompts.log")
 	e := newACPFakeEnv(t, "-log", log)
 	a := e.client("a")
@@ -364,6 +368,7 @@ func TestACPHostWordsFirst(t *testing.T) {
 // and output come back; a terminal asked to run outside the chat's
 // directories is refused.
 func TestACPFilesAndTerminal(t *testing.T) {
+	t.Parallel()
 	e := newACPFakeEnv(t)
 	a := e.client("a")
 	const sess = "ahp-session:/acc0de00-0000-4000-8000-0000000000ff"
@@ -414,6 +419,7 @@ func TestACPFilesAndTerminal(t *testing.T) {
 // resolveSessionConfig offers them, and a session created with a model and
 // a mode runs its turns on both (the fake answers "[model]" with them).
 func TestACPSessionConfig(t *testing.T) {
+	t.Parallel()
 	e := newACPFakeEnv(t, "-state", t.TempDir())
 	a := e.client("a")
 	first := "ahp-session:/acc0de00-0000-4000-8000-0000000000c1"

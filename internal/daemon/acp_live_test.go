@@ -22,6 +22,7 @@ import (
 // fs/read_text_file (its tools read files themselves), so the refused read
 // is proven with the fake agent in TestACPFakeAgentWire.
 func TestACPLiveClaudeAdapter(t *testing.T) {
+	t.Parallel()
 	bin := fakemodel.Agent(t, "claude-agent-acp")
 	fake := fakemodel.Start(t)
 	cfg := daemon.Defaults()

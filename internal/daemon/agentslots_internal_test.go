@@ -10,6 +10,7 @@ import (
 // core, never fewer than 2 nor more than 64, and 8 where the memory is
 // unknown (within the same bounds).
 func TestDefaultMaxAgentProcesses(t *testing.T) {
+	t.Parallel()
 	const gib = 1 << 30
 	for _, tc := range []struct {
 		name  string
@@ -37,6 +38,7 @@ func TestDefaultMaxAgentProcesses(t *testing.T) {
 // TestMaxAgentProcessesConfig: -1 (no limit) and 0 (the machine's) are
 // taken, below -1 is refused naming the key.
 func TestMaxAgentProcessesConfig(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{-1, 0, 2} {
 		c := Defaults()
 		c.MaxAgentProcesses = n

@@ -140,6 +140,7 @@ func awaitSlotNotice(t *testing.T, c *ahptest.Client, chat, id string) {
 //   - a turn whose session is disposed while it waits leaves the queue,
 //     and no agent is ended for it.
 func TestMaxAgentProcesses(t *testing.T) {
+	// Not parallel: it counts every process of the fake agent's binary.
 	e := newACPFakeEnvWith(t, nil, func(c *daemon.Config) {
 		c.MaxAgentProcesses = 2
 		c.AgentIdleSeconds = -1 // only the slots end agents here

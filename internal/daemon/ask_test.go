@@ -24,6 +24,7 @@ func inputCompleted(requestID, response, option string) map[string]any {
 // answer of a client that may answer ends the turn with what it picked,
 // and the stored turn keeps the answered request.
 func TestInputRequestOverTheWire(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *daemon.Config) {
 		c.Tokens = []daemon.TokenConfig{{Token: "reader-token", Principal: "user:reader", Grants: []string{"chat:turns", "session:read"}}}
 	})

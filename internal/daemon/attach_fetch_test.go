@@ -44,6 +44,7 @@ func answerReads(c *ahptest.Client, delay time.Duration, files map[string]string
 // as inline bytes are, reaching the agent (C-ATT-11, 12); the client's later
 // actions keep their order behind the read.
 func TestAttachmentReadThroughClient(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := e.client("a")
 	_, def := e.createSession(a, "ahp-session:/fe7c0000-0000-4000-8000-000000000001")
@@ -89,6 +90,7 @@ func TestAttachmentReadThroughClient(t *testing.T) {
 // client that closes while asked ends the wait at once, not after the 30 s
 // timeout.
 func TestAttachmentFetchBounds(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *daemon.Config) { c.AttachmentFetchLimitBytes = 8 })
 	a := e.client("a")
 	_, def := e.createSession(a, "ahp-session:/fe7c0000-0000-4000-8000-000000000002")
@@ -131,6 +133,7 @@ func TestAttachmentFetchBounds(t *testing.T) {
 // bound of every request to a client's files; its turn then goes on with
 // the resource left as sent.
 func TestAttachmentFetchFromASilentClient(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *daemon.Config) { c.ClientFileTimeoutSeconds = 1 })
 	a := e.client("a")
 	_, def := e.createSession(a, "ahp-session:/fe7c0000-0000-4000-8000-000000000003")

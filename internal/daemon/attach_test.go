@@ -92,6 +92,7 @@ func filesUnder(t testing.TB, root string) []string {
 // message carries the path from then on; the backend gets each as an image,
 // inlined or by path.
 func TestAttachmentsWritten(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c := e.client("a")
 	const sessID = "a77a0000-0000-4000-8000-000000000001"
@@ -197,6 +198,7 @@ func TestAttachmentsWritten(t *testing.T) {
 // and go to the model by path; a file tagged as the message's own goes as
 // its kind says.
 func TestAttachmentsLeftAsSent(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c := e.client("a")
 	// The remote resource is asked for (C-ATT-11) and this client cannot
@@ -263,6 +265,7 @@ func TestAttachmentsLeftAsSent(t *testing.T) {
 // or "..") it goes to the model by path, left exactly as sent, so the agent
 // reads it under its own permissions (issue 8 §2, C-ATT-18).
 func TestSnapshotAttachmentOutsideIsNotRead(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c := e.client("a")
 	_, def := e.createSession(c, "ahp-session:/a77a0000-0000-4000-8000-00000000000a")
@@ -315,6 +318,7 @@ func mustJSON(t testing.TB, v any) string {
 // TestAttachmentWriteFails: a write that fails is a log line; the
 // attachment stays as sent and the turn goes on (C-ATT-19, 20).
 func TestAttachmentWriteFails(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *daemon.Config) {
 		// A file where the attachments folder should be: every write fails.
 		if err := os.WriteFile(filepath.Join(c.DataDir, "attachments"), []byte("in the way"), 0o600); err != nil {
@@ -345,6 +349,7 @@ func TestAttachmentWriteFails(t *testing.T) {
 // tail of that chat's transcript up to the pinned turn, and the chat keeps
 // the attachment as sent (C-ATT-21..29, 35, 36).
 func TestChatAttachments(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c := e.client("a")
 	sess, def := e.createSession(c, "ahp-session:/a77a0000-0000-4000-8000-000000000004")
@@ -429,6 +434,7 @@ func reasoningOf(tr ahp.Turn) string {
 // before the backend is handed it; a chat this host does not run gives the
 // pointer and no excerpt (C-ATT-30, 32..34).
 func TestChatAttachmentPins(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c := e.client("a")
 	sess, def := e.createSession(c, "ahp-session:/a77a0000-0000-4000-8000-000000000005")
@@ -475,6 +481,7 @@ func TestChatAttachmentPins(t *testing.T) {
 // TestChatAttachmentUnreadable: a sender who may not read chats gets the
 // pointer and no excerpt, and the turn goes on (C-ATT-31).
 func TestChatAttachmentUnreadable(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *daemon.Config) {
 		c.Tokens = []daemon.TokenConfig{{Token: "sender-token", Principal: "user:sender", Grants: []string{"chat:send"}}}
 	})
@@ -502,6 +509,7 @@ func TestChatAttachmentUnreadable(t *testing.T) {
 // has its bytes written then and its chat attachments resolved as when it
 // was queued (C-ATT-07, 10, 27).
 func TestAttachmentsOfQueuedMessage(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c := e.client("a")
 	sess, def := e.createSession(c, "ahp-session:/a77a0000-0000-4000-8000-000000000007")
@@ -532,6 +540,7 @@ func TestAttachmentsOfQueuedMessage(t *testing.T) {
 // TestAttachmentFetchLimitConfig: attachmentFetchLimitBytes is 32 MiB
 // unless the config says otherwise, and 0 is a value (C-ATT-15, 16).
 func TestAttachmentFetchLimitConfig(t *testing.T) {
+	t.Parallel()
 	if got := daemon.Defaults().AttachmentFetchLimitBytes; got != 32<<20 {
 		t.Errorf("C-ATT-15: default %d", got)
 	}
@@ -561,6 +570,7 @@ func TestAttachmentFetchLimitConfig(t *testing.T) {
 // the bytes (C-ATT-10), and the turn it becomes writes nothing again
 // (C-ATT-08).
 func TestInlineBytesWrittenAtTheDoor(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c := e.client("a")
 	const sessID = "a77a0000-0000-4000-8000-00000000000d"
@@ -610,6 +620,7 @@ func TestInlineBytesWrittenAtTheDoor(t *testing.T) {
 // for a client without the grant the action needs; the chat refuses the
 // action naming the grant, and the attachments folder stays empty.
 func TestInlineBytesOfARefusedSenderAreNotWritten(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *daemon.Config) {
 		c.Tokens = []daemon.TokenConfig{{Token: "reader-token", Principal: "user:reader", Grants: []string{"chat:turns", "session:read"}}}
 	})

@@ -14,6 +14,7 @@ import (
 // sees nothing of it. The derived URI of a session nobody has is no chat:
 // -32001 "Resource not found: <chat>" (C-FIRST-10).
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := e.client("a")
 	watcher := e.client("watcher")

@@ -8,6 +8,7 @@ import (
 // claimed by its session, its chat, its turn and its tool call (AHP's
 // TerminalSessionClaim), so a window draws it under the chat that ran it.
 func TestBangTerminalClaimNamesItsChat(t *testing.T) {
+	t.Parallel()
 	v := newVSCodeEnv(t)
 	sess, def, _ := v.workspaceSession("bang-claim")
 	v.c.Dispatch(sess, turnStarted("turn-bang-claim", "!echo CLAIMED"))

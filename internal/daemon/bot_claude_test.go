@@ -18,6 +18,7 @@ import (
 // answered there, and a steering message is handed to the work session
 // behind its running turn and answered in the bot's turn (C-TURN-94, 97).
 func TestBotOnClaude(t *testing.T) {
+	t.Parallel()
 	bin := fakemodel.Agent(t, "claude") // skips with the install hint when missing
 	fake := fakemodel.Start(t)
 	cl := claude.New(claude.Options{

@@ -26,6 +26,7 @@ import (
 // its owner, titled with its name, the instructions its first turn; the
 // work session's parts come back as the turn's parts.
 func TestBotTurn(t *testing.T) {
+	t.Parallel()
 	e := newBotEnv(t, false)
 	c := e.client("c1")
 	var root ahp.RootState
@@ -73,6 +74,7 @@ func TestBotTurn(t *testing.T) {
 
 // A bot without instructions starts its work session with no turn.
 func TestBotWithoutInstructions(t *testing.T) {
+	t.Parallel()
 	e := newBotEnv(t, false)
 	c := e.client("c1")
 	b := createBot(t, c, map[string]any{"slug": "quiet", "name": "Quiet", "agent": "script"})
@@ -88,6 +90,7 @@ func TestBotWithoutInstructions(t *testing.T) {
 // it up the chat takes it out, the answer comes in the bot's turn, whose
 // record holds the message, and a restart reads back the same turn.
 func TestBotSteering(t *testing.T) {
+	t.Parallel()
 	e := newBotEnv(t, false)
 	c := e.client("c1")
 	b := createBot(t, c, map[string]any{"slug": "steer", "name": "Steer", "agent": "script"})
@@ -158,6 +161,7 @@ func TestBotSteering(t *testing.T) {
 // C-TURN-98: a steering message whose turn ended while it was on its way
 // goes back to the host, which runs it next as a turn of its own.
 func TestBotSteeringReturned(t *testing.T) {
+	t.Parallel()
 	e := newBotEnv(t, true)
 	c := e.client("c1")
 	b := createBot(t, c, map[string]any{"slug": "late", "name": "Late", "agent": "script"})
@@ -207,6 +211,7 @@ func TestBotSteeringReturned(t *testing.T) {
 // It runs in make check: filling a chat's queue to turns.MaxWaiting costs
 // the chat a store of its whole queue per message (20-40 s under -race).
 func TestBotSteeringNotSent(t *testing.T) {
+	t.Parallel()
 	testutil.RequireCheck(t, "fills a queue of turns.MaxWaiting messages")
 	e := newBotEnv(t, false)
 	c := e.client("c1")
@@ -247,6 +252,7 @@ func TestBotSteeringNotSent(t *testing.T) {
 // out when the turn ends, and out of the work session's queue with it: here
 // the work session's own client stops its turn, which starts nothing behind.
 func TestBotSteeringNeverTakenUp(t *testing.T) {
+	t.Parallel()
 	e := newBotEnv(t, false)
 	c := e.client("c1")
 	b := createBot(t, c, map[string]any{"slug": "stopped", "name": "Stopped", "agent": "script"})
@@ -284,6 +290,7 @@ func TestBotSteeringNeverTakenUp(t *testing.T) {
 // behind goes to the work session once the one in front ended, and a stop
 // runs none of the turns sent behind it, which the host ends.
 func TestBotOneTurnAtATime(t *testing.T) {
+	t.Parallel()
 	e := newBotEnv(t, false)
 	c := e.client("c1")
 	b := createBot(t, c, map[string]any{"slug": "one", "name": "One", "agent": "script"})
@@ -322,6 +329,7 @@ func TestBotOneTurnAtATime(t *testing.T) {
 // A bot is its owner's: another user's chat cannot use it to read the
 // work session, nor list, read or delete it; a slug is never reused.
 func TestBotGrants(t *testing.T) {
+	t.Parallel()
 	e := newBotEnv(t, false, func(cfg *daemon.Config) {
 		cfg.Tokens = []daemon.TokenConfig{
 			{Token: "alice-token", Principal: "user:alice", Grants: []string{"session:*"}},
@@ -398,6 +406,7 @@ func TestBotGrants(t *testing.T) {
 
 // A bot linked to an existing session of its owner works there.
 func TestBotLinkedSession(t *testing.T) {
+	t.Parallel()
 	e := newBotEnv(t, false)
 	c := e.client("c1")
 	sess, def := e.createSession(c, "ahp-session:/linked-work")
@@ -472,6 +481,7 @@ func TestBotRestartTakesBackHandOff(t *testing.T) {
 // A tool call of the work session that waits for confirmation waits in the
 // bot's chat too, and the answer given there goes to the work session.
 func TestBotToolConfirmation(t *testing.T) {
+	t.Parallel()
 	e := newBotEnv(t, false)
 	c := e.client("c1")
 	b := createBot(t, c, map[string]any{"slug": "tools", "name": "Tools", "agent": "script"})
@@ -508,6 +518,7 @@ func TestBotToolConfirmation(t *testing.T) {
 // session writes into its own attachments folder and hands its agent as
 // an image and inline text, a PDF by the path the bot's chat wrote it to.
 func TestBotRelaysAttachments(t *testing.T) {
+	t.Parallel()
 	e := newBotEnv(t, false)
 	c := e.client("c1")
 	b := createBot(t, c, map[string]any{"slug": "relay", "name": "Relay", "agent": "script"})

@@ -17,6 +17,7 @@ import (
 // C-CHAT-15, C-CANV-01, C-CANV-04, C-CANV-05, C-CANV-06, C-CANV-09,
 // C-CANV-10, C-CANV-12.
 func TestClaudeShowPageCanvas(t *testing.T) {
+	t.Parallel()
 	ce := newClaudeEnv(t, "turn")
 	a := ce.client("a")
 	old := dialOld(t, ce.d.URL(), ce.cfg.ConnectionToken, "old")

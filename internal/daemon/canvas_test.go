@@ -167,6 +167,7 @@ func httpGet(t *testing.T, url string) (int, string) {
 // C-CHAT-15, C-CANV-01, C-CANV-02, C-CANV-03, C-CANV-04, C-CANV-05,
 // C-CANV-09, C-CANV-10, C-CANV-12.
 func TestCanvasesListedInOpeningOrder(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := e.client("a")
 	old := dialOld(t, e.d.URL(), e.cfg.ConnectionToken, "old")
@@ -265,6 +266,7 @@ func TestCanvasesListedInOpeningOrder(t *testing.T) {
 // anything else is a tool error and opens no canvas. Another chat's
 // canvas is not this chat's to draw on or close.
 func TestShowPageRefusals(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := e.client("a")
 	sess, def := e.createSession(a, "ahp-session:/ca000002-0000-4000-8000-000000000001")
@@ -321,6 +323,7 @@ func TestShowPageRefusals(t *testing.T) {
 // "..", encoded escapes, an absolute path and a symlink out read nothing;
 // once closed, the url serves nothing. C-CANV-05, C-CANV-10.
 func TestCanvasFilesServedConfined(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := e.client("a")
 	_, def := e.createSession(a, "ahp-session:/ca000003-0000-4000-8000-000000000001")
@@ -378,6 +381,7 @@ func TestCanvasFilesServedConfined(t *testing.T) {
 // closes a canvas (C-CANV-11): canvas/stateChanged on a canvas channel and
 // chat/canvasesChanged on a chat are refused, and nothing changes.
 func TestCanvasClientDispatchRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := e.client("a")
 	_, def := e.createSession(a, "ahp-session:/ca000004-0000-4000-8000-000000000001")
@@ -481,6 +485,7 @@ func hostPort(u string) string {
 // the canvas has no url, and a subscription afterwards answers -32008
 // "Canvas is no longer available: <uri>". C-CANV-06, C-CANV-07, C-CANV-09.
 func TestCanvasGoesWithItsChat(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := e.client("a")
 	sess, def := e.createSession(a, "ahp-session:/ca000006-0000-4000-8000-000000000001")
@@ -568,6 +573,7 @@ func TestCanvasesSurviveUnload(t *testing.T) {
 // drawn on gets that drawing replayed on reconnect, and a canvas closed
 // meanwhile is answered missing.
 func TestCanvasReconnect(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := e.client("a")
 	_, def := e.createSession(a, "ahp-session:/ca000008-0000-4000-8000-000000000001")

@@ -13,6 +13,7 @@ import (
 // writes it, and the turn's changeset holds the file as it was before the
 // call and after. Undoing the file restores it.
 func TestChangesetsACP(t *testing.T) {
+	t.Parallel()
 	e := newACPFakeEnv(t)
 	a := e.client("a")
 	const sess = "ahp-session:/acc0de00-0000-4000-8000-0000000000c5"

@@ -134,6 +134,7 @@ func mustRead(t *testing.T, path string) string {
 // its changeset; a path outside the chat's directories is never recorded
 // nor written; all of it survives a restart.
 func TestChangesetsClaude(t *testing.T) {
+	t.Parallel()
 	ce := newClaudeEnv(t, "turn", func(c *daemon.Config) {
 		c.Tokens = append(c.Tokens, daemon.TokenConfig{Token: nobodyToken, Principal: "user:nobody", Grants: []string{"session:list"}})
 		// The agent writes outside the chat's directories on purpose (a
@@ -365,6 +366,7 @@ func TestChangesetsClaude(t *testing.T) {
 // the CLI made the edit: it reaches the changeset of the turn it was made
 // in, from the events the engine no longer takes.
 func TestChangesetsClaudeStoppedCall(t *testing.T) {
+	t.Parallel()
 	ce := newClaudeEnv(t, "turn")
 	a := ce.client("a")
 	def, _ := ce.session(a, "ahp-session:/7001700a-0000-4000-8000-00000000c520")

@@ -19,6 +19,7 @@ import (
 // restores the edited one. A file the turn changed and put back is not
 // listed.
 func TestChangesetsCofold(t *testing.T) {
+	t.Parallel()
 	cofoldEach(t, func(t *testing.T, fake *fakemodel.Server, api string) {
 		for _, mode := range []string{"default", "acceptEdits"} {
 			t.Run(mode, func(t *testing.T) { changesetsCofold(t, fake, api, mode) })

@@ -16,6 +16,7 @@ import (
 // runs for, kept as it changes and there on the next process
 // (C-TURN-117..121).
 func TestDraftsAreShared(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a, b := e.client("a"), e.client("b")
 	_, def := e.createSession(a, "ahp-session:/dfdfdfdf-0000-4000-8000-000000000001")
@@ -48,6 +49,7 @@ func TestDraftsAreShared(t *testing.T) {
 // the session and its default chat (C-COMP-25..28). The host naming chats
 // is the deferred title strategy every session runs under (C-COMP-29).
 func TestTitles(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := e.client("a")
 	sess, def := e.createSession(a, "ahp-session:/717171e5-0000-4000-8000-000000000001")
@@ -118,6 +120,7 @@ func TestDirectoryChangeRestartsOneChat(t *testing.T) {
 // its backend conversation; with "hidden" (the default) it stays
 // (C-FIRST-20..24).
 func TestClosedChatsDelete(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"hidden", "delete"} {
 		t.Run(mode, func(t *testing.T) {
 			e := newEnv(t, func(c *daemon.Config) { c.ClosedChats = mode })
@@ -158,6 +161,7 @@ func (e *testEnv) conversationOf(chat string) string {
 // systemNotification part in the running turn saying how many tokens went
 // where, and nothing is dropped (C-COMP-01..04).
 func TestCompactionNotice(t *testing.T) {
+	t.Parallel()
 	reg, err := agent.NewRegistry(compactingAgent{})
 	if err != nil {
 		t.Fatal(err)
@@ -243,6 +247,7 @@ func (p pointlessAgent) Open(ctx context.Context, o agent.OpenParams) (agent.Con
 // made all the same: the new chat holds the turns up to it and its backend
 // begins a conversation of its own (C-FROM-08, 09).
 func TestForkWithoutPoint(t *testing.T) {
+	t.Parallel()
 	ag := pointlessAgent{opens: make(chan agent.OpenParams, 16)}
 	reg, err := agent.NewRegistry(ag)
 	if err != nil {

@@ -55,6 +55,7 @@ func canon(t testing.TB, v any) string {
 // chat; all three end with identical session and chat states, and a
 // restart keeps them (C-FROM-03..05, C-FROM-12..18, C-FIRST-18, C-CMD-05..07).
 func TestThreeClientsForkSideChatAndClose(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a, b, c := e.client("a"), e.client("b"), e.client("c")
 	sess, def := e.createSession(a, "ahp-session:/3c3c3c3c-0000-4000-8000-000000000001")
@@ -181,6 +182,7 @@ func TestThreeClientsForkSideChatAndClose(t *testing.T) {
 // No act of a client closes the default chat, so default never has to move
 // (C-FIRST-19, C-CHAT-09; reading 2 in docs/CHATS.md).
 func TestDisposeDefaultChatAnswersNull(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := e.client("a")
 	sess, def := e.createSession(a, "ahp-session:/d0d0d0d0-0000-4000-8000-000000000001")
@@ -206,6 +208,7 @@ func TestDisposeDefaultChatAnswersNull(t *testing.T) {
 // session does not have is refused and the session is not widened
 // (C-FIRST-25..27); a subset is taken (C-FIRST-04).
 func TestCreateChatOutsideDirectoryRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := e.client("a")
 	sess, _ := e.createSession(a, "ahp-session:/d1d1d1d1-0000-4000-8000-000000000001")
@@ -234,6 +237,7 @@ func TestCreateChatOutsideDirectoryRefused(t *testing.T) {
 // backend is resumed at the kept turn (C-COMP-05, 06, 10); without one it
 // clears everything and the backend starts over (C-COMP-13..16).
 func TestRewind(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := e.client("a")
 	sess, def := e.createSession(a, "ahp-session:/4e4e4e4e-0000-4000-8000-000000000001")
@@ -280,6 +284,7 @@ func TestRewind(t *testing.T) {
 // rewind a chat (C-GRANT-06, 07, 18); it can read and subscribe
 // (C-GRANT-01, 02), its session group covering chat reading (C-GRANT-05).
 func TestGrantRefusals(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *daemon.Config) {
 		c.Tokens = []daemon.TokenConfig{{Token: "reader-token", Principal: "user:reader", Grants: []string{"chat:turns", "session:read"}}}
 	})
@@ -324,6 +329,7 @@ func TestGrantRefusals(t *testing.T) {
 // (C-CMD-11..14, C-GRANT-03). make check pages 500 turns at the default
 // page size (50); make test 60 turns in pages of 10.
 func TestFetchTurnsPagesToTheFirst(t *testing.T) {
+	t.Parallel()
 	n, page := 500, 0
 	if !testutil.Check() {
 		n, page = 60, 10
@@ -399,6 +405,7 @@ func TestFetchTurnsPagesToTheFirst(t *testing.T) {
 // directories, # files, and #chat: the other chats and files
 // (C-CMD-15..18).
 func TestCompletions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	if err := os.WriteFile(filepath.Join(e.workDir, "main.go"), nil, 0o644); err != nil {
 		t.Fatal(err)

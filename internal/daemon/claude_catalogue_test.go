@@ -14,6 +14,7 @@ import (
 // catalogue, so the session is registered, its turns read back, and the
 // next turn resumes the conversation (C-FIRST-08, 09, C-COMP-07).
 func TestClaudeCatalogue(t *testing.T) {
+	t.Parallel()
 	ce := newClaudeEnv(t, claude.StopEndsTurn)
 	a := ce.client("a")
 	const id = "cafec1a0-0000-4000-8000-000000000001"

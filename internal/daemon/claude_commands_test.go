@@ -11,6 +11,7 @@ import (
 // TestClaudeCommands: once the CLI has run, a / in a Claude chat offers the
 // slash commands the CLI declared (C-CMD-15).
 func TestClaudeCommands(t *testing.T) {
+	t.Parallel()
 	ce := newClaudeEnv(t, claude.StopEndsTurn)
 	a := ce.client("a")
 	def, _ := ce.session(a, "ahp-session:/c0dec0de-0000-4000-8000-000000000001")

@@ -48,6 +48,7 @@ func (ce *claudeEnv) freeze() []int {
 // answering within 5 s of the stop, in a new CLI that resumes the
 // conversation (issue 8 §4).
 func TestClaudeHungAfterStop(t *testing.T) {
+	t.Parallel()
 	ce := newClaudeEnv(t, claude.StopEndsTurn)
 	a := ce.client("a")
 	def, conv := ce.session(a, "ahp-session:/c1a0de00-0000-4000-8000-0000000000a1")
@@ -85,6 +86,7 @@ func TestClaudeHungAfterStop(t *testing.T) {
 // agentSilenceSeconds ends with chat/error naming the silence, the process
 // is replaced, and the next turn completes in a new one (issue 8 §4).
 func TestClaudeSilentAgentReplaced(t *testing.T) {
+	t.Parallel()
 	ce := newClaudeEnv(t, claude.StopEndsTurn, func(c *daemon.Config) { c.AgentSilenceSeconds = 2 })
 	a := ce.client("a")
 	def, _ := ce.session(a, "ahp-session:/c1a0de00-0000-4000-8000-0000000000a2")

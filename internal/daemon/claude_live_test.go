@@ -19,6 +19,7 @@ import (
 // queued message runs after the turn it waited for. The subtests run in
 // order on one chat.
 func TestClaudeLiveTurns(t *testing.T) {
+	t.Parallel()
 	ce := newClaudeEnv(t, claude.StopEndsTurn)
 	a := ce.client("a")
 	const sess = "ahp-session:/c1a0de00-0000-4000-8000-000000000001"
@@ -247,6 +248,7 @@ func TestClaudeLiveTurns(t *testing.T) {
 // client's stop ends the CLI process; the next turn goes to a new CLI that
 // resumes the conversation.
 func TestClaudeStopEndsQuery(t *testing.T) {
+	t.Parallel()
 	ce := newClaudeEnv(t, claude.StopEndsQuery)
 	a := ce.client("a")
 	def, conv := ce.session(a, "ahp-session:/c1a0de00-0000-4000-8000-000000000004")
@@ -278,6 +280,7 @@ func TestClaudeStopEndsQuery(t *testing.T) {
 // TestClaudeInRootAgents: the root state lists claude with its models when
 // the CLI is installed, and says why it is unavailable when it is not.
 func TestClaudeInRootAgents(t *testing.T) {
+	t.Parallel()
 	ce := newClaudeEnv(t, claude.StopEndsTurn)
 	a := ce.client("a")
 	raw, _ := a.Subscribe(ahp.RootURI)

@@ -36,6 +36,7 @@ var claudeTestsOffline = []string{
 // (the build cache and module cache must be warm: go cannot download in
 // there). The test skips where unshare cannot make a namespace.
 func TestClaudeLoopbackOnly(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(netnsEnv) != "" {
 		ifs, err := net.Interfaces()
 		if err != nil {

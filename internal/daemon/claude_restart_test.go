@@ -114,6 +114,7 @@ func TestClaudeRestartForkRewind(t *testing.T) {
 // C-TURN-115, C-COMP-07); the call denied live reads back denied, and the
 // turns read back can be forked (C-COMP-09) and rewound (C-COMP-08).
 func TestClaudeReadBackWhenStoreLost(t *testing.T) {
+	t.Parallel()
 	ce := newClaudeEnv(t, claude.StopEndsTurn)
 	a := ce.client("a")
 	const sess = "ahp-session:/c1a0de00-0000-4000-8000-000000000003"

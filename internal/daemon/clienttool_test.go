@@ -22,6 +22,7 @@ func clientRun(t *testing.T, c *ahptest.Client, chat, turnID, call, output strin
 // client as its contributor; the client's run of it, and the confirmation
 // of its result, are handed to the backend, which goes on with them.
 func TestClientRunTool(t *testing.T) {
+	t.Parallel()
 	e := newTurnsEnv(t)
 	c := e.dial(t, "runner")
 	_, chat := e.newSession(t, c, provScript)
@@ -47,6 +48,7 @@ func TestClientRunTool(t *testing.T) {
 // TestClientRunToolWithoutGrant: a client without chat:tool cannot hand a
 // run of a tool; the backend keeps waiting and takes the one that may.
 func TestClientRunToolWithoutGrant(t *testing.T) {
+	t.Parallel()
 	e := newTurnsEnv(t, func(c *daemon.Config) {
 		c.Tokens = []daemon.TokenConfig{{Token: "reader-token", Principal: "user:reader", Grants: []string{"chat:turns", "session:state"}}}
 	})
@@ -77,6 +79,7 @@ func TestClientRunToolWithoutGrant(t *testing.T) {
 // the confirmation of its result, dispatched in the worker chat, is handed
 // to the backend that runs the worker (C-SUB-14).
 func TestWorkerClientRunTool(t *testing.T) {
+	t.Parallel()
 	e := newTurnsEnv(t)
 	c := e.dial(t, "watcher")
 	sess, root := e.newSession(t, c, provScript)
@@ -130,6 +133,7 @@ func refusedWith(t *testing.T, c *ahptest.Client, chat string, action map[string
 // that has none waiting, and an answer to an input request nobody made are
 // each refused.
 func TestClientToolCallsTrustOnlyTheirClient(t *testing.T) {
+	t.Parallel()
 	e := newTurnsEnv(t)
 	owner := e.dial(t, "runner")
 	other := e.dial(t, "intruder")

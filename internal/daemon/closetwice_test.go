@@ -11,6 +11,7 @@ import (
 // the first Close came to, rather than waiting forever for the server's
 // end the first Close already took.
 func TestCloseTwice(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	d := e.d
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

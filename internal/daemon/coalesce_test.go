@@ -78,6 +78,7 @@ func TestSubscribeDeliveryMaxLatencyCoalescesDeltas(t *testing.T) {
 // TestSubscribeDeliveryRefusals: a negative maxLatencyMs is -32602 and the
 // connection goes on.
 func TestSubscribeDeliveryRefusals(t *testing.T) {
+	t.Parallel()
 	e := newScriptEnv(t, script.Options{}, true)
 	c := e.client("c")
 	_, chat := e.createSession(c, "script:/c0a1e5ce-0000-4000-8000-000000000002")

@@ -152,6 +152,7 @@ func hasPart(tr ahp.Turn, kind string) bool {
 // root agents list shows cofold with its configured models and what the
 // provider's GET /models listed.
 func TestCofoldTextAndReasoning(t *testing.T) {
+	t.Parallel()
 	cofoldEach(t, func(t *testing.T, fake *fakemodel.Server, api string) {
 		ce := newCofoldEnv(t, fake, api, nil, nil)
 		a := ce.client("a")
@@ -194,6 +195,7 @@ func TestCofoldTextAndReasoning(t *testing.T) {
 // call asks, and a second client's answer is the one taken (approved, then
 // denied); a path outside the chat's directories is refused.
 func TestCofoldToolLoopAndAsk(t *testing.T) {
+	t.Parallel()
 	cofoldEach(t, func(t *testing.T, fake *fakemodel.Server, api string) {
 		ce := newCofoldEnv(t, fake, api, map[string]any{"permissionMode": "acceptEdits"}, nil)
 		a := ce.client("a")
@@ -274,6 +276,7 @@ func TestCofoldToolLoopAndAsk(t *testing.T) {
 // TestCofoldStop: a stop mid-stream ends the turn cancelled; a stop during
 // bash kills its whole process group, so nothing it started is left.
 func TestCofoldStop(t *testing.T) {
+	t.Parallel()
 	cofoldEach(t, func(t *testing.T, fake *fakemodel.Server, api string) {
 		ce := newCofoldEnv(t, fake, api, map[string]any{"permissionMode": "bypassPermissions"}, nil)
 		a := ce.client("a")
@@ -332,6 +335,7 @@ func alive(pid int) bool {
 // back while the run holds it is said removed (C-TURN-92) and still read
 // by the run (C-TURN-93).
 func TestCofoldSteering(t *testing.T) {
+	t.Parallel()
 	cofoldEach(t, func(t *testing.T, fake *fakemodel.Server, api string) {
 		ce := newCofoldEnv(t, fake, api, map[string]any{"permissionMode": "bypassPermissions"}, nil)
 		a := ce.client("a")
@@ -413,6 +417,7 @@ func TestCofoldSteering(t *testing.T) {
 // chat/error carrying the provider's message, offered as resumable; the
 // SDK's retries are bounded by maxRetries.
 func TestCofoldFaults(t *testing.T) {
+	t.Parallel()
 	cofoldEach(t, func(t *testing.T, fake *fakemodel.Server, api string) {
 		ce := newCofoldEnv(t, fake, api, map[string]any{"maxRetries": 1}, nil)
 		a := ce.client("a")
@@ -532,6 +537,7 @@ func TestCofoldForkRewindRestart(t *testing.T) {
 // messages are summarised with a model call; every turn stays in the
 // transcript and a system notification says what went where.
 func TestCofoldCompaction(t *testing.T) {
+	t.Parallel()
 	cofoldEach(t, func(t *testing.T, fake *fakemodel.Server, api string) {
 		ce := newCofoldEnv(t, fake, api, nil, map[string]any{"contextWindow": 600})
 		a := ce.client("a")
@@ -566,6 +572,7 @@ func TestCofoldCompaction(t *testing.T) {
 // TestCofoldRenameChat: asked to, the agent renames the chat with the
 // rename_chat host tool (C-COMP-30).
 func TestCofoldRenameChat(t *testing.T) {
+	t.Parallel()
 	cofoldEach(t, func(t *testing.T, fake *fakemodel.Server, api string) {
 		ce := newCofoldEnv(t, fake, api, nil, nil)
 		a := ce.client("a")
@@ -586,6 +593,7 @@ func TestCofoldRenameChat(t *testing.T) {
 // TestCofoldNoProvider: with no provider configured, cofold is still
 // listed and a turn fails saying where to configure one.
 func TestCofoldNoProvider(t *testing.T) {
+	t.Parallel()
 	reg, err := daemon.BuiltinAgents(daemon.Defaults())
 	if err != nil {
 		t.Fatal(err)
@@ -608,6 +616,7 @@ func TestCofoldNoProvider(t *testing.T) {
 // it ended (C-TURN-104); a stop runs none of the turns sent behind it
 // (C-TURN-105), which every client sees ended (C-TURN-106).
 func TestCofoldOneTurnAtATime(t *testing.T) {
+	t.Parallel()
 	cofoldEach(t, func(t *testing.T, fake *fakemodel.Server, api string) {
 		ce := newCofoldEnv(t, fake, api, map[string]any{"permissionMode": "bypassPermissions"}, nil)
 		a := ce.client("a")
@@ -655,6 +664,7 @@ func TestCofoldOneTurnAtATime(t *testing.T) {
 // property resolveSessionConfig describes (default: the daemon config's);
 // a session created in plan mode refuses a write the model asks for.
 func TestCofoldSessionPermissionMode(t *testing.T) {
+	t.Parallel()
 	cofoldEach(t, func(t *testing.T, fake *fakemodel.Server, api string) {
 		ce := newCofoldEnv(t, fake, api, map[string]any{"permissionMode": "acceptEdits"}, nil)
 		a := ce.client("a")
@@ -691,6 +701,7 @@ func TestCofoldSessionPermissionMode(t *testing.T) {
 // TestCofoldSessionContext: cofold reads the chat a #chat: pointer names
 // with the host's get_session_context tool.
 func TestCofoldSessionContext(t *testing.T) {
+	t.Parallel()
 	cofoldEach(t, func(t *testing.T, fake *fakemodel.Server, api string) {
 		ce := newCofoldEnv(t, fake, api, nil, nil)
 		a := ce.client("a")

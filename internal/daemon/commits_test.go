@@ -14,6 +14,7 @@ import (
 // transactions a turn, and nothing is written behind them (the session's
 // modification time is its newest chat's, stored by the chat's commit).
 func TestATurnCostsTwoCommits(t *testing.T) {
+	t.Parallel()
 	e := newScriptEnv(t, script.Options{}, true)
 	c := e.client("driver")
 	_, chat := e.createSession(c, "script:/c0a1e5ce-0000-4000-8000-0000000000c2")
@@ -42,6 +43,7 @@ func TestATurnCostsTwoCommits(t *testing.T) {
 // sent behind, its ending with the next start) where it paid four. Every
 // turn still ends, in order, and is stored ended.
 func TestTurnsSentBehindCommitWithTheEndingBeforeThem(t *testing.T) {
+	t.Parallel()
 	e := newScriptEnv(t, script.Options{}, true)
 	c := e.client("driver")
 	_, chat := e.createSession(c, "script:/c0a1e5ce-0000-4000-8000-0000000000c3")

@@ -19,6 +19,7 @@ func askJS(text string) string {
 // on the chat; a press of "red" answers it with chat/inputCompleted, the
 // turn ends "You picked red", and the other page shows it answered.
 func TestConsoleAsk(t *testing.T) {
+	t.Parallel()
 	chromiumPath(t)
 	e := newConsoleEnv(t)
 	g := e.client("go")

@@ -46,6 +46,7 @@ func (p *page) answerPrompt(title string) {
 // from the open session's header, by keyboard; a second page sees each
 // change live; archived sessions are listed only with "Show archived".
 func TestConsoleSessionManagement(t *testing.T) {
+	t.Parallel()
 	chromiumPath(t)
 	e := newConsoleEnv(t)
 	g := e.client("go")
@@ -200,6 +201,7 @@ const notificationStub = `(() => {
 // person turns notifications on (which asks the browser's permission),
 // while the page is visible, or after they turn them off.
 func TestConsoleNotifications(t *testing.T) {
+	t.Parallel()
 	chromiumPath(t)
 	e := newConsoleEnv(t)
 	g := e.client("go")

@@ -23,6 +23,7 @@ func csFileJS(name string) string {
 // changed since) shows the refusal; Undo of the whole changeset restores
 // the rest.
 func TestConsoleChangesetReview(t *testing.T) {
+	t.Parallel()
 	chromiumPath(t)
 	e := newACPFakeEnv(t)
 	g := e.client("go")

@@ -19,6 +19,7 @@ import (
 // (every turn, as the protocol states it) and as Markdown, read as ahpd
 // export reads it: a view of the newest turns, then fetchTurns pages.
 func TestConsoleSearchAndExport(t *testing.T) {
+	t.Parallel()
 	chromiumPath(t)
 	e := newConsoleEnv(t)
 	g := e.client("go")

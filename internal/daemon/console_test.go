@@ -65,6 +65,7 @@ func (p *page) online() {
 // with no lost or doubled output; a narrow screen. Screenshots of each main
 // view go to $ARTIFACTS_DIR/console (or a temp dir named in the log).
 func TestConsole(t *testing.T) {
+	t.Parallel()
 	chromiumPath(t)
 	e := newConsoleEnv(t)
 	g := e.client("go")
@@ -364,6 +365,7 @@ func turnsOf(at *ahp.ActiveTurn) []ahp.Turn {
 // sessionStorage and never puts in the page's URL; the websocket carries it
 // as a subprotocol.
 func TestConsoleToken(t *testing.T) {
+	t.Parallel()
 	chromiumPath(t)
 	e := newConsoleEnv(t, func(c *daemon.Config) { c.ConnectionToken = "console-secret-token" })
 	b := newBrowser(t)
@@ -395,6 +397,7 @@ func TestConsoleToken(t *testing.T) {
 // (TestConsole), but a page of another origin that opens a websocket to the
 // daemon is refused at the door, in a real browser.
 func TestConsoleForeignOrigin(t *testing.T) {
+	t.Parallel()
 	chromiumPath(t)
 	e := newConsoleEnv(t)
 	b := newBrowser(t)
@@ -431,6 +434,7 @@ ws.onerror = () => { document.title = 'refused'; };
 // pages older ones in with fetchTurns when scrolled to the top; a worker
 // chat is linked under the tool call that spawned it and opens from there.
 func TestConsolePagingAndWorkers(t *testing.T) {
+	t.Parallel()
 	chromiumPath(t)
 	e := newConsoleEnv(t)
 	g := e.client("go")
@@ -483,6 +487,7 @@ func TestConsolePagingAndWorkers(t *testing.T) {
 // resourceRead (the in-repo fake ACP agent edits a file in the chat's
 // directory; its permission ask is approved in the page).
 func TestConsoleChangesets(t *testing.T) {
+	t.Parallel()
 	chromiumPath(t)
 	e := newACPFakeEnv(t)
 	g := e.client("go")

@@ -43,6 +43,7 @@ func newWorkplaceEnv(t *testing.T) *testEnv {
 // setting and folder carries them in its state. A folder outside the
 // served paths is refused, in the form, before anything is created.
 func TestConsoleNewSessionOptions(t *testing.T) {
+	t.Parallel()
 	chromiumPath(t)
 	e := newWorkplaceEnv(t)
 	sub := filepath.Join(e.workDir, "project-one")
@@ -106,6 +107,7 @@ func TestConsoleNewSessionOptions(t *testing.T) {
 // TestConsoleUnavailableAgent: an agent that cannot run here is listed
 // disabled, with the reason the host gives.
 func TestConsoleUnavailableAgent(t *testing.T) {
+	t.Parallel()
 	chromiumPath(t)
 	sc := script.New(script.Options{})
 	reg, err := agent.NewRegistry(sc, unavailableAgent{})
@@ -146,6 +148,7 @@ func (unavailableAgent) Delete(ctx context.Context, conversationID string, direc
 // cost (the script agent reports both), and the session's header their
 // totals.
 func TestConsoleUsage(t *testing.T) {
+	t.Parallel()
 	chromiumPath(t)
 	e := newConsoleEnv(t)
 	g := e.client("go")
@@ -255,6 +258,7 @@ func TestConsoleTerminals(t *testing.T) {
 // TestConsoleHostLogs: the Logs panel shows the host's own log records
 // from the OTLP log channel, and the level filter hides those below it.
 func TestConsoleHostLogs(t *testing.T) {
+	t.Parallel()
 	chromiumPath(t)
 	e := newConsoleEnv(t)
 	g := e.client("go")
@@ -360,6 +364,7 @@ func insertText(text string) chromedp.Action[chromedp.Void] {
 // read-only with the host's reason; their Logs panel says it may not read
 // the logs. Root, in another page, types the line the command waits for.
 func TestConsoleTerminalRefusals(t *testing.T) {
+	t.Parallel()
 	chromiumPath(t)
 	e := newConsoleEnv(t, func(c *daemon.Config) {
 		c.Tokens = []daemon.TokenConfig{{Token: "viewer-token", Principal: "user:viewer",

@@ -16,6 +16,7 @@ import (
 // that model, to the Anthropic endpoint, and its config says so. (Issue
 // 35 §1: the first listed model used to win.)
 func TestCofoldSessionWithoutModelRunsTheConfiguredDefault(t *testing.T) {
+	t.Parallel()
 	fake := fakemodel.Start(t)
 	s, _ := json.Marshal(map[string]any{
 		"providers": []any{
@@ -63,6 +64,7 @@ func TestCofoldSessionWithoutModelRunsTheConfiguredDefault(t *testing.T) {
 // fake-large: a session naming no model runs on fake-large, before and
 // after the agent's list was learned. (Issue 35 §1.)
 func TestACPSessionWithoutModelRunsTheConfiguredDefault(t *testing.T) {
+	t.Parallel()
 	e := newACPFakeEnvWith(t, map[string]any{"defaultModel": "fake-large"}, nil)
 	a := e.client("a")
 	for i, sess := range []string{"ahp-session:/de7a0100-0000-4000-8000-000000000352", "ahp-session:/de7a0100-0000-4000-8000-000000000353"} {
@@ -83,6 +85,7 @@ func TestACPSessionWithoutModelRunsTheConfiguredDefault(t *testing.T) {
 // an Anthropic provider's model: a session naming no model sends that
 // model to the Anthropic endpoint. (Issue 35 §1.)
 func TestPiSessionWithoutModelRunsTheConfiguredDefault(t *testing.T) {
+	t.Parallel()
 	pe := newPiEnv(t, "", func(c *daemon.Config) {
 		var o map[string]any
 		if err := json.Unmarshal(c.Agents["pi"], &o); err != nil {

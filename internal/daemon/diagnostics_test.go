@@ -14,6 +14,7 @@ import (
 // token without host:diagnose, the connection kept; a fetch of anything
 // but an http(s) URL is refused; a token with the grant is answered.
 func TestDiagnosticsNeedTheirGrant(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *daemon.Config) {
 		c.Tokens = []daemon.TokenConfig{
 			{Token: "reader-token", Principal: "user:reader", Grants: []string{"session:read"}},

@@ -14,6 +14,7 @@ import (
 // over it closes that connection with 1009 (message too big); other
 // connections and what is stored are untouched (issue 8 §4).
 func TestMaxFrameBytes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *daemon.Config) { c.MaxFrameBytes = 4096 })
 	keep := e.client("keep")
 	_, def := e.createSession(keep, "ahp-session:/f4a3e000-0000-4000-8000-000000000001")

@@ -18,6 +18,7 @@ import (
 // odd session ids are refused; a view of zero turns is answered and a
 // negative one refused, with the connection kept.
 func TestTrustBoundaryHoles(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *daemon.Config) {
 		c.Tokens = []daemon.TokenConfig{{Token: "draft-token", Principal: "user:drafter", Grants: []string{"chat:draft"}}}
 	})
@@ -129,6 +130,7 @@ func TestTrustBoundaryHoles(t *testing.T) {
 // enough. Another user's token is refused in root's session, naming who
 // may; the session's own owner may run one.
 func TestBangCommandOnlyForOwnerOrRoot(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *daemon.Config) {
 		c.Tokens = []daemon.TokenConfig{{Token: "bob-token", Principal: "user:bob", Grants: []string{"*"}}}
 	})
@@ -162,6 +164,7 @@ func TestBangCommandOnlyForOwnerOrRoot(t *testing.T) {
 // /, a nonexistent path, a path out through .. and a symlink out are each
 // refused, and a folder inside is taken.
 func TestSessionDirectoriesConfinedToServedPaths(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	root := e.client("root")
 	outside := t.TempDir()
@@ -185,6 +188,7 @@ func TestSessionDirectoriesConfinedToServedPaths(t *testing.T) {
 // session/workingDirectorySet takes only an existing directory inside the
 // served paths.
 func TestSessionDirectorySetConfinedToServedPaths(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	root := e.client("root")
 	sess, _ := e.createSession(root, "ahp-session:/7e57e57e-0000-4000-8000-000000000201")
@@ -208,6 +212,7 @@ func TestSessionDirectorySetConfinedToServedPaths(t *testing.T) {
 // directory the session takes on, refused outside the served paths or when
 // missing, as a set is; a served one is taken.
 func TestSessionDirectoryReplacedConfinedToServedPaths(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	root := e.client("root")
 	sess, _ := e.createSession(root, "ahp-session:/7e57e57e-0000-4000-8000-000000000202")

@@ -13,6 +13,7 @@ import (
 // every client sees the chat's new title (C-COMP-30); get_session_context
 // reads another chat's transcript through its #chat: pointer.
 func TestClaudeRenamesChatWithHostTool(t *testing.T) {
+	t.Parallel()
 	ce := newClaudeEnv(t, "turn")
 	a := ce.client("a")
 	b := ce.client("b")

@@ -13,6 +13,7 @@ import (
 // the daemon stops, so the HTTP server's shutdown does not wait for it
 // until its deadline; a request that is not held is served as usual.
 func TestHostToolRequestEndedOnStop(t *testing.T) {
+	t.Parallel()
 	stop, stopTools := context.WithCancel(context.Background())
 	held := make(chan struct{})
 	h := endedOnStop(stop, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -19,6 +19,7 @@ import (
 // stored session that never opened is disposed. (Issue 34 §3: start-up
 // reads the catalogue and opens nothing else.)
 func TestStartOpensNoStoredSession(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := e.client("a")
 	var sessions, chats []string

@@ -15,6 +15,7 @@ import (
 // envelopes in increasing serverSeq, and every watcher's fresh snapshot
 // agrees. A load test: it runs in make check.
 func TestManyClientsManyChats(t *testing.T) {
+	t.Parallel()
 	testutil.RequireCheck(t, "load test")
 	const sessions, chatsPer, watchers, turns = 6, 2, 8, 8
 	e := newEnv(t)

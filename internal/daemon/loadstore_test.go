@@ -17,6 +17,7 @@ import (
 // write-behind queue held 35,401 turns "running" that clients had seen end;
 // CHATS.md "Durability").
 func TestTurnsSeenEndedAreStoredUnderLoad(t *testing.T) {
+	t.Parallel()
 	testutil.RequireCheck(t, "load test")
 	e := newEnv(t)
 	const chats, turns = 60, 5

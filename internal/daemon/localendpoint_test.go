@@ -141,6 +141,7 @@ func dialEntry(t *testing.T, e localendpoint.Entry) *ahptest.Client {
 // reads it connects and initializes; stopping removes the entry and keeps
 // the shared entries dir.
 func TestLocalEndpointPublishedConnectableAndRemoved(t *testing.T) {
+	t.Parallel()
 	ud := filepath.Join(t.TempDir(), "Code") // made: the config names it
 	d := startLocal(t, daemon.Options{}, func(c *daemon.Config) { c.VSCodeUserData = []string{ud} })
 	e := readOwnEntry(t, d, ud)
@@ -164,6 +165,7 @@ func TestLocalEndpointPublishedConnectableAndRemoved(t *testing.T) {
 // VS Code's folder, a wrong token is refused, and a restart's entry has a
 // new token while the old one stops working.
 func TestLocalEndpointTokenIsPerRunAndRoot(t *testing.T) {
+	t.Parallel()
 	ud := t.TempDir()
 	data := t.TempDir()
 	start := func() *daemon.Daemon {
@@ -204,6 +206,7 @@ func TestLocalEndpointTokenIsPerRunAndRoot(t *testing.T) {
 // A grant-token-only daemon (no connectionToken) still needs a token at the
 // door: the entry gets one with root's grants.
 func TestLocalEndpointTokenWithGrantTokensOnly(t *testing.T) {
+	t.Parallel()
 	ud := t.TempDir()
 	d := startLocal(t, daemon.Options{}, func(c *daemon.Config) {
 		c.VSCodeUserData = []string{ud}
@@ -233,6 +236,7 @@ func deadPID(t *testing.T) int {
 // A start removes the entry a killed ahpd left (its pid is dead) and
 // leaves an editor's entries alone, a live one and a dead one.
 func TestLocalEndpointPrunesDeadAndLeavesEditors(t *testing.T) {
+	t.Parallel()
 	ud := t.TempDir()
 	dead := deadPID(t)
 	stale := localendpoint.NewStandalone(dead, 4000, ahp.ProtocolVersion, "old")
@@ -263,6 +267,7 @@ func TestLocalEndpointPrunesDeadAndLeavesEditors(t *testing.T) {
 // noLocalEndpoint writes nothing, not even in the folders ahpd serve found;
 // the same folders without it get the entry.
 func TestLocalEndpointOptOut(t *testing.T) {
+	t.Parallel()
 	ud := t.TempDir()
 	d := startLocal(t, daemon.Options{VSCodeUserData: []string{ud}}, func(c *daemon.Config) { c.NoLocalEndpoint = true })
 	if paths := d.LocalEndpoints(); len(paths) != 0 {
@@ -283,6 +288,7 @@ func TestLocalEndpointOptOut(t *testing.T) {
 
 // noLocalEndpoint and vscodeUserData together are refused (exit 2).
 func TestLocalEndpointConfigConflict(t *testing.T) {
+	t.Parallel()
 	cfg := daemon.Defaults()
 	cfg.NoLocalEndpoint = true
 	cfg.VSCodeUserData = []string{"/tmp/x"}
@@ -300,6 +306,7 @@ func TestLocalEndpointConfigConflict(t *testing.T) {
 // A registry dir that is a link (here the entries dir, pointing outside) is
 // refused: nothing is written through it, and the daemon serves anyway.
 func TestLocalEndpointRefusesLinkedEntriesDir(t *testing.T) {
+	t.Parallel()
 	ud, outside := t.TempDir(), t.TempDir()
 	if err := os.MkdirAll(filepath.Join(ud, "agent-host", "local-endpoint"), 0o700); err != nil {
 		t.Fatal(err)
@@ -320,6 +327,7 @@ func TestLocalEndpointRefusesLinkedEntriesDir(t *testing.T) {
 
 // Two folders (say Code and Code - Insiders) each get the same entry.
 func TestLocalEndpointEveryFolder(t *testing.T) {
+	t.Parallel()
 	stable, insiders := t.TempDir(), t.TempDir()
 	d := startLocal(t, daemon.Options{VSCodeUserData: []string{stable, insiders}}, nil)
 	paths := d.LocalEndpoints()

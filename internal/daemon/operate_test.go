@@ -20,6 +20,7 @@ import (
 // createSession with a progressToken sends that client root/progress, step
 // by step up to the total, and nobody else.
 func TestCreateSessionSendsProgress(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a, b := e.client("a"), e.client("b")
 	a.MustCall("createSession", map[string]any{"channel": "script:/5d0c0a4e-8e53-4a4f-9a55-7f1c2b3a0001", "provider": "script", "progressToken": "tok-1"})
@@ -66,6 +67,7 @@ func TestCreateSessionSendsProgress(t *testing.T) {
 // createSession probes the agents again and root/agentsChanged says the
 // backend is available.
 func TestCreateSessionProbesAgentsAgain(t *testing.T) {
+	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "claude")
 	cl := claude.New(claude.Options{Binary: bin})
 	reg, err := agent.NewRegistry(script.New(script.Options{}), cl)
@@ -120,6 +122,7 @@ func claudeDescription(t *testing.T, raw json.RawMessage) string {
 // each value came from; the same bad value is refused naming its source
 // in each layer.
 func TestLoadLayersAndSources(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "c.json")
 	if err := os.WriteFile(file, []byte(`{"turnsView": 9, "attachmentFetchLimitBytes": 0, "agents": {"claude": {"stopEnds": "query"}}}`), 0o600); err != nil {
 		t.Fatal(err)

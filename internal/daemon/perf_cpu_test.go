@@ -135,6 +135,7 @@ func (w *watchers) done(b *testing.B) (int, time.Duration) {
 // when the benchmark starts it, with the URL, chat and count in its
 // environment.
 func TestFanoutWatchersProcess(t *testing.T) {
+	t.Parallel()
 	url := os.Getenv(envWatchURL)
 	if url == "" {
 		t.Skip("BenchmarkFanoutCPU's watcher process; run by it")

@@ -20,6 +20,7 @@ import (
 // back from pi's session file, and the next turn resumes it: the model sees
 // what was said outside ahpd (C-FIRST-08, 09).
 func TestPiCatalogue(t *testing.T) {
+	t.Parallel()
 	pe := newPiEnv(t, piAnthropic)
 	bin := fakemodel.Agent(t, "pi")
 	// The user's own pi setup: the same providers in the agent dir's

@@ -20,6 +20,7 @@ import (
 // a wrapper around the real pi, before pi starts and in the middle of a
 // run) are logged and skipped; the turns answer as ever.
 func TestPiGarbageOnStdout(t *testing.T) {
+	t.Parallel()
 	real := fakemodel.Agent(t, "pi")
 	wrapper := filepath.Join(t.TempDir(), "pi-garbage")
 	script := "#!/bin/sh\necho 'this is not json'\n\"$PI_REAL\" \"$@\" | sed -u '/\"type\":\"agent_start\"/i garbage {{'\n"

@@ -18,6 +18,7 @@ import (
 // same pi process answers the next turn. The steps run in order on one
 // chat.
 func TestPiLiveTurns(t *testing.T) {
+	t.Parallel()
 	for _, model := range []string{piOpenAI, piAnthropic} {
 		t.Run(model, func(t *testing.T) {
 			pe := newPiEnv(t, model)

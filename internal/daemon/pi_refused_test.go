@@ -15,6 +15,7 @@ import (
 // not allowed", docs/rpc.md), so the agent dir carries an extension that
 // registers one, and the steering message names it.
 func TestPiSteeringRefused(t *testing.T) {
+	t.Parallel()
 	pe := newPiEnv(t, piOpenAI)
 	ext := filepath.Join(pe.agentDir, "extensions", "refuse.ts")
 	if err := os.MkdirAll(filepath.Dir(ext), 0o755); err != nil {

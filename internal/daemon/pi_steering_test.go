@@ -25,6 +25,7 @@ import (
 //     exit) goes back to the host and steers the next turn, which a
 //     fresh pi runs; the model is told it once.
 func TestPiSteering(t *testing.T) {
+	t.Parallel()
 	for _, model := range []string{piOpenAI, piAnthropic} {
 		t.Run(model, func(t *testing.T) {
 			pe := newPiEnv(t, model)

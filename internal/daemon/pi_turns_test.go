@@ -25,6 +25,7 @@ func (pe *piEnv) saidToModel(text string) bool {
 // which the host ends in the client's state (C-TURN-106): pi never hears
 // of it.
 func TestPiOneTurnAtATime(t *testing.T) {
+	t.Parallel()
 	pe := newPiEnv(t, piOpenAI)
 	a := pe.client("a")
 	def := pe.session(a, "ahp-session:/9100de00-0000-4000-8000-000000000003")
@@ -69,6 +70,7 @@ func TestPiOneTurnAtATime(t *testing.T) {
 // (before the prompt is sent) ends cancelled and unsent: the model never
 // hears it (C-TURN-107, 108); the next turn runs.
 func TestPiStopWhilePreparing(t *testing.T) {
+	t.Parallel()
 	pe := newPiEnv(t, piAnthropic)
 	a := pe.client("a")
 	def := pe.session(a, "ahp-session:/9100de00-0000-4000-8000-000000000004")
@@ -93,6 +95,7 @@ func TestPiStopWhilePreparing(t *testing.T) {
 // ahead of what was said (C-TURN-111), and only there: the chat shows what
 // was said, and the next prompt carries no host words.
 func TestPiHostContext(t *testing.T) {
+	t.Parallel()
 	pe := newPiEnv(t, piOpenAI)
 	a := pe.client("a")
 	const sess = "ahp-session:/9100de00-0000-4000-8000-000000000005"

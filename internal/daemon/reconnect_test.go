@@ -28,6 +28,7 @@ func lastSeq(c *ahptest.Client) int64 {
 // exactly the envelopes it missed on its channels, and then the live
 // stream (C-TURN-124).
 func TestReconnectReplaysMissedEnvelopes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := e.client("a")
 	b := e.client("b")
@@ -81,6 +82,7 @@ func TestReconnectReplaysMissedEnvelopes(t *testing.T) {
 // TestReconnectFallsBackToSnapshots: once the replay log has moved past
 // what the client saw, reconnect answers with fresh snapshots.
 func TestReconnectFallsBackToSnapshots(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *daemon.Config) { c.ReplayLog = 8 })
 	a := e.client("a")
 	b := e.client("b")

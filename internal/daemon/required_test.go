@@ -10,6 +10,7 @@ import (
 // requires is refused with a rejectionReason naming the field, and changes
 // nothing; the same action whole is taken.
 func TestActionMissingRequiredFieldIsRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := e.client("a")
 	_, chat := e.createSession(a, "ahp-session:/7e9a1d00-0000-4000-8000-000000000001")

@@ -32,6 +32,7 @@ import (
 // FIFO: opening it for reading would block, so a command that read it
 // would hang the test instead of answering.
 func TestResourcesConfinedToServedPaths(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c := e.client("escape")
 	outside := t.TempDir()
@@ -161,6 +162,7 @@ func snapshotDir(t *testing.T, dir string) string {
 // TestResourceGrants: resource:read lets a token list and read, not write;
 // a token with neither is refused every command.
 func TestResourceGrants(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *daemon.Config) {
 		c.Tokens = []daemon.TokenConfig{
 			{Token: "reader", Principal: "user:reader", Grants: []string{"session:read", "resource:read"}},
@@ -210,6 +212,7 @@ func TestResourceGrants(t *testing.T) {
 // TestResourceSizes: a write over the 8 MiB limit is refused naming it; a
 // frame over maxFrameBytes closes the connection (1009) and writes nothing.
 func TestResourceSizes(t *testing.T) {
+	t.Parallel()
 	if raceEnabled {
 		t.Skip("sends and reads 8 MiB frames, which the race detector slows past the timeouts; runs without -race (make check runs it so)")
 	}
@@ -254,6 +257,7 @@ func TestResourceSizes(t *testing.T) {
 // dies with the connection that opened it, with its last subscriber, and
 // with its folder (whose removal it reports first).
 func TestResourceWatchLifetime(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c := e.client("watcher")
 	create := func(cl *ahptest.Client, dir string) string {

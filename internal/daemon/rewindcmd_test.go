@@ -13,6 +13,7 @@ import (
 // chat starts over and keeps the command turns up to the one named
 // (C-COMP-22, 23).
 func TestRewindAtCommandTurn(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := e.client("a")
 	sess, def := e.createSession(a, "ahp-session:/c3d3c3d3-0000-4000-8000-000000000001")
@@ -62,6 +63,7 @@ func TestRewindAtCommandTurn(t *testing.T) {
 // the backend resumes the fork from its own point for that turn
 // (C-FROM-07).
 func TestForkAtCommandTurn(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := e.client("a")
 	sess, def := e.createSession(a, "ahp-session:/f0c0f0c0-0000-4000-8000-000000000001")
@@ -85,6 +87,7 @@ func TestForkAtCommandTurn(t *testing.T) {
 // no older turns to load: fetchTurns answers {} and the page is empty
 // (C-CMD-12, reading 16).
 func TestFetchTurnsWithoutView(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := e.client("a")
 	_, def := e.createSession(a, "ahp-session:/fe0fe0fe-0000-4000-8000-000000000001")

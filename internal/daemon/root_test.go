@@ -12,6 +12,7 @@ import (
 // removed; listSessions pages the catalogue newest first with ISO dates;
 // a disposed session is gone.
 func TestRootCatalogue(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := e.client("a")
 	watcher := e.client("w")

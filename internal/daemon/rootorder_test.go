@@ -13,6 +13,7 @@ import (
 // part of what it is added with), so a client that ignores changes to
 // sessions it does not know loses nothing.
 func TestNewSessionIsAnnouncedBeforeItsChanges(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	watcher := e.client("watcher")
 	a := e.client("a")

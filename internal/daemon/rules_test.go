@@ -16,6 +16,7 @@ import (
 // that names no chat goes to the chat the session's defaultChat names
 // (C-FIRST-11).
 func TestChatActionOnSessionGoesToDefaultChat(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := e.client("a")
 	sess, def := e.createSession(a, "ahp-session:/5e55d0c0-0000-4000-8000-000000000001")
@@ -31,6 +32,7 @@ func TestChatActionOnSessionGoesToDefaultChat(t *testing.T) {
 // session's backend in the session's directory, and has a backend
 // conversation of its own (C-CHAT-01..07, C-CHAT-10, C-FIRST-15, C-CMD-05).
 func TestChatsArePeers(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := e.client("a")
 	sess, def := e.createSession(a, "ahp-session:/9ee59ee5-0000-4000-8000-000000000001")
@@ -73,6 +75,7 @@ func TestChatsArePeers(t *testing.T) {
 // what the rest means; an unknown kind is refused, and VS Code's source
 // without a kind is a fork (C-FROM-01, 02).
 func TestCreateChatSourceKind(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := e.client("a")
 	sess, def := e.createSession(a, "ahp-session:/50c050c0-0000-4000-8000-000000000001")
@@ -99,6 +102,7 @@ func TestCreateChatSourceKind(t *testing.T) {
 // TestMoveChatNotOffered: ahpd never marks a chat movable, so no chat
 // moves and every chat keeps its URI (C-FIRST-17, AHP-1.0.md §7).
 func TestMoveChatNotOffered(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := e.client("a")
 	_, def := e.createSession(a, "ahp-session:/30e030e0-0000-4000-8000-000000000001")
@@ -131,6 +135,7 @@ func capsEnv(t *testing.T, caps agent.Capabilities, wrap func(*script.Script) ag
 // fork made: the new chat holds the turns and its backend starts a
 // conversation of its own (C-FROM-06, reading 6).
 func TestForkWithoutForkCapability(t *testing.T) {
+	t.Parallel()
 	e, sc := capsEnv(t, agent.Capabilities{Resume: true, Steering: true, OneTurnAtATime: true}, nil)
 	a := e.client("a")
 	sess, def := e.createSession(a, "ahp-session:/0f0f0f0f-0000-4000-8000-000000000001")
@@ -156,6 +161,7 @@ func TestForkWithoutForkCapability(t *testing.T) {
 // history: the turns drop from every client and stay in the backend
 // (C-COMP-11, 12).
 func TestRewindWithoutRewindCapability(t *testing.T) {
+	t.Parallel()
 	e, sc := capsEnv(t, agent.Capabilities{Resume: true, Delete: true, OneTurnAtATime: true}, nil)
 	a := e.client("a")
 	_, def := e.createSession(a, "ahp-session:/1e1e1e1e-0000-4000-8000-000000000001")
@@ -183,6 +189,7 @@ func (failingDelete) Delete(context.Context, string, []string) error {
 // logged and the chat comes back on the conversation it had (C-COMP-17,
 // 18, 19; reading 10).
 func TestClearWithoutDelete(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		caps agent.Capabilities
@@ -219,6 +226,7 @@ func TestClearWithoutDelete(t *testing.T) {
 // lane). Forty messages queued alternately by the two names wait in that
 // order.
 func TestSessionAndChatDispatchKeepTheirOrder(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := e.client("a")
 	sess, def := e.createSession(a, "ahp-session:/0bde0000-0000-4000-8000-000000000001")
@@ -251,6 +259,7 @@ func TestSessionAndChatDispatchKeepTheirOrder(t *testing.T) {
 // would otherwise pass them on unchanged. A session action is refused on a
 // chat channel, a chat action on the root.
 func TestForeignChannelActionsRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := e.client("a")
 	sess, chat := e.createSession(a, "ahp-session:/f0e1c000-0000-4000-8000-000000000001")

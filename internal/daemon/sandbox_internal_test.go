@@ -10,6 +10,7 @@ import (
 // http(s) URL in the agents' settings, at any depth and under any key,
 // 443 and 53, and allowPorts; other strings add nothing.
 func TestNetworkPorts(t *testing.T) {
+	t.Parallel()
 	cfg := Defaults()
 	cfg.Agents = map[string]json.RawMessage{
 		"claude": json.RawMessage(`{"env":{"ANTHROPIC_BASE_URL":"http://127.0.0.1:8787","OTHER":"not a url"}}`),

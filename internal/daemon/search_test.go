@@ -39,6 +39,7 @@ func awaitTitle(t *testing.T, c *ahptest.Client, title string) {
 // new title and no longer by the old one; a disposed session's turns are
 // gone from the index.
 func TestSearchFindsAWordOfAnOldTurn(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c := e.client("searcher")
 	sess, def := e.createSession(c, "ahp-session:/5ea4c400-0000-4000-8000-000000000001")
@@ -85,6 +86,7 @@ func TestSearchFindsAWordOfAnOldTurn(t *testing.T) {
 // searched; a query FTS5 cannot parse, a missing query and a limit past
 // the bound are -32602 naming the param, and the connection stays up.
 func TestSearchRefusals(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *daemon.Config) {
 		c.Tokens = []daemon.TokenConfig{
 			{Token: "turns-token", Principal: "user:turns", Grants: []string{"chat:turns"}},

@@ -27,6 +27,7 @@ func awaitSessionStatus(t *testing.T, c *ahptest.Client, from int, sess string, 
 // root/sessionSummaryChanged and held in the session's state and listing;
 // a peer chat at work raises an idle session to InProgress.
 func TestSessionStatusFollowsItsChats(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := e.client("a")
 	sess, def := e.createSession(a, "ahp-session:/57a7e500-0000-4000-8000-000000000001")

@@ -11,6 +11,7 @@ import (
 // is told what was said and what the agent answered so far; a turn id the
 // chat holds neither way is refused.
 func TestSideChatFromTheRunningTurn(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := e.client("a")
 	sess, def := e.createSession(a, "ahp-session:/51de0000-0000-4000-8000-000000000001")

@@ -110,6 +110,7 @@ func TestCreateSessionToolWorktree(t *testing.T) {
 // repository is refused with the reason; a chain of delegations stops at
 // depth three.
 func TestCreateSessionToolChatAndBounds(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c := e.client("owner")
 	owner, def := e.createSession(c, "ahp-session:/5b000000-0000-4000-8000-000000000001")
@@ -208,6 +209,7 @@ func TestCreateSessionToolKeepsTheSandbox(t *testing.T) {
 // a chat made in their session (a session beside it needs session:create,
 // which every owner held when they made theirs).
 func TestCreateSessionToolNeedsTheOwnersGrants(t *testing.T) {
+	t.Parallel()
 	const chatless = "chatless-token"
 	e := newEnv(t, func(c *daemon.Config) {
 		c.Tokens = []daemon.TokenConfig{{Token: chatless, Principal: "user:chatless",

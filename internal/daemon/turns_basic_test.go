@@ -76,6 +76,7 @@ func TestTurnsStartAndActiveTurn(t *testing.T) {
 // TestTurnsSender is the paragraph "A turn says who sent it": C-TURN-04,
 // C-TURN-05, C-TURN-06, C-TURN-07, C-TURN-08, C-TURN-09.
 func TestTurnsSender(t *testing.T) {
+	t.Parallel()
 	e := newTurnsEnv(t, func(c *daemon.Config) {
 		c.Tokens = []daemon.TokenConfig{{Token: "alice-token", Principal: "user:alice", Grants: []string{"*"}}}
 	})

@@ -52,6 +52,7 @@ func TestTurnsCommands(t *testing.T) {
 // TestTurnsDraft is the paragraph "A draft is a Message rather than a
 // string": C-TURN-117, C-TURN-118, C-TURN-119, C-TURN-120, C-TURN-121.
 func TestTurnsDraft(t *testing.T) {
+	t.Parallel()
 	e := newTurnsEnv(t)
 	chatURI, a, b := e.twoWatchers(t, provScript)
 	draft := map[string]any{"text": "half typed", "origin": map[string]any{"kind": "user"},
@@ -101,6 +102,7 @@ func TestTurnsDraft(t *testing.T) {
 // TestTurnsServerSeq is the paragraph "serverSeq moves with every
 // envelope": C-TURN-122, C-TURN-123, C-TURN-124.
 func TestTurnsServerSeq(t *testing.T) {
+	t.Parallel()
 	e := newTurnsEnv(t)
 	chatURI, a, b := e.twoWatchers(t, provNoSteer)
 	sendTurn(t, a.Client, chatURI, "t1", "one")

@@ -58,6 +58,7 @@ var randomTexts = []string{
 // printed; AHPD_TURNS_SEED replays one. make test runs 150 actions a
 // chat, make check 800.
 func TestTurnsRandomized(t *testing.T) {
+	t.Parallel()
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("AHPD_TURNS_SEED"); s != "" {
 		n, err := strconv.ParseUint(s, 10, 64)

@@ -35,6 +35,7 @@ func entryTexts(a ahp.Annotation) []string {
 // client-dispatchable; the host applies the same reduction the client does
 // and keeps it.
 func TestVSCodeAnnotations(t *testing.T) {
+	t.Parallel()
 	v := newVSCodeEnv(t)
 	n := 0
 	annotated := func(t *testing.T) (sess, uri, resource, id string) {
@@ -95,6 +96,7 @@ func TestVSCodeAnnotations(t *testing.T) {
 // is refused; a token without session:annotate is refused at the channel,
 // and one without session:state cannot read it.
 func TestAnnotationsKeptAndGuarded(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *daemon.Config) {
 		c.Tokens = []daemon.TokenConfig{
 			{Token: "reader-token", Principal: "user:reader", Grants: []string{"session:state", "session:list"}},

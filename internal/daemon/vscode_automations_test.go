@@ -193,6 +193,7 @@ func entryFor(st ahp.AutomationState, resource string) *ahp.AutomationEntry {
 // its order on one daemon: the first two describe a host that has never
 // opened a gate, and migration, once complete, stays complete.
 func TestVSCodeAutomations(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	n := 0
 	client := func(t *testing.T, prefix string) *autoClient {
@@ -387,6 +388,7 @@ func runAutomation(t *testing.T, c *ahptest.Client, automation, requestID string
 // completes with its turn, is listed in the entry's history, and a
 // retried requestId answers the same run.
 func TestAutomationRunStartsASessionTurn(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := openedAutomations(t, e)
 	resource := automationResource("run")
@@ -426,6 +428,7 @@ func TestAutomationRunStartsASessionTurn(t *testing.T) {
 // ends the run cancelled; a second run waits for none (one in flight at a
 // time: a run while one is in flight is refused).
 func TestAutomationRunCancelled(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := openedAutomations(t, e)
 	resource := automationResource("cancel")
@@ -458,6 +461,7 @@ func TestAutomationRunCancelled(t *testing.T) {
 // outside the served paths (absolute, through .., or a symlink) makes a
 // failed run saying so, and no session.
 func TestAutomationRunConfinedToServedPaths(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := openedAutomations(t, e)
 	outside := t.TempDir()
@@ -553,6 +557,7 @@ func TestAutomationScheduleFiresAndCatchesUpAfterARestart(t *testing.T) {
 // automation:run; another principal's automation is not found; the gates
 // are root config (root:configure). Each refusal keeps the connection.
 func TestAutomationsNeedTheirGrants(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(cfg *daemon.Config) {
 		cfg.Tokens = []daemon.TokenConfig{
 			{Token: "nobody", Principal: "user:nobody", Grants: []string{"session:read"}},
@@ -633,6 +638,7 @@ func TestAutomationsNeedTheirGrants(t *testing.T) {
 // definition without the automation origin, with a bad schedule or an
 // event trigger is refused whole; none of them is stored.
 func TestAutomationsBounded(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := openedAutomations(t, e)
 	refused := func(res string, def map[string]any, want string) {

@@ -83,6 +83,7 @@ func readyConfirmation(t *testing.T, c *ahptest.Client, chat, id string) string 
 // C-FROM-10/11 TestForkAtCommandTurn; C-COMP-20..23 TestRewindAtCommandTurn;
 // C-COMP-27 TestTitles.)
 func TestVSCodeBangCommands(t *testing.T) {
+	t.Parallel()
 	v := newVSCodeEnv(t)
 	conformanceCase(t, "a bang command runs locally and exposes terminal output", func(t *testing.T) {
 		sess, def, _ := v.workspaceSession("bang-success")

@@ -323,6 +323,7 @@ func clientWorkspace(t *testing.T) string {
 // back to the client that owns them. Each case initializes a client of its
 // own, which serves its files from a directory outside the served path.
 func TestVSCodeClientHostedFilesystem(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ran := 0
 	defer func() {
@@ -595,6 +596,7 @@ func TestVSCodeClientHostedFilesystem(t *testing.T) {
 // read comes back byte for byte whichever encoding the caller asks for; a
 // client answering data that is not base64 gets a clear error.
 func TestClientFilesBytesExact(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c := newFileClient(t, e, e.cfg.ConnectionToken, "bytes-client")
 	ws := clientWorkspace(t)
@@ -659,6 +661,7 @@ func TestClientFilesBytesExact(t *testing.T) {
 // said of whether it is connected; a client that is not connected is
 // NotFound.
 func TestClientFilesGrants(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *daemon.Config) {
 		c.Tokens = []daemon.TokenConfig{
 			{Token: "reader", Principal: "user:reader", Grants: []string{"resource:read"}},
@@ -870,6 +873,7 @@ func TestClientFilesHostileClient(t *testing.T) {
 // requests unanswered; past that its files are refused at once, and the
 // ones waiting end when it goes.
 func TestClientFilesBoundedInFlight(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ws := clientWorkspace(t)
 	owner := newFileClient(t, e, e.cfg.ConnectionToken, "silent")

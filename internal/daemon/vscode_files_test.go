@@ -211,6 +211,7 @@ type subscribeAnswer struct {
 // commands against the host's files, inside the served path, every
 // conformanceTest of the newest stored suite as a subtest of its name.
 func TestVSCodeClientFilesystem(t *testing.T) {
+	t.Parallel()
 	f := &filesEnv{vscodeEnv: newVSCodeEnv(t)}
 	notFound, exists32010, conflict := ahp.CodeNotFound, ahp.CodeAlreadyExists, ahp.CodeConflict
 	ran := 0

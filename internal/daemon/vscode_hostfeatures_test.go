@@ -23,6 +23,7 @@ import (
 // parity tier. Each case has a workspace of its own: a folder under the
 // served path that its session works in.
 func TestVSCodeHostFeatures(t *testing.T) {
+	t.Parallel()
 	v := newVSCodeEnv(t)
 	n := 0
 	workspace := func(files ...string) (string, string) {

@@ -128,6 +128,7 @@ func chatTitle(st ahp.SessionState, uri string) string {
 // TestVSCodeBangCommands; 661c6aa4 is an older hostOnlyTest version without
 // the #chat: completion cases, index id 54898523562 a shorter one still).
 func TestVSCodeMultiChat(t *testing.T) {
+	t.Parallel()
 	v := newVSCodeEnv(t)
 	conformanceCase(t, "creating a peer chat adds it to the session catalog", func(t *testing.T) {
 		sess, _, _ := v.workspaceSession("catalog-add")

@@ -18,6 +18,7 @@ import (
 // ahpd does instead, with the reason the doc gives, so a change to either
 // shows here.
 func TestVSCodeNotApplicable(t *testing.T) {
+	t.Parallel()
 	v := newVSCodeEnv(t)
 
 	// automationSuite (cfb12483). It drives an earlier automation design:

@@ -196,6 +196,7 @@ var otlpContractCases = []string{
 // TestVSCodeProtocolContractsOTLP ports the twelve OTLP log cases of
 // protocolContractsSuite (the rest are in TestVSCodeProtocolContracts).
 func TestVSCodeProtocolContractsOTLP(t *testing.T) {
+	t.Parallel()
 	v := newVSCodeEnv(t)
 	seen := map[string]bool{}
 	defer checkPendingNames(t, seen, otlpContractCases)
@@ -333,6 +334,7 @@ var otlpLifecycleCases = []string{
 // TestVSCodeProtocolLifecycleOTLP ports the two OTLP cases of
 // protocolLifecycleSuite (the rest are in TestVSCodeProtocolLifecycle).
 func TestVSCodeProtocolLifecycleOTLP(t *testing.T) {
+	t.Parallel()
 	v := newVSCodeEnv(t)
 	seen := map[string]bool{}
 	defer checkPendingNames(t, seen, otlpLifecycleCases)
@@ -354,6 +356,7 @@ func TestVSCodeProtocolLifecycleOTLP(t *testing.T) {
 // connection is kept. A token holding host:logs, and nothing else, gets the
 // exports.
 func TestOTLPLogsNeedTheirGrant(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *daemon.Config) {
 		c.Tokens = []daemon.TokenConfig{
 			{Token: "reader-token", Principal: "user:reader", Grants: []string{"session:read", "session:write", "host:diagnose"}},
@@ -404,6 +407,7 @@ func TestOTLPLogsNeedTheirGrant(t *testing.T) {
 // case ends it, a URI naming no level installs nothing, and the
 // connection's end ends every one it held.
 func TestOTLPLogSubscriptions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	subscribers := func() int { return e.d.Stats().Logs.Subscribers }
 	waitSubscribers := func(want int) {

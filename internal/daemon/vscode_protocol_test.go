@@ -252,6 +252,7 @@ var lifecycleCases = []string{
 // TestVSCodeProtocolLifecycle ports protocolLifecycleSuite. Its two OTLP
 // cases are in TestVSCodeProtocolLifecycleOTLP (vscode_otlp_test.go).
 func TestVSCodeProtocolLifecycle(t *testing.T) {
+	t.Parallel()
 	v := newVSCodeEnv(t)
 	seen := map[string]bool{}
 	defer checkPendingNames(t, seen, lifecycleCases)

@@ -19,6 +19,7 @@ import (
 // dispatchAndWait does, and then reads the state back through a fresh
 // subscribe.
 func TestVSCodeStateOperations(t *testing.T) {
+	t.Parallel()
 	v := newVSCodeEnv(t)
 	dispatch := func(t *testing.T, channel string, action map[string]any) {
 		t.Helper()

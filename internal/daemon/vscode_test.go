@@ -18,6 +18,7 @@ import (
 // 08): the session's defaultChat names the chat a client means when it
 // names none (C-CHAT-08).
 func TestVSCodeDialect(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	vs := ahptest.Dial(t, e.d.URL(), e.cfg.ConnectionToken)
 	vs.ID = "vscode"
@@ -66,6 +67,7 @@ func TestVSCodeDialect(t *testing.T) {
 // TestOlderClientVersions: a 0.9.0 client is answered 0.9.0 and its
 // summaries carry no 1.0 fields (chats, defaultChat).
 func TestOlderClientVersions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	old := ahptest.Dial(t, e.d.URL(), e.cfg.ConnectionToken)
 	raw := old.MustCall("initialize", map[string]any{"channel": ahp.RootURI, "protocolVersions": []string{"0.9.0"}, "clientId": "old"})
@@ -95,6 +97,7 @@ func TestOlderClientVersions(t *testing.T) {
 // TestOlderClientNotifications: root notifications to a 0.9.0 client carry
 // no SessionSummary.chats or defaultChat; a 1.0.0 client gets them.
 func TestOlderClientNotifications(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	old := ahptest.Dial(t, e.d.URL(), e.cfg.ConnectionToken)
 	old.MustCall("initialize", map[string]any{"channel": ahp.RootURI, "protocolVersions": []string{"0.9.0"}, "clientId": "old", "initialSubscriptions": []string{ahp.RootURI}})
@@ -124,6 +127,7 @@ func TestOlderClientNotifications(t *testing.T) {
 // its chat on that conversation (C-FIRST-08, 09). An id no catalogue holds
 // stays no chat (C-FIRST-10).
 func TestSessionFromCatalogue(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	id := "cafe0000-0000-4000-8000-000000000001"
 	conv, err := e.script.Open(context.Background(), agent.OpenParams{Mode: agent.OpenNew, ConversationID: id, Directories: []string{e.workDir}})

@@ -16,6 +16,7 @@ import (
 // createTestDirectory; the rest of the suite is parityTest): a session of
 // two folders, a peer chat narrowed to one.
 func TestVSCodeWorkingDirectories(t *testing.T) {
+	t.Parallel()
 	v := newVSCodeEnv(t)
 	n := 0
 	withSession := func(t *testing.T) (sess, def string, primary, secondary, replacement string) {
@@ -81,6 +82,7 @@ func TestVSCodeWorkingDirectories(t *testing.T) {
 // session does not hold, however it is spelled: outside the served paths,
 // through .., or through a symlink out.
 func TestPeerFolderOutsideServedPaths(t *testing.T) {
+	t.Parallel()
 	v := newVSCodeEnv(t)
 	sess, _, dir := v.workspaceSession("escape")
 	outside := t.TempDir()

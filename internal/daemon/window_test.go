@@ -170,6 +170,7 @@ func windowScript(t *testing.T, kept int) []string {
 // repeated start of an old turn, a fork and a side chat at one, a rewind to
 // one, and a restart (issue #34; the window is internal/chat/window.go).
 func TestChatWindowAnswersAsWhole(t *testing.T) {
+	t.Parallel()
 	all := windowScript(t, 1000)
 	two := windowScript(t, 2)
 	if !reflect.DeepEqual(all, two) {

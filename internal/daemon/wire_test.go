@@ -15,6 +15,7 @@ import (
 // what was said is a turn whose answer arrives as parts (C-CHAT-06, 07,
 // 10, 11).
 func TestTwoClientsSeeTheSameTurn(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := e.client("a")
 	b := e.client("b")

@@ -17,6 +17,7 @@ import (
 // call's result names the chat (C-SUB-17); a person's turn there is
 // refused (C-SUB-09).
 func TestClaudeWorkerChat(t *testing.T) {
+	t.Parallel()
 	ce := newClaudeEnv(t, claude.StopEndsTurn)
 	a := ce.client("a")
 	const sess = "ahp-session:/c1a0de00-0000-4000-8000-0000000000a1"
@@ -71,6 +72,7 @@ func TestClaudeWorkerChat(t *testing.T) {
 // turn that spawned it end cancelled, the workers of the stopped turn with
 // it (C-TURN-72), and the next turn runs.
 func TestClaudeWorkerStop(t *testing.T) {
+	t.Parallel()
 	ce := newClaudeEnv(t, claude.StopEndsTurn)
 	a := ce.client("a")
 	const sess = "ahp-session:/c1a0de00-0000-4000-8000-0000000000a2"

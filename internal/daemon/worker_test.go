@@ -78,6 +78,7 @@ func subagentContentOf(tc *ahp.ToolCallState) string {
 // the spawning call (C-SUB-16) and the call's result names the chat
 // (C-SUB-17).
 func TestWorkerChat(t *testing.T) {
+	t.Parallel()
 	e := newTurnsEnv(t)
 	c := e.dial(t, "watcher")
 	sess, root := e.newSession(t, c, provScript)
@@ -134,6 +135,7 @@ func TestWorkerChat(t *testing.T) {
 // worker chat are refused as read-only (C-SUB-09, 10, 11); a draft applies
 // to the worker chat's state (C-SUB-15).
 func TestWorkerChatReadOnly(t *testing.T) {
+	t.Parallel()
 	e := newTurnsEnv(t)
 	c := e.dial(t, "person")
 	sess, root := e.newSession(t, c, provScript)
@@ -162,6 +164,7 @@ func TestWorkerChatReadOnly(t *testing.T) {
 // the worker, which stops that worker alone (C-SUB-13): the worker's turn
 // ends cancelled and the turn that spawned it goes on.
 func TestWorkerStop(t *testing.T) {
+	t.Parallel()
 	e := newTurnsEnv(t)
 	c := e.dial(t, "watcher")
 	sess, root := e.newSession(t, c, provScript)
@@ -198,6 +201,7 @@ func TestWorkerStop(t *testing.T) {
 // TestWorkerConfirm: the answer to a tool call the worker made is handed to
 // the backend that runs the worker (C-SUB-12).
 func TestWorkerConfirm(t *testing.T) {
+	t.Parallel()
 	e := newTurnsEnv(t)
 	c := e.dial(t, "watcher")
 	answerer := e.dial(t, "answerer")
@@ -238,6 +242,7 @@ func TestWorkerConfirm(t *testing.T) {
 // that spawned it, and the nested worker's origin names that call
 // (C-SUB-18).
 func TestWorkerNested(t *testing.T) {
+	t.Parallel()
 	e := newTurnsEnv(t)
 	c := e.dial(t, "watcher")
 	sess, root := e.newSession(t, c, provScript)
@@ -272,6 +277,7 @@ func TestWorkerNested(t *testing.T) {
 // stop (C-TURN-72); a background worker of an earlier turn keeps running
 // through it (C-TURN-73).
 func TestWorkerStopEndsWorkers(t *testing.T) {
+	t.Parallel()
 	e := newTurnsEnv(t)
 	c := e.dial(t, "watcher")
 	sess, root := e.newSession(t, c, provScript)
@@ -305,6 +311,7 @@ func TestWorkerStopEndsWorkers(t *testing.T) {
 // chat is ahp-chat://subagent/<base64url(session)>/<toolCallId> (C-SUB-02,
 // 04), and an older VS Code computes and subscribes to it.
 func TestWorkerVSCodeURI(t *testing.T) {
+	t.Parallel()
 	e := newTurnsEnv(t)
 	c := e.dial(t, "vscode")
 	sess := "script:/" + uuid.NewString()

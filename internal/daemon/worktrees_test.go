@@ -324,6 +324,7 @@ func TestGitSessionSurvivesRestart(t *testing.T) {
 // (its chats keep the changesets taken from their edit tool calls), and a
 // ! command's file is in none.
 func TestFolderSessionKeepsToolCallChangesets(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c := e.client("folder")
 	sess, def := e.createSession(c, "ahp-session:/e0000000-0000-4000-8000-000000000001")
