@@ -381,12 +381,11 @@ func recordTurnOf(b *testing.B, ahpd *perfServer, name, prompt string) string {
 	return path
 }
 
-// startThree starts `ahpd serve` (the script agent is its default
-// provider) taking up to maxConns connections, records a turn through it,
-// and starts the durable raw and the bare servers replaying that turn.
-func startThree(b *testing.B, maxConns int) map[string]*perfServer {
+// startPerfAhpd starts `ahpd serve` (the script agent is its default
+// provider) on a data dir of its own, taking up to maxConns connections.
+func startPerfAhpd(b *testing.B, maxConns int) *perfServer {
 	b.Helper()
-	ahpdBin, rawBin := perfBinaries(b)
+	ahpdBin, _ := perfBinaries(b)
 	dir := b.TempDir()
 	work := filepath.Join(dir, "work")
 	if err := os.MkdirAll(work, 0o700); err != nil {
@@ -396,8 +395,17 @@ func startThree(b *testing.B, maxConns int) map[string]*perfServer {
 	if err := os.WriteFile(config, fmt.Appendf(nil, `{"maxConnections":%d}`, maxConns), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	ahpd := startPerfServer(b, serverAhpd, dir, ahpdBin, "serve", "--host", "127.0.0.1", "--port", "0",
+	return startPerfServer(b, serverAhpd, dir, ahpdBin, "serve", "--host", "127.0.0.1", "--port", "0",
 		"--data-dir", dir, "--path", work, "--no-local-endpoint", "--log-level", "warn", "--config", config)
+}
+
+// startThree starts `ahpd serve` (the script agent is its default
+// provider) taking up to maxConns connections, records a turn through it,
+// and starts the durable raw and the bare servers replaying that turn.
+func startThree(b *testing.B, maxConns int) map[string]*perfServer {
+	b.Helper()
+	_, rawBin := perfBinaries(b)
+	ahpd := startPerfAhpd(b, maxConns)
 	rec := recordTurn(b, ahpd)
 	rawDir := b.TempDir()
 	return map[string]*perfServer{

@@ -5,8 +5,6 @@ package daemon_test
 import (
 	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -30,18 +28,8 @@ const fanoutPrompt = "[think] hello"
 // sent envelopes the recording does not hold.
 func BenchmarkFanoutVsRaw(b *testing.B) {
 	const rounds, fanoutTurns, inFlight = 3, 40, 4
-	ahpdBin, rawBin := perfBinaries(b)
-	dir := b.TempDir()
-	work := filepath.Join(dir, "work")
-	if err := os.MkdirAll(work, 0o700); err != nil {
-		b.Fatal(err)
-	}
-	config := filepath.Join(dir, "config.json")
-	if err := os.WriteFile(config, []byte(`{"maxConnections":512}`), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	ahpd := startPerfServer(b, serverAhpd, dir, ahpdBin, "serve", "--host", "127.0.0.1", "--port", "0",
-		"--data-dir", dir, "--path", work, "--no-local-endpoint", "--log-level", "warn", "--config", config)
+	_, rawBin := perfBinaries(b)
+	ahpd := startPerfAhpd(b, 512)
 	rec := recordTurnOf(b, ahpd, "fanrec", fanoutPrompt)
 	bare := startPerfServer(b, serverBare, b.TempDir(), rawBin, "-recording", rec)
 	for _, n := range []int{1, 10, 100} {
