@@ -381,8 +381,8 @@ func (c *Conn) ping() {
 	}
 }
 
-// readLoop is the connection's only socket reader; it runs in its own
-// goroutine, started by serve, which waits for it. It dispatches each
+// readLoop is the connection's only socket reader; serve runs it, and
+// finish waits for it (readLoopDone). It dispatches each
 // message before it reads the next, so replies (error replies to bad
 // frames included) and the Handler's calls keep the client's order; the
 // Handler routes and returns (it never waits on an actor), so a hang-up is
