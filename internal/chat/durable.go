@@ -33,7 +33,8 @@ const (
 // commits and the publications behind them gather instead of going out
 // one by one, and go out together at release, or sooner when something
 // outside the chat is about to see the chat (a backend is opened or sent
-// to, a write goes behind the actor, a client is refused): one transaction
+// to, a write goes behind the actor, a client is refused, another chat is
+// told something or opened): one transaction
 // stores them all, then they are published in order. A turn's ending, the
 // start of the turn waiting behind it and what waits then were three
 // commits in a row, each awaited by the actor, and one chat's turns ran

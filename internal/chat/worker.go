@@ -141,6 +141,8 @@ func (wk *workers) route(ev agent.Event) bool {
 // else through the session, which opens the chat if needed.
 func (wk *workers) relay(uri string, fn func(*Chat)) {
 	c := wk.c
+	// Another chat sees this one only as stored and told (durable.go).
+	c.durable.flush()
 	if a := wk.direct[uri]; a != nil && wk.relaying[uri] == 0 && !a.Ending() {
 		if a.Post(fn) == nil {
 			return
@@ -220,6 +222,7 @@ func (wk *workers) spawn(ev agent.Event) {
 		wk.relay(parent, func(pc *Chat) { pc.workers.noteSpawn(sp.ID, content) })
 	}
 	if c.cfg.OpenWorker != nil {
+		c.durable.flush()
 		c.cfg.OpenWorker(WorkerOpen{URI: uri, Root: c.cfg.URI, Parent: parent, ToolCallID: sp.ID, Title: title, Prompt: sp.Prompt})
 	}
 }
