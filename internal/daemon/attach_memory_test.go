@@ -83,7 +83,7 @@ func heapNow() uint64 {
 // timed: the sampling only has to be frequent enough to see a buffer held
 // for the milliseconds it takes to fill.
 func TestInlineAttachmentTurnPeakWithinThreeTimesItsSize(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it measures the process's heap.
 	if raceEnabled {
 		// Seven seconds under the race detector (its figure is the same).
 		testutil.RequireCheck(t, "a 13 MiB frame scanned under the race detector")
