@@ -34,11 +34,11 @@ const (
 // one by one, and go out together at release, or sooner when something
 // outside the chat is about to see the chat (a backend is opened or sent
 // to, a write goes behind the actor, a client is refused, another chat is
-// told something or opened): one transaction
-// stores them all, then they are published in order. A turn's ending, the
-// start of the turn waiting behind it and what waits then were three
-// commits in a row, each awaited by the actor, and one chat's turns ran
-// at the pace of its commits (issue 37, fan-out of one chat's turns).
+// told something or opened): one transaction stores them all, then they
+// are published in order. A turn's ending, the start of the turn waiting
+// behind it and what waits then were three commits in a row, each awaited
+// by the actor, and one chat's turns ran at the pace of its commits
+// (issue 37, fan-out of one chat's turns).
 type durable struct {
 	c *Chat
 	// runningDirty: the active turn streamed since it was last written.
