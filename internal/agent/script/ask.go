@@ -68,13 +68,9 @@ func (r *turnRun) askColour() (string, error) {
 	if !c.emit(agent.Event{Kind: agent.EventInputRequest, TurnID: t.ID, Input: &req}) {
 		return "", errClosed
 	}
-	var ans agent.InputAnswer
-	select {
-	case ans = <-w.answer:
-	case <-r.a.stop:
-		return "", errStopped
-	case <-c.done:
-		return "", errClosed
+	ans, err := awaitAnswer(r, w.answer)
+	if err != nil {
+		return "", err
 	}
 	if ans.Response != agent.InputAccept {
 		return fmt.Sprintf("You picked nothing (%s)", ans.Response), nil
@@ -93,6 +89,21 @@ func (r *turnRun) askColour() (string, error) {
 		picked = "nothing"
 	}
 	return "You picked " + picked, nil
+}
+
+// awaitAnswer waits for what the host hands the running turn on ch (an
+// input answer, a client tool's result, its confirmation), or for the
+// turn's stop or the conversation's close.
+func awaitAnswer[T any](r *turnRun, ch <-chan T) (T, error) {
+	var zero T
+	select {
+	case v := <-ch:
+		return v, nil
+	case <-r.a.stop:
+		return zero, errStopped
+	case <-r.c.done:
+		return zero, errClosed
+	}
 }
 
 var _ agent.InputAnswerer = (*conversation)(nil)

@@ -93,21 +93,13 @@ func (r *turnRun) clientToolCall(id, client, worker string) (string, error) {
 			return "", errClosed
 		}
 	}
-	var res agent.ClientToolResult
-	select {
-	case res = <-w.result:
-	case <-r.a.stop:
-		return "", errStopped
-	case <-c.done:
-		return "", errClosed
+	res, err := awaitAnswer(r, w.result)
+	if err != nil {
+		return "", err
 	}
-	var approved bool
-	select {
-	case approved = <-w.confirmed:
-	case <-r.a.stop:
-		return "", errStopped
-	case <-c.done:
-		return "", errClosed
+	approved, err := awaitAnswer(r, w.confirmed)
+	if err != nil {
+		return "", err
 	}
 	verdict := "denied"
 	if approved {
