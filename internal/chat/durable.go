@@ -47,6 +47,9 @@ type durable struct {
 	// holding: commits and publications gather in held until release.
 	holding bool
 	held    heldWrites
+	// summaryDue: the chat's summary was to be told while holding (a
+	// title set in the held step); flush tells it.
+	summaryDue bool
 }
 
 // heldWrites are the commits and publications gathered while holding.
@@ -79,14 +82,15 @@ func (du *durable) release() {
 // what waited for it, in order, and tells the chat's summary once.
 func (du *durable) flush() {
 	h := &du.held
-	if len(h.ops) == 0 && len(h.tells) == 0 {
+	if len(h.ops) == 0 && len(h.tells) == 0 && !du.summaryDue {
 		return
 	}
 	c := du.c
 	if len(h.ops) > 0 {
 		du.commitNow(strings.Join(h.what, ", "), h.ops...)
 	}
-	summary := false
+	summary := du.summaryDue
+	du.summaryDue = false
 	for _, t := range h.tells {
 		c.cfg.Env.Bus.Publish(c.cfg.URI, t.a, t.origin)
 		summary = summary || t.stored
@@ -95,7 +99,10 @@ func (du *durable) flush() {
 	clear(h.tells)
 	h.ops, h.tells, h.what = h.ops[:0], h.tells[:0], h.what[:0]
 	if summary {
+		holding := du.holding
+		du.holding = false // told now, not gathered again
 		c.summaryChanged()
+		du.holding = holding
 	}
 }
 

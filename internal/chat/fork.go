@@ -118,7 +118,7 @@ func (c *Chat) ForkAt(ctx context.Context, newChat, turnID string) (ForkSource, 
 		stored, _ := o.span(0, min(seq+1, base))
 		fs = ForkSource{Turns: make([]store.TurnRecord, 0, len(stored)+idx+1)}
 		for _, r := range stored {
-			r.Chat, r.BodyMarshalled = newChat, false
+			r.Chat = newChat
 			fs.Turns = append(fs.Turns, r)
 		}
 		for i := 0; i <= idx; i++ {

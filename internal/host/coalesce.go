@@ -12,11 +12,13 @@ import (
 // Delivery coalescing (subscribe's delivery.maxLatencyMs, issue 37): a
 // connection that accepts some latency on a channel may get consecutive
 // streaming deltas of one part merged into one envelope. The merged
-// envelope carries the serverSeq of the last delta it holds, and anything
-// else the connection is sent (an action on any channel, a notification)
-// first sends what is held, so the connection still reads envelopes in
+// envelope carries the serverSeq of the last delta it holds, and any other
+// action the connection is sent (client.Deliver, DeliverAction) first
+// sends what is held, so the connection still reads action envelopes in
 // strictly increasing serverSeq, and a reconnect from the merged envelope's
-// serverSeq replays exactly what follows it. What the client folds is the
+// serverSeq replays exactly what follows it. Replies (a subscribe
+// snapshot's serverSeq among them) and the log channel's notifications
+// (logs.go) do not wait for what is held. What the client folds is the
 // same state an unmerged stream gives: the reducer appends a delta's
 // content, and the merged content is the deltas' contents in order.
 const (

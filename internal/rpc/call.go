@@ -69,8 +69,12 @@ func (cs *calls) take(id jsonrpc2.ID) (chan *jsonrpc2.Response, bool) {
 // answer hands a client's response to the Call that waits for it; it runs
 // on the read loop and never blocks.
 func (c *Conn) answer(env *envelope) {
-	ch, ok := c.calls.take(env.resp.ID)
-	if env.nullID || !ok {
+	var ch chan *jsonrpc2.Response
+	ok := false
+	if !env.nullID {
+		ch, ok = c.calls.take(env.resp.ID)
+	}
+	if !ok {
 		c.log.Debug("answer to no waiting request dropped", "id", env.resp.ID.String(), "nullID", env.nullID)
 		return
 	}

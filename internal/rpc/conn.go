@@ -334,11 +334,13 @@ func (c *Conn) serve() {
 			return nil
 		})
 	}
-	if !c.safely("Connected", func() { c.srv.opts.Handler.Connected(c) }) {
-		c.Close(CloseInternalError)
-	}
+	// The pings start before Connected, so a close from Connected finds
+	// their timer to stop.
 	if interval := c.srv.opts.PingInterval; interval > 0 {
 		c.pinger.Store(time.AfterFunc(interval, c.ping))
+	}
+	if !c.safely("Connected", func() { c.srv.opts.Handler.Connected(c) }) {
+		c.Close(CloseInternalError)
 	}
 	c.readLoop()
 }
@@ -483,7 +485,8 @@ func (c *Conn) writeLoop() {
 			return
 		}
 		if !c.writeFrames(batch, time.Time{}) {
-			c.out.stopWriting()
+			// The failed write closed the connection (writeFailed), and a
+			// closed outbox starts no writer.
 			return
 		}
 	}

@@ -1,7 +1,6 @@
 package rpc
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -88,7 +87,7 @@ func (c *Conn) handleRequest(req *jsonrpc2.Request) {
 			c.log.Debug("reply not sent", "method", req.Method, "id", req.ID.String(), "err", err)
 		}
 	}
-	c.request(c.ctx, req.Method, paramsOf(req), reply, &answered)
+	c.request(req.Method, paramsOf(req), reply, &answered)
 }
 
 // paramsOf returns the request's params, nil when absent or null.
@@ -101,7 +100,7 @@ func paramsOf(req *jsonrpc2.Request) json.RawMessage {
 
 // request calls Handler.Request; a panic before the request was answered
 // answers it with an internal error.
-func (c *Conn) request(ctx context.Context, method string, params json.RawMessage, reply Reply, answered *atomic.Bool) {
+func (c *Conn) request(method string, params json.RawMessage, reply Reply, answered *atomic.Bool) {
 	defer func() {
 		if p := recover(); p != nil {
 			c.srv.stats.panics.Add(1)
@@ -111,7 +110,23 @@ func (c *Conn) request(ctx context.Context, method string, params json.RawMessag
 			}
 		}
 	}()
-	c.srv.opts.Handler.Request(ctx, c, method, params, reply)
+	c.srv.opts.Handler.Request(c.ctx, c, method, params, reply)
+}
+
+// isNilPointer reports whether v is a nil pointer, which json.Marshal
+// writes as null and its MarshalJSON may not survive.
+func isNilPointer(v any) bool {
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
+}
+
+// elemType is v's type, or the type it points to.
+func elemType(v any) reflect.Type {
+	t := reflect.TypeOf(v)
+	if t.Kind() == reflect.Pointer {
+		return t.Elem()
+	}
+	return t
 }
 
 // ahpPackage is the wire types' package, whose results resultFrame trusts
@@ -130,11 +145,11 @@ var ahpPackage = reflect.TypeFor[ahp.ListSessionsResult]().PkgPath()
 func (c *Conn) resultFrame(req *jsonrpc2.Request, result any) ([]byte, bool) {
 	var body []byte
 	var err error
-	if m, ok := result.(json.Marshaler); ok && result != nil {
+	if m, ok := result.(json.Marshaler); ok && !isNilPointer(result) {
 		body, err = m.MarshalJSON()
 		// The protocol's own results marshal through json.Marshal; any
 		// other Marshaler's bytes are checked before they reach a client.
-		if err == nil && reflect.TypeOf(result).PkgPath() != ahpPackage && !json.Valid(body) {
+		if err == nil && elemType(result).PkgPath() != ahpPackage && !json.Valid(body) {
 			err = fmt.Errorf("%T.MarshalJSON wrote invalid JSON", result)
 		}
 	} else {

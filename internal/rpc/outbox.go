@@ -141,14 +141,6 @@ func (o *outbox) next(spare [][]byte) [][]byte {
 	return frames
 }
 
-// stopWriting says the writer stopped after a failed write (the
-// connection is closing): no writer runs.
-func (o *outbox) stopWriting() {
-	o.mu.Lock()
-	o.writing = false
-	o.mu.Unlock()
-}
-
 // take hands the writer everything queued, swapping in spare (emptied) as
 // the new queue so steady traffic does not allocate. The bytes stay
 // pending until the writer reports them with written.

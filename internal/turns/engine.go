@@ -1085,8 +1085,10 @@ func (e *Engine) startBehind() {
 		}
 		e.admit(h.a, h.origin, h.from.Sender, h.from.Extra)
 	}
-	// Repeats of the turn now running are said at once.
-	for len(e.behind) > 0 && e.Window().known(e.behind[0].a.TurnID) && e.behind[0].stop == nil {
+	// Repeats of the turn now running (held in memory) are said at once; a
+	// repeat of a turn older than the window is said when it reaches the
+	// head, above, so no waiting turn costs a store read here.
+	for len(e.behind) > 0 && e.Window().holds(e.behind[0].a.TurnID) && e.behind[0].stop == nil {
 		h := e.behind[0]
 		e.behind = e.behind[1:]
 		e.Window().sayAgain(h.a, h.origin)

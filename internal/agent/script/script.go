@@ -383,7 +383,7 @@ func (s *Script) History(conversationID string) []string {
 
 // Prompts returns every turn handed to Send on conversationID, held or
 // rejected-later ones included, HostContext and all, in the order sent: the
-// newest historyKept at least.
+// newest promptsKept at least.
 func (s *Script) Prompts(conversationID string) []agent.Turn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
