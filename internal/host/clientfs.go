@@ -41,10 +41,10 @@ const (
 	// Options.ClientFileTimeout is zero (rpc.CallTimeout bounds it too).
 	defaultClientFileTimeout = rpc.CallTimeout
 	// maxClientFileCalls bounds the reverse requests a connection holds
-	// unanswered: in flight, or given up on at the timeout (jsonrpc2 keeps
-	// those until the answer comes or the connection ends, and so does
-	// this count). Past it the client's files are refused at once until it
-	// reconnects.
+	// unanswered: in flight, or given up on at the timeout (the count
+	// keeps a request the client never answered until the connection ends;
+	// its late answer is dropped). Past it the client's files are refused
+	// at once until it reconnects.
 	maxClientFileCalls = 16
 	// maxClientAnswerBytes bounds a client's answer: a read's 8 MiB in
 	// base64, and room for the rest.
@@ -206,8 +206,8 @@ func (f *clientFiles) callBounded(ctx context.Context, file clientFile, method s
 	params["channel"] = ahp.RootURI
 	raw, err := owner.conn.Call(ctx, method, params)
 	if errors.Is(err, context.DeadlineExceeded) {
-		// Still pending in jsonrpc2 until the client answers or goes: it
-		// keeps its place in fileCalls.
+		// Never answered: it keeps its place in fileCalls until the
+		// connection ends (maxClientFileCalls).
 		f.log.Warn("client did not answer a file request in time", "conn", owner.conn.ID(), "client", id, "method", method, "timeout", timeout)
 		return ahp.Errorf(ahp.ErrInternal, "client %s did not answer %s of %s within %s", id, method, file.URI, timeout)
 	}
