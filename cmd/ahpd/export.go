@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -46,10 +47,14 @@ func newExport() *cobra.Command {
 			out := cmd.OutOrStdout()
 			var file *os.File
 			if output != "" && output != "-" {
-				file, err = os.OpenFile(output, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+				// Written beside the target and renamed over it once whole:
+				// a failed export leaves no truncated file, and the file is
+				// new (0600), never a symlink's target or an old file's mode.
+				file, err = os.CreateTemp(filepath.Dir(output), "."+filepath.Base(output)+".*")
 				if err != nil {
 					return fmt.Errorf("export: %w", err)
 				}
+				defer os.Remove(file.Name()) // gone once renamed
 				out = file
 			}
 			if format == "json" {
@@ -62,6 +67,9 @@ func newExport() *cobra.Command {
 			if file != nil {
 				if cerr := file.Close(); err == nil {
 					err = cerr
+				}
+				if err == nil {
+					err = os.Rename(file.Name(), output)
 				}
 			}
 			if err != nil {
@@ -154,7 +162,13 @@ func forwardTurnsLoaded(c *ahpclient.Client, out chan<- turnsLoaded) {
 		}
 		select {
 		case out <- tl:
-		default: // nobody asked for it (another client's fetch); not ours
+		default:
+			// The pages waiting are not read (no fetch of ours waits):
+			// dropped. chat/turnsLoaded goes to every subscriber and names
+			// no cursor, so a page another client fetched of the same chat
+			// at the same time can also be taken for ours (readChat's
+			// dedupe by turn id keeps the transcript whole unless that page
+			// reaches further back than ours).
 		}
 	}
 	close(out)
