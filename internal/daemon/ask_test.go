@@ -20,7 +20,9 @@ func inputCompleted(requestID, response, option string) map[string]any {
 // TestInputRequestOverTheWire: an agent's question ([ask]) reaches every
 // client as chat/inputRequested and the chat needs input; an answer from a
 // token without chat:answer, one with a response AHP does not name, and a
-// second answer are refused, each on a connection that stays up; the
+// second answer are refused, and so are a draft without chat:answer and a
+// draft for a request that does not wait (none asked it, or answered),
+// each on a connection that stays up; the
 // answer of a client that may answer ends the turn with what it picked,
 // and the stored turn keeps the answered request.
 func TestInputRequestOverTheWire(t *testing.T) {
@@ -53,6 +55,19 @@ func TestInputRequestOverTheWire(t *testing.T) {
 		t.Errorf("the chat's status is %v while the agent asks, want InputNeeded", st.Status)
 	}
 
+	draft := func(request string) map[string]any {
+		return map[string]any{"type": "chat/inputAnswerChanged", "requestId": request, "questionId": "colour",
+			"answer": map[string]any{"state": "draft", "value": map[string]any{"kind": "selected", "value": "blue"}}}
+	}
+	if env := reader.AwaitEcho(reader.Dispatch(def, draft("t1-ask-1"))); !strings.Contains(env.RejectionReason, "chat:answer") {
+		t.Errorf("a draft without chat:answer: rejection %q, want one naming the grant", env.RejectionReason)
+	}
+	if env := other.AwaitEcho(other.Dispatch(def, draft("no-such-request"))); env.RejectionReason == "" {
+		t.Error("a draft for a request nobody asked was taken")
+	}
+	if env := other.AwaitEcho(other.Dispatch(def, draft("t1-ask-1"))); env.RejectionReason != "" {
+		t.Errorf("a draft for the open request was refused: %s", env.RejectionReason)
+	}
 	if env := reader.AwaitEcho(reader.Dispatch(def, inputCompleted("t1-ask-1", "accept", "blue"))); !strings.Contains(env.RejectionReason, "chat:answer") {
 		t.Errorf("an answer without chat:answer: rejection %q, want one naming the grant", env.RejectionReason)
 	}
@@ -67,6 +82,9 @@ func TestInputRequestOverTheWire(t *testing.T) {
 	}
 	if env := other.AwaitEcho(other.Dispatch(def, inputCompleted("t1-ask-1", "accept", "blue"))); env.RejectionReason == "" {
 		t.Error("a second answer, after the turn ended, was taken")
+	}
+	if env := other.AwaitEcho(other.Dispatch(def, draft("t1-ask-1"))); env.RejectionReason == "" {
+		t.Error("a draft for an answered request was taken")
 	}
 	st := chatOf(t, reader, def)
 	if len(st.Turns) != 1 {

@@ -430,6 +430,13 @@ func (e *Engine) Client(from From, origin *ahp.ActionOrigin, a ahp.Action) {
 		if err := e.active.handAnswer(&e.st, a); err != nil {
 			e.host.Warn("hand an input answer", "request", a.RequestID, "err", err)
 		}
+	case ahp.ChatInputAnswerChanged:
+		// A draft answer belongs to a request that still waits.
+		if !inputWaitsIn(&e.st, a.RequestID) {
+			e.refuse(from, origin, a, ReasonNoInputRequest)
+			return
+		}
+		e.Apply(a, origin)
 	default:
 		e.Apply(a, origin)
 	}
