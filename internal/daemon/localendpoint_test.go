@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,7 +45,7 @@ func startLocal(t *testing.T, opts daemon.Options, mutate func(*daemon.Config)) 
 		t.Fatalf("start daemon: %v", err)
 	}
 	t.Cleanup(func() {
-		if closedDaemons[d] {
+		if wasClosed(d) {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -55,12 +56,26 @@ func startLocal(t *testing.T, opts daemon.Options, mutate func(*daemon.Config)) 
 }
 
 // closedDaemons are the daemons a test closed itself (Close is called once).
-// The local endpoint tests do not run in parallel.
-var closedDaemons = map[*daemon.Daemon]bool{}
+// The local endpoint tests run in parallel, so the set has a lock.
+var closedDaemons struct {
+	sync.Mutex
+	set map[*daemon.Daemon]bool
+}
+
+func wasClosed(d *daemon.Daemon) bool {
+	closedDaemons.Lock()
+	defer closedDaemons.Unlock()
+	return closedDaemons.set[d]
+}
 
 func closeDaemon(t *testing.T, d *daemon.Daemon) {
 	t.Helper()
-	closedDaemons[d] = true
+	closedDaemons.Lock()
+	if closedDaemons.set == nil {
+		closedDaemons.set = map[*daemon.Daemon]bool{}
+	}
+	closedDaemons.set[d] = true
+	closedDaemons.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := d.Close(ctx); err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/uuid"
@@ -14,19 +15,20 @@ import (
 	"github.com/ahpd/ahpd/internal/testutil/ahptest"
 )
 
-var vscodeWorkspace = 0
+// vscodeWorkspace numbers the workspaces of every test; tests run in parallel.
+var vscodeWorkspace atomic.Int64
 
 // workspaceSession creates a session the way a VS Code window does: a
 // <provider>:/<uuid> URI, one working directory of its own under the
 // served path. It returns the session, its default chat and the folder.
 func (v *vscodeEnv) workspaceSession(prefix string) (sess, def, dir string) {
 	v.t.Helper()
-	vscodeWorkspace++
-	dir = filepath.Join(v.dir, fmt.Sprintf("%s-%d", prefix, vscodeWorkspace))
+	n := vscodeWorkspace.Add(1)
+	dir = filepath.Join(v.dir, fmt.Sprintf("%s-%d", prefix, n))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		v.t.Fatal(err)
 	}
-	sess = fmt.Sprintf("script:/5c0de111-0000-4000-8000-%012d", vscodeWorkspace)
+	sess = fmt.Sprintf("script:/5c0de111-0000-4000-8000-%012d", n)
 	v.c.MustCall("createSession", map[string]any{"channel": sess, "provider": "script", "workingDirectories": []string{ahp.FileURI(dir)}})
 	v.c.Subscribe(sess)
 	def = ahp.DefaultChatURI(sess)

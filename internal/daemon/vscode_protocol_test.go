@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -98,13 +99,13 @@ func (v *vscodeEnv) initialized(clientID string) *ahptest.Client {
 	return c
 }
 
-var vscodeSession = 0
+// vscodeSession numbers the sessions of every test; tests run in parallel.
+var vscodeSession atomic.Int64
 
 // session creates a session in the served directory and returns it and
 // its default chat.
 func (v *vscodeEnv) session() (string, string) {
-	vscodeSession++
-	return v.createSession(v.c, fmt.Sprintf("ahp-session:/5c0de000-0000-4000-8000-%012d", vscodeSession))
+	return v.createSession(v.c, fmt.Sprintf("ahp-session:/5c0de000-0000-4000-8000-%012d", vscodeSession.Add(1)))
 }
 
 // completedTurn runs one turn on the session (meaning its default chat).
