@@ -1,6 +1,7 @@
 package daemon_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -184,5 +185,36 @@ func settledList(t *testing.T, c *ahptest.Client) []ahp.SessionSummary {
 			t.Fatal("listSessions did not settle")
 		}
 		prev = cur
+	}
+}
+
+// TestDisposeChatOfAnUnloadedSession: disposeChat of a chat whose session
+// has unloaded opens the session and disposes the chat, as it does for a
+// loaded one (it answered null and did nothing: the chat stayed).
+func TestDisposeChatOfAnUnloadedSession(t *testing.T) {
+	t.Parallel() // it waits for an idle timer
+	e := newEnv(t, func(c *daemon.Config) { c.ChatIdleSeconds = 1 })
+	a := e.client("a")
+	sess, _ := e.createSession(a, "ahp-session:/1a2b0000-0000-4000-8000-000000000401")
+	extra := ahp.DerivedChatURI(sess, "extra")
+	a.MustCall("createChat", map[string]any{"channel": sess, "chat": extra})
+	a.Close()
+	for deadline := time.Now().Add(15 * time.Second); e.d.Host().OpenSessions() != 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sessions open after 15 s, want 0", e.d.Host().OpenSessions())
+		}
+		time.Sleep(50 * time.Millisecond) // polls the idle timers (1 s)
+	}
+	b := e.client("b")
+	if res := b.MustCall("disposeChat", map[string]any{"channel": extra}); string(res) != "null" {
+		t.Fatalf("disposeChat answered %s", res)
+	}
+	for _, cs := range sessionState(t, b, sess).Chats {
+		if cs.Resource == extra {
+			t.Fatalf("the session still lists %s after disposeChat", extra)
+		}
+	}
+	if r, ok, err := e.d.Store().Chat(context.Background(), extra); err != nil || ok && !r.Closed {
+		t.Fatalf("the chat's record after disposeChat: stored %v, closed %v (%v)", ok, r.Closed, err)
 	}
 }

@@ -61,11 +61,11 @@ func (w *rawWatcher) send(b testing.TB, frame string) {
 	}
 }
 
-// readUntil reads until a frame holds marker.
+// readUntil reads until a frame holds marker and returns that frame.
 // A frame that does not come within a minute fails the read, naming what
 // was awaited and the last frames seen: a hung wait is a failure to read,
 // never a test binary killed at its timeout.
-func (w *rawWatcher) readUntil(b testing.TB, marker string) {
+func (w *rawWatcher) readUntil(b testing.TB, marker string) []byte {
 	var last []string
 	for {
 		_ = w.ws.SetReadDeadline(time.Now().Add(3 * ahptest.Timeout))
@@ -75,7 +75,7 @@ func (w *rawWatcher) readUntil(b testing.TB, marker string) {
 		}
 		if bytes.Contains(data, []byte(marker)) {
 			_ = w.ws.SetReadDeadline(time.Time{})
-			return
+			return data
 		}
 		if len(data) > 300 {
 			data = data[:300]

@@ -204,7 +204,7 @@ func (d *dispatcher) toSession(cl *client, p ahp.DispatchActionParams, a ahp.Act
 		d.route(cl, d.defaultChatLane(p.Channel), a, origin, func() {
 			ctx, cancel := context.WithTimeout(ctx, routeWait)
 			defer cancel()
-			d.toDefaultChat(ctx, cl, s, p, a, origin)
+			d.toDefaultChat(ctx, cl, p, a, origin)
 		})
 		return
 	}
@@ -220,8 +220,18 @@ func (d *dispatcher) toSession(cl *client, p ahp.DispatchActionParams, a ahp.Act
 	}
 }
 
-func (d *dispatcher) toDefaultChat(ctx context.Context, cl *client, s *session.Session, p ahp.DispatchActionParams, a ahp.Action, origin *ahp.ActionOrigin) {
-	def, err := s.DefaultChat(ctx)
+// toDefaultChat hands a chat action sent to a session to its default
+// chat. The session is found again here: it may have unloaded since the
+// read loop saw it.
+func (d *dispatcher) toDefaultChat(ctx context.Context, cl *client, p ahp.DispatchActionParams, a ahp.Action, origin *ahp.ActionOrigin) {
+	var def string
+	found, err := d.cat.onSession(ctx, p.Channel, func(s *session.Session) (err error) {
+		def, err = s.DefaultChat(ctx)
+		return err
+	})
+	if !found && err == nil {
+		err = fmt.Errorf("%s: %s", ahp.ErrResourceNotFound.Message, p.Channel)
+	}
 	if err == nil && def == "" {
 		err = fmt.Errorf("session %s has no default chat", p.Channel)
 	}

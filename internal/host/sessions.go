@@ -288,7 +288,10 @@ func firstChatURI(sessionURI string) string {
 func (d *sessionDesk) resolveChat(ctx context.Context, uri string) (*session.Session, *chat.Chat, error) {
 	notFound := fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, uri)
 	owner, s, known := d.cat.chatSession(uri)
-	if s == nil && known {
+	if (s == nil || s.Ending()) && known {
+		// Not loaded, or unloading: the catalogue forgets an unloading
+		// session only once its actor ended, and a retry that reached it
+		// again would fail as the first try did.
 		s, _ = d.cat.live(ctx, owner)
 	}
 	if s == nil {
@@ -485,11 +488,16 @@ func (d *sessionDesk) disposeChat(ctx context.Context, cl *client, params json.R
 	if !cl.principal.Can(auth.ChatDispose) {
 		return nil, ahp.Errorf(ahp.ErrPermissionDenied, "closing a chat needs the grant %s", auth.ChatDispose)
 	}
-	_, s, ok := d.cat.chatSession(p.Channel)
-	if !ok || s == nil {
+	owner, _, ok := d.cat.chatSession(p.Channel)
+	if !ok {
 		return nil, nil
 	}
-	if _, err := s.DisposeChat(ctx, p.Channel); err != nil {
+	// The session may be unloaded, or unloading: onSession opens it (a
+	// chat of a session not loaded is disposed as one of a loaded one).
+	if _, err := d.cat.onSession(ctx, owner, func(s *session.Session) error {
+		_, err := s.DisposeChat(ctx, p.Channel)
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	return nil, nil
@@ -612,28 +620,24 @@ func (d *sessionDesk) summaryChanged(uri string, sum ahp.SessionSummary) {
 }
 
 // chatState reads the state of a chat this host runs: one its chat
-// index holds. A chat the index does not hold is not running here.
+// index holds, its session loaded or not. A chat the index does not hold
+// is not running here.
 func (d *sessionDesk) chatState(ctx context.Context, uri string) (ahp.ChatState, bool) {
-	_, s, ok := d.cat.chatSession(uri)
-	if !ok || s == nil {
+	if _, _, ok := d.cat.chatSession(uri); !ok {
 		return ahp.ChatState{}, false
 	}
 	ctx, cancel := context.WithTimeout(ctx, resolveTimeout)
 	defer cancel()
 	var st ahp.ChatState
-	for attempt := 0; attempt < 3; attempt++ {
-		c, err := s.Chat(ctx, uri)
-		if err != nil {
-			d.log.Debug("chat attachment: chat not readable", "chat", uri, "err", err)
-			return ahp.ChatState{}, false
-		}
+	err := d.onChat(ctx, uri, func(c *chat.Chat) (err error) {
 		st, err = c.State(ctx)
-		if err == nil {
-			return st, true
-		}
-		d.log.Debug("chat attachment: chat state", "chat", uri, "err", err)
+		return err
+	})
+	if err != nil {
+		d.log.Debug("chat attachment: chat not readable", "chat", uri, "err", err)
+		return ahp.ChatState{}, false
 	}
-	return ahp.ChatState{}, false
+	return st, true
 }
 
 // progressParams is root/progress (AHP 0.5.0): how far a createSession

@@ -73,6 +73,7 @@ func (s *Session) DisposeChat(ctx context.Context, uri string) (removed bool, er
 		removed = true
 		actor, rec = e.actor, e.record
 		delete(s.chats, uri)
+		s.disposing++
 	})
 	if cerr != nil || !removed {
 		return false, cerr
@@ -90,9 +91,12 @@ func (s *Session) DisposeChat(ctx context.Context, uri string) (removed bool, er
 	}
 	mode := s.cfg.ClosedChats
 	if err := s.cfg.Env.Store.CloseChat(ctx, uri, mode); err != nil {
+		_ = s.do(func() { s.disposing-- })
 		return true, fmt.Errorf("dispose chat %s: %w", uri, err)
 	}
+	// Once queued, the step runs even if ctx ends first.
 	err = s.call(ctx, func() {
+		s.disposing--
 		if s.cfg.OnChatIndex != nil {
 			s.cfg.OnChatIndex(uri, false)
 		}

@@ -96,6 +96,11 @@ type Session struct {
 	record      store.SessionRecord
 	chats       map[string]*chatEntry
 	annotations ahp.AnnotationsState // the <session>/annotations channel (annotations.go)
+	// disposing counts the DisposeChat calls between their two steps on
+	// the actor: the chat is out of chats but not yet said removed, and
+	// the session must not unload in between (the second step would find
+	// it closed and the removal would never be told or unindexed).
+	disposing int
 }
 
 type chatEntry struct {
@@ -308,12 +313,15 @@ func (l loop) idleTimeout() time.Duration {
 }
 
 // unloadIfIdle ends the actor when the session has nothing to do: no chat
-// loaded, nobody subscribed to it or its annotations, and nothing pushed
+// loaded or being disposed, nobody subscribed to it or its annotations, and nothing pushed
 // since. Everything it holds is in the store; the host lists it from its
 // summary and opens it again when something needs it. It reports whether
 // the actor ended.
 func (l loop) unloadIfIdle() bool {
 	s := l.s
+	if s.disposing > 0 {
+		return false
+	}
 	for _, e := range s.chats {
 		if e.actor != nil {
 			return false
