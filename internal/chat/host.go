@@ -86,6 +86,9 @@ func (h engineHost) SpawnedContent(toolCallID string) []ahp.ToolResultContent {
 
 // OlderTurn: a turn older than the window is one row of the store.
 func (h engineHost) OlderTurn(id string) bool {
+	if !h.c.window.mayBeOlder(id) {
+		return false
+	}
 	_, ok := h.c.window.olderTurn(id)
 	return ok
 }

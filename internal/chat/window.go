@@ -25,7 +25,10 @@ import (
 //     actor for a fork), then finish on the actor (withOlder);
 //   - a single turn named by id (a fetchTurns cursor, a side chat's or a
 //     changeset's turn, a repeated start, a rewind's target, a point said
-//     late) is one row read by its key on the actor (window.olderTurn).
+//     late) is one row read by its key on the actor (window.olderTurn);
+//     a turn start, which must know whether its id is an older turn's,
+//     asks a filter of the older ids first (olderids.go), so a new id
+//     costs no read.
 //
 // Why 4: what the actor itself acts on is the newest turn (a resume, the
 // holds on what waits) and, now and then, one near the end (a rewind of
@@ -63,7 +66,16 @@ type window struct {
 	// change only by one, so turns read off the actor before a cut are
 	// read again.
 	cuts int
+	// ids filters a turn start's check for an older turn of its id
+	// (olderids.go): it holds every turn older than the window (a rewind
+	// leaves it a superset: a false positive costs a read). nil until a
+	// start first asks, or when the store could not be read.
+	ids *olderIDs
 }
+
+// olderIDsMax is the most older turns a chat filters; past it (a chat of a
+// million turns) every start reads the store, as it did before the filter.
+const olderIDsMax = 1 << 20
 
 // kept is how many ended turns the window holds at most.
 func (w *window) kept() int {
@@ -101,6 +113,9 @@ func (w *window) settle() {
 	for _, id := range c.eng.Window().Trim(len(ts) - keep) {
 		delete(c.points, id)
 		delete(w.sizes, id)
+		if w.ids != nil {
+			w.ids.add(id) // older now: the filter must hold it
+		}
 	}
 }
 
@@ -125,6 +140,43 @@ func (w *window) olderTurn(id string) (store.TurnRecord, bool) {
 		return store.TurnRecord{}, false
 	}
 	return r, true
+}
+
+// mayBeOlder reports whether id may name one of the chat's ended turns
+// older than the window; false means it does not, answered without the
+// store once the filter is read (olderids.go). A turn start asks it of
+// every new id.
+func (w *window) mayBeOlder(id string) bool {
+	older := w.c.eng.Window().Older()
+	if older == 0 || id == "" {
+		return false
+	}
+	if w.ids == nil || w.ids.full() {
+		if w.ids = w.readOlderIDs(older); w.ids == nil {
+			return true // the store answers
+		}
+	}
+	return w.ids.mayHold(id)
+}
+
+// readOlderIDs builds the filter of the turns older than the window (the
+// first start that asks, or a filter grown full), with room for as many
+// again; nil when there are too many or the store could not be read.
+func (w *window) readOlderIDs(older int) *olderIDs {
+	c := w.c
+	if older > olderIDsMax {
+		return nil
+	}
+	ids, err := c.cfg.Env.Store.TurnIDsBefore(context.Background(), c.cfg.URI, older)
+	if err != nil {
+		c.log.Error("read the ids of the turns older than the window", "err", err)
+		return nil
+	}
+	f := newOlderIDs(2 * len(ids))
+	for _, id := range ids {
+		f.add(id)
+	}
+	return f
 }
 
 // reloadThrough makes the stored turn at seq, older than the window, the

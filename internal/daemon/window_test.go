@@ -133,6 +133,18 @@ func windowScript(t *testing.T, kept int) []string {
 	})
 	sendTurn(t, a, def, "t9", "m9")
 	note("after a repeated start", windowTurns(full(a, def).Turns))
+	// And of one that left the window after the chat first looked for an
+	// older turn (its filter of older ids, read then, learns it as it
+	// leaves: chat/olderids.go).
+	sendTurn(t, a, def, "t10", "m10")
+	a.Dispatch(def, turnStarted("t8", "m8 again"))
+	a.AwaitEnvelope("the second repeated start", func(env ahptest.Envelope) bool {
+		var id string
+		_ = env.Field("turnId", &id)
+		return env.Type() == "chat/turnStarted" && id == "t8"
+	})
+	sendTurn(t, a, def, "t11", "m11")
+	note("after a second repeated start", windowTurns(full(a, def).Turns))
 
 	// A fork and a side chat at old turns.
 	fork := "ahp-chat:/714df000-0000-4000-8000-000000000001"

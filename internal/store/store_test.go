@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -1044,8 +1045,9 @@ func TestTurnBodyChecked(t *testing.T) {
 }
 
 // TestTurnsBetweenAndLastAgentTurn: a chat's window reads a range of its
-// stored turns by seq, and the newest turn its backend saw at or before a
-// seq (a ! command's turn is not one).
+// stored turns by seq, the ids of those before a seq (its filter of older
+// turns), and the newest turn its backend saw at or before a seq (a !
+// command's turn is not one).
 func TestTurnsBetweenAndLastAgentTurn(t *testing.T) {
 	s, _ := openTemp(t)
 	ctx := context.Background()
@@ -1066,6 +1068,19 @@ func TestTurnsBetweenAndLastAgentTurn(t *testing.T) {
 		must(t, err)
 		if !reflect.DeepEqual(seqs(got), tc.want) {
 			t.Errorf("TurnsBetween(%d, %d) = %v, want %v", tc.from, tc.to, seqs(got), tc.want)
+		}
+	}
+	for _, tc := range []struct{ before, want int }{{0, 0}, {3, 3}, {10, 10}, {20, 10}, {-1, 0}} {
+		ids, err := s.TurnIDsBefore(ctx, chat, tc.before)
+		must(t, err)
+		slices.Sort(ids)
+		var want []string
+		for seq := range tc.want {
+			want = append(want, sampleTurn(chat, seq).ID)
+		}
+		slices.Sort(want)
+		if !slices.Equal(ids, want) {
+			t.Errorf("TurnIDsBefore(%d) = %v, want %v", tc.before, ids, want)
 		}
 	}
 	for _, tc := range []struct {

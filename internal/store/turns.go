@@ -160,6 +160,29 @@ func (s *Store) TurnsBetween(ctx context.Context, chat string, fromSeq, toSeq in
 	return out, nil
 }
 
+// TurnIDsBefore returns the ids of the chat's turns with Seq < beforeSeq,
+// in no particular order: what a loaded chat filters a repeated turn start
+// by (chat/olderids.go).
+func (s *Store) TurnIDsBefore(ctx context.Context, chat string, beforeSeq int) ([]string, error) {
+	rows, err := s.db.query(ctx, `SELECT id FROM turns WHERE chat = ? AND seq < ?`, chat, beforeSeq)
+	if err != nil {
+		return nil, fmt.Errorf("list turn ids of %s before %d: %w", chat, beforeSeq, err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("list turn ids of %s before %d: %w", chat, beforeSeq, err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list turn ids of %s before %d: %w", chat, beforeSeq, err)
+	}
+	return ids, nil
+}
+
 // LastAgentTurnThrough returns the chat's newest turn with Seq <= seq that
 // was not a local ! command (one its backend saw); ok is false when there
 // is none. A rewind or a fork cuts the backend where that turn ended.
