@@ -484,8 +484,12 @@ func (c *conversation) Steer(s agent.Steering) agent.SteerResult {
 	}
 	id := "ahpd-steer-" + s.ID
 	if err := c.writeLocked(r.proc, map[string]any{"id": id, "type": "steer", "message": s.Text}); err != nil {
-		c.log.Warn("steering message not sent to pi", "steering", s.ID, "err", err)
-		return agent.SteerRefused
+		// pi's stdin is gone: the process is dying, and its exit ends the
+		// turn. The message stays the host's and steers the next turn, in
+		// a fresh pi (C-TURN-86), as one pi took and then died with does;
+		// refused, the host would take it out.
+		c.log.Warn("steering message not sent to pi; it stays pending", "steering", s.ID, "err", err)
+		return agent.SteerNotYet
 	}
 	r.steers = append(r.steers, &steer{id: s.ID, text: s.Text})
 	return agent.SteerTaken

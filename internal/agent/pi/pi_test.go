@@ -2,9 +2,11 @@ package pi
 
 import (
 	"encoding/json"
+	"log/slog"
 	"testing"
 
 	"github.com/ahpd/ahpd/internal/agent"
+	"github.com/ahpd/ahpd/internal/agent/agentproc"
 )
 
 // TestDecode: agents.pi is decoded strictly and checked.
@@ -108,5 +110,28 @@ func TestTranscriptTurns(t *testing.T) {
 	}
 	if _, err := branch(entries, "nope"); err == nil {
 		t.Error("a branch at a missing entry")
+	}
+}
+
+// TestSteerNotWrittenStaysPending: a steering message pi's stdin cannot
+// take (the process is dying: its exit ends the turn) is not yet taken,
+// never refused: refused, the host takes it out, where C-TURN-86 keeps it
+// to steer the next turn in a fresh pi.
+func TestSteerNotWrittenStaysPending(t *testing.T) {
+	p := agentproc.Scripted(agentproc.Spec{Name: "pi", Log: slog.New(slog.DiscardHandler), StdinQueue: 1})
+	if err := p.WriteLine([]byte(`{"type":"prompt"}`)); err != nil {
+		t.Fatal(err)
+	}
+	r := &run{turn: agent.Turn{ID: "t"}, accepted: true, proc: p}
+	c := &conversation{proc: p, running: r, log: slog.New(slog.DiscardHandler)}
+	if got := c.Steer(agent.Steering{ID: "s", TurnID: "t", Text: "steer"}); got != agent.SteerNotYet {
+		t.Fatalf("Steer with stdin full = %v, want SteerNotYet", got)
+	}
+	if len(r.steers) != 0 {
+		t.Fatalf("the run holds %d steering messages, want none", len(r.steers))
+	}
+	p.Written() // stdin drained: the next hand-over is taken
+	if got := c.Steer(agent.Steering{ID: "s", TurnID: "t", Text: "steer"}); got != agent.SteerTaken {
+		t.Fatalf("Steer once stdin takes it = %v, want SteerTaken", got)
 	}
 }
