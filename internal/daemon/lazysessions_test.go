@@ -218,3 +218,38 @@ func TestDisposeChatOfAnUnloadedSession(t *testing.T) {
 		t.Fatalf("the chat's record after disposeChat: stored %v, closed %v (%v)", ok, r.Closed, err)
 	}
 }
+
+// TestSessionConfigSurvivesItsRecordWrites: a session's config, which a
+// loaded session keeps only in its state (not as JSON in its record),
+// is written with every later write of the record and reads back whole
+// after a restart.
+func TestSessionConfigSurvivesItsRecordWrites(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a := e.client("a")
+	sess, _ := e.createSession(a, "ahp-session:/1a2b0000-0000-4000-8000-000000000402")
+	before, err := json.Marshal(sessionState(t, a, sess).Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(before) == "null" {
+		t.Fatal("the session has no config to keep")
+	}
+	a.Dispatch(sess, map[string]any{"type": "session/titleChanged", "title": "renamed"})
+	for deadline := time.Now().Add(ahptest.Timeout); sessionState(t, a, sess).Title != "renamed"; {
+		if time.Now().After(deadline) {
+			t.Fatal("the title did not take")
+		}
+		time.Sleep(10 * time.Millisecond) // polls the session's state for the action's effect
+	}
+	e.restart()
+	a = e.client("a")
+	st := sessionState(t, a, sess)
+	after, err := json.Marshal(st.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Title != "renamed" || string(after) != string(before) {
+		t.Fatalf("after a record write and a restart: title %q, config\n%s\nwant\n%s", st.Title, after, before)
+	}
+}

@@ -141,6 +141,13 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 	meta := ParseRecordMeta(cfg.Record.Meta)
 	s.annotations.Annotations = meta.Annotations
 	s.sandbox = meta.Sandbox
+	// The config lives in state.Config from here on (recordOp writes it
+	// from there), so neither record keeps its JSON: a kilobyte or two a
+	// loaded session held twice over (BenchmarkIdleSessionMemory).
+	s.cfg.Record = store.SessionRecord{}
+	if s.state.Config != nil {
+		s.record.Config = nil
+	}
 	s.publishDirs()
 	go loop{s}.run()
 	return s, nil
@@ -638,12 +645,13 @@ func (s *Session) recordOp() store.Op {
 	rec.DefaultChat = s.state.DefaultChat
 	rec.WorkingDirectories = s.state.WorkingDirectories
 	rec.Flags = int(s.state.Status & (ahp.StatusIsRead | ahp.StatusIsArchived))
+	s.record = rec
 	if s.state.Config != nil {
+		// Written from the state, not kept in s.record (Open).
 		if raw, err := json.Marshal(s.state.Config); err == nil {
 			rec.Config = raw
 		}
 	}
-	s.record = rec
 	return func(ctx context.Context, st *store.Store) error { return st.PutSession(ctx, rec) }
 }
 
