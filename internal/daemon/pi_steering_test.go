@@ -103,21 +103,33 @@ func TestPiSteering(t *testing.T) {
 			if end.Type() != "chat/error" || !strings.Contains(string(end.Action), "pi exited") {
 				t.Fatalf("t3 ended with %s: %s", end.Type(), end.Action)
 			}
+			// On a loaded machine pi may have taken s3 out of its queue
+			// before the kill (it steers before it runs the tool call):
+			// then the host took it out as pi's queue let it go (C-TURN-84)
+			// and it is pi's, not the host's, to send again.
+			takenByPi := false
 			for _, env := range chatEnvelopes(a, def) {
 				if env.Type() == "chat/pendingMessageRemoved" && field(env, "id") == "s3" {
-					t.Fatalf("s3 was taken out: %s", env.Raw)
+					takenByPi = true
+					if env.ServerSeq > end.ServerSeq {
+						t.Fatalf("s3 was taken out after t3 ended: %s", env.Raw)
+					}
 				}
 			}
-			// A failed turn starts nothing (C-TURN-33); s3 steers the next
-			// turn (C-TURN-43), which a fresh pi runs.
+			// A failed turn starts nothing (C-TURN-33); s3, when the host
+			// still holds it, steers the next turn (C-TURN-43), which a
+			// fresh pi runs.
 			a.Dispatch(def, turnStarted("t4", "after the crash [bash:sleep 1; echo again]"))
-			hostRemoval(t, a, def, "s3")
+			if !takenByPi {
+				hostRemoval(t, a, def, "s3")
+			}
 			if end := awaitEnd(t, a, def, "t4"); end.Type() != "chat/turnComplete" {
 				t.Fatalf("t4 ended with %s: %s", end.Type(), end.Action)
 			}
 			h = pe.history()
-			if n := strings.Count(strings.Join(h, "\n"), "STEER before the crash"); n != 1 {
-				t.Errorf("the model was told s3 %d times:\n%s", n, strings.Join(h, "\n"))
+			n := strings.Count(strings.Join(h, "\n"), "STEER before the crash")
+			if n != 1 && !(takenByPi && n == 0) {
+				t.Errorf("the model was told s3 %d times (taken by pi before the kill: %v):\n%s", n, takenByPi, strings.Join(h, "\n"))
 			}
 			if after := pe.piPIDs(); len(after) != 1 || after[0] == pids[0] {
 				t.Errorf("pi processes %v after the crash (%v before)", after, pids)

@@ -2,11 +2,14 @@ package gitwork
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // cloneProtocols are the transports a clone may use, for the clone and
@@ -163,9 +166,29 @@ func removeClone(ctx context.Context, r Removal, real string) (Removal, error) {
 		r.Kept = KeptUnmerged
 		return r, nil
 	}
-	if err := os.RemoveAll(real); err != nil {
+	if err := removeAllSettled(ctx, real); err != nil {
 		return r, fmt.Errorf("remove the clone %s: %w", real, err)
 	}
 	r.Removed, r.BranchDeleted = true, r.Branch != ""
 	return r, nil
+}
+
+// removeAllSettled removes dir like os.RemoveAll, trying again while a
+// directory in it is found not empty: a git command still finishing in the
+// clone (a turn's snapshot writing its objects as the session is disposed)
+// adds files after RemoveAll read a directory. It gives up after a few
+// tries, or when ctx ends.
+func removeAllSettled(ctx context.Context, dir string) error {
+	const tries, pause = 5, 100 * time.Millisecond
+	var err error
+	for try := 1; ; try++ {
+		if err = os.RemoveAll(dir); err == nil || !errors.Is(err, syscall.ENOTEMPTY) || try == tries {
+			return err
+		}
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return err
+		}
+	}
 }

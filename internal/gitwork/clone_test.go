@@ -1,6 +1,8 @@
 package gitwork
 
 import (
+	"context"
+	"fmt"
 	"net/http/cgi"
 	"net/http/httptest"
 	"os"
@@ -8,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestCloneChecksOutARevisionOnANewBranch: a file: source cloned at its
@@ -196,5 +199,43 @@ func TestRemoveCloneKeepsUnpushedWork(t *testing.T) {
 	gitT(t, own, "init", "-q", "-b", "main")
 	if r, err := RemoveWorktree(ctx, root, own, ""); err == nil || r.Removed || !exists(filepath.Join(own, ".git")) {
 		t.Errorf("RemoveWorktree(an unmarked repository under root) = %+v, %v", r, err)
+	}
+}
+
+// TestRemoveAllSettledOutlastsAWriter: a clone whose directory a process
+// still writes into as it is removed (a git command finishing) is removed
+// once the writer stops, where one os.RemoveAll fails with "directory not
+// empty".
+func TestRemoveAllSettledOutlastsAWriter(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "clone")
+	objects := filepath.Join(dir, ".git", "objects")
+	if err := os.MkdirAll(objects, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			// As git writes a loose object: a fan-out directory, then
+			// the file; nothing once the clone's directories are gone.
+			sub := filepath.Join(objects, fmt.Sprintf("%02x", i%256))
+			_ = os.Mkdir(sub, 0o755)
+			_ = os.WriteFile(filepath.Join(sub, fmt.Sprintf("o%d", i)), nil, 0o644)
+		}
+	}()
+	time.AfterFunc(150*time.Millisecond, func() { close(stop) })
+	err := removeAllSettled(context.Background(), dir)
+	<-done
+	if err != nil {
+		t.Fatalf("removeAllSettled with a writer that stops: %v", err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("the clone is still there: %v", err)
 	}
 }
