@@ -506,24 +506,6 @@ func (c *Chat) refuse(cl Client, origin *ahp.ActionOrigin, a ahp.Action, reason 
 	c.cfg.Env.Bus.Refuse(cl.Sub, c.cfg.URI, a, origin, reason)
 }
 
-// summaryChanged tells the session the chat's summary when it changed;
-// while the actor holds its writes (durable.go) it is told once they are
-// stored, as every other change is.
-func (c *Chat) summaryChanged() {
-	if c.durable.holding {
-		c.durable.summaryDue = true
-		return
-	}
-	s := reduce.ChatSummaryOf(c.st())
-	if summaryEqual(s, c.lastSummary) {
-		return
-	}
-	c.lastSummary = s
-	if c.cfg.OnSummary != nil {
-		c.cfg.OnSummary(s)
-	}
-}
-
 func summaryEqual(a, b ahp.ChatSummary) bool { return reflect.DeepEqual(a, b) }
 
 // Subscribe returns the chat's snapshot for a new watcher and adds it to

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/reduce"
 	"github.com/ahpd/ahpd/internal/store"
 )
 
@@ -99,10 +100,7 @@ func (du *durable) flush() {
 	clear(h.tells)
 	h.ops, h.tells, h.what = h.ops[:0], h.tells[:0], h.what[:0]
 	if summary {
-		holding := du.holding
-		du.holding = false // told now, not gathered again
-		c.summaryChanged()
-		du.holding = holding
+		du.tellSummary() // now, not gathered again
 	}
 }
 
@@ -125,7 +123,7 @@ func (du *durable) tell(a ahp.Action, origin *ahp.ActionOrigin) {
 	}
 	du.commitNow(a.ActionType(), ops...)
 	c.cfg.Env.Bus.Publish(c.cfg.URI, a, origin)
-	c.summaryChanged()
+	du.summaryChanged()
 }
 
 // tellStreamed publishes a streaming action, behind what waits for a
@@ -240,4 +238,28 @@ func (du *durable) commitNow(what string, ops ...store.Op) {
 
 func putTurnOp(rec store.TurnRecord) store.Op {
 	return func(ctx context.Context, s *store.Store) error { return s.PutTurn(ctx, rec) }
+}
+
+// summaryChanged tells the session the chat's summary when it changed;
+// while holding it is told once the held writes are stored (flush), as
+// every other change is.
+func (du *durable) summaryChanged() {
+	if du.holding {
+		du.summaryDue = true
+		return
+	}
+	du.tellSummary()
+}
+
+// tellSummary tells the session the chat's summary when it changed.
+func (du *durable) tellSummary() {
+	c := du.c
+	s := reduce.ChatSummaryOf(c.st())
+	if summaryEqual(s, c.lastSummary) {
+		return
+	}
+	c.lastSummary = s
+	if c.cfg.OnSummary != nil {
+		c.cfg.OnSummary(s)
+	}
 }

@@ -25,7 +25,7 @@ func (c *Chat) setTitle(title string, provisional bool) {
 	c.record.TitleProvisional = provisional
 	// The title is stored before the session says it (C-COMP-26).
 	c.durable.commit("title", c.durable.recordOp())
-	c.summaryChanged()
+	c.durable.summaryChanged()
 }
 
 // autoTitle names the chat after its first message (C-COMP-26): a ! command
