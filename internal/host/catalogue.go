@@ -59,12 +59,23 @@ func newCatalogue() *catalogue {
 	}
 }
 
-// session returns the live session of uri.
+// session returns the live session of uri. An actor that is ending
+// (unloading, closing) is not handed out: the catalogue forgets it only
+// once it ended, and whoever asked it something would be answered "session
+// closed" as often as it tried (live opens the session anew instead).
 func (c *catalogue) session(uri string) (*session.Session, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.liveLocked(uri)
+}
+
+// liveLocked is session's answer; c.mu must be held.
+func (c *catalogue) liveLocked(uri string) (*session.Session, bool) {
 	s, ok := c.sessions[uri]
-	return s, ok
+	if !ok || s.Ending() {
+		return nil, false
+	}
+	return s, true
 }
 
 // all is every live session, in no order.
@@ -100,7 +111,7 @@ func (c *catalogue) known(uri string) bool {
 // it is not open; ok is false when the host holds no such session. It may
 // read the store: never call it from a connection's read loop.
 func (c *catalogue) live(ctx context.Context, uri string) (*session.Session, bool) {
-	if s, ok := c.session(uri); ok && !s.Ending() {
+	if s, ok := c.session(uri); ok {
 		return s, true
 	}
 	if !c.known(uri) || c.load == nil {
@@ -284,7 +295,7 @@ func (c *catalogue) chatSession(chat string) (uri string, s *session.Session, ok
 	defer c.mu.Unlock()
 	uri, ok = c.chats[chat]
 	if ok {
-		s = c.sessions[uri]
+		s, _ = c.liveLocked(uri)
 	}
 	return uri, s, ok
 }
@@ -297,7 +308,7 @@ func (c *catalogue) chatSession(chat string) (uri string, s *session.Session, ok
 func (c *catalogue) register(ctx context.Context, uri string) (live *session.Session, done func(), err error) {
 	for {
 		c.mu.Lock()
-		if s, ok := c.sessions[uri]; ok && !s.Ending() {
+		if s, ok := c.liveLocked(uri); ok {
 			c.mu.Unlock()
 			return s, nil, nil
 		}

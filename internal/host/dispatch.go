@@ -170,8 +170,8 @@ func (d *dispatcher) sessionOpen(channel string) bool {
 	if _, ok := ahp.AnnotationsSession(channel); ok {
 		return false
 	}
-	s, open := d.cat.session(channel)
-	return (open && !s.Ending()) || !d.cat.known(channel)
+	_, open := d.cat.session(channel)
+	return open || !d.cat.known(channel)
 }
 
 // toSession hands an action on a session or annotations channel to

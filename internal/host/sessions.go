@@ -288,10 +288,7 @@ func firstChatURI(sessionURI string) string {
 func (d *sessionDesk) resolveChat(ctx context.Context, uri string) (*session.Session, *chat.Chat, error) {
 	notFound := fmt.Errorf("%w: %s", ahp.ErrResourceNotFound, uri)
 	owner, s, known := d.cat.chatSession(uri)
-	if (s == nil || s.Ending()) && known {
-		// Not loaded, or unloading: the catalogue forgets an unloading
-		// session only once its actor ended, and a retry that reached it
-		// again would fail as the first try did.
+	if s == nil && known {
 		s, _ = d.cat.live(ctx, owner)
 	}
 	if s == nil {

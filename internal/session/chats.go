@@ -91,7 +91,7 @@ func (s *Session) DisposeChat(ctx context.Context, uri string) (removed bool, er
 	}
 	mode := s.cfg.ClosedChats
 	if err := s.cfg.Env.Store.CloseChat(ctx, uri, mode); err != nil {
-		_ = s.do(func() { s.disposing-- })
+		s.tell("the end of disposing "+uri, func() { s.disposing-- })
 		return true, fmt.Errorf("dispose chat %s: %w", uri, err)
 	}
 	// Once queued, the step runs even if ctx ends first.
