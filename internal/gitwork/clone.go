@@ -174,10 +174,11 @@ func removeClone(ctx context.Context, r Removal, real string) (Removal, error) {
 }
 
 // removeAllSettled removes dir like os.RemoveAll, trying again while a
-// directory in it is found not empty: a git command still finishing in the
-// clone (a turn's snapshot writing its objects as the session is disposed)
-// adds files after RemoveAll read a directory. It gives up after a few
-// tries, or when ctx ends.
+// directory in it is found not empty: a git process still finishing in the
+// clone adds files after RemoveAll read a directory. The host's own git work
+// on the session is over by then (gitDesk.dispose waits for it); this is
+// for what it does not control (a detached gc, a user's git). It gives up
+// after a few tries, or when ctx ends.
 func removeAllSettled(ctx context.Context, dir string) error {
 	const tries, pause = 5, 100 * time.Millisecond
 	var err error

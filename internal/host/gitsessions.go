@@ -619,6 +619,14 @@ func (g *gitDesk) dispose(ctx context.Context, session string) {
 	if err != nil || !found {
 		return
 	}
+	// A refresh still queued or running on the session's git lane runs git
+	// in its work tree (reading its changes writes objects): the work tree
+	// is touched only after it (its git calls are bounded too).
+	drainCtx, stopDrain := context.WithTimeout(ctx, gitCallTimeout)
+	if !g.lanes.drain(drainCtx, gitLane(session)) {
+		g.log.Warn("dispose session: its git refresh did not end in time", "session", session)
+	}
+	stopDrain()
 	ctx, cancel := context.WithTimeout(ctx, gitCallTimeout)
 	defer cancel()
 	if dirExists(r.Dir) {

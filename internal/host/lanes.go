@@ -1,6 +1,7 @@
 package host
 
 import (
+	"context"
 	"log/slog"
 
 	"github.com/ahpd/ahpd/internal/bug"
@@ -80,6 +81,21 @@ func (l *lanes) push(channel string, fn func()) bool {
 	}
 	ln.queue = append(ln.queue, fn)
 	return true
+}
+
+// drain waits, within ctx, until what channel's lane holds now has run;
+// false when it could not wait (the lanes are full, or ctx ended first).
+func (l *lanes) drain(ctx context.Context, channel string) bool {
+	done := make(chan struct{})
+	if !l.push(channel, func() { close(done) }) {
+		return false
+	}
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // run is channel's lane goroutine: it runs what the lane holds in order
