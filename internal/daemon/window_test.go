@@ -125,24 +125,23 @@ func windowScript(t *testing.T, kept int) []string {
 	fetch(map[string]any{"channel": def, "cursor": base64.RawURLEncoding.EncodeToString([]byte("before:nope"))})
 
 	// A repeated start of an old turn is said again and changes nothing.
-	a.Dispatch(def, turnStarted("t1", "m1 again"))
-	a.AwaitEnvelope("the repeated start", func(env ahptest.Envelope) bool {
-		var id string
-		_ = env.Field("turnId", &id)
-		return env.Type() == "chat/turnStarted" && id == "t1"
-	})
+	startAgain := func(id, text string) {
+		t.Helper()
+		a.Dispatch(def, turnStarted(id, text))
+		a.AwaitEnvelope("the repeated start of "+id, func(env ahptest.Envelope) bool {
+			var got string
+			_ = env.Field("turnId", &got)
+			return env.Type() == "chat/turnStarted" && got == id
+		})
+	}
+	startAgain("t1", "m1 again")
 	sendTurn(t, a, def, "t9", "m9")
 	note("after a repeated start", windowTurns(full(a, def).Turns))
 	// And of one that left the window after the chat first looked for an
 	// older turn (its filter of older ids, read then, learns it as it
 	// leaves: chat/olderids.go).
 	sendTurn(t, a, def, "t10", "m10")
-	a.Dispatch(def, turnStarted("t8", "m8 again"))
-	a.AwaitEnvelope("the second repeated start", func(env ahptest.Envelope) bool {
-		var id string
-		_ = env.Field("turnId", &id)
-		return env.Type() == "chat/turnStarted" && id == "t8"
-	})
+	startAgain("t8", "m8 again")
 	sendTurn(t, a, def, "t11", "m11")
 	note("after a second repeated start", windowTurns(full(a, def).Turns))
 
