@@ -25,6 +25,10 @@ type database struct {
 	// just one more holder of the token, so sync writes and queued ones
 	// interleave safely.
 	writeSem chan struct{}
+	// wrote is told each time the writer token is let go, after whatever
+	// its holder wrote committed or rolled back (the checkpointer's nudge;
+	// nil until Open sets it).
+	wrote func()
 
 	// stmtMu guards stmts.
 	stmtMu sync.Mutex
@@ -95,7 +99,7 @@ func (d *database) writeExecThen(ctx context.Context, then func(), query string,
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	defer func() { <-d.writeSem }()
+	defer d.releaseWriter()
 	st, err := d.stmt(ctx, query)
 	if err != nil {
 		return nil, err
@@ -105,6 +109,14 @@ func (d *database) writeExecThen(ctx context.Context, then func(), query string,
 		then()
 	}
 	return res, err
+}
+
+// releaseWriter lets the writer token go and tells wrote.
+func (d *database) releaseWriter() {
+	<-d.writeSem
+	if d.wrote != nil {
+		d.wrote()
+	}
 }
 
 // stmt returns the prepared statement for query, preparing it on first use.
@@ -176,7 +188,7 @@ func (d *database) withWrite(ctx context.Context, fn func(tx *sql.Tx) error) err
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	defer func() { <-d.writeSem }()
+	defer d.releaseWriter()
 
 	tx, err := d.pool.BeginTx(ctx, nil)
 	if err != nil {

@@ -54,6 +54,8 @@ type Stats struct {
 
 	SearchBatches uint64 // search index transactions committed (searchindex.go)
 	SearchIndexed uint64 // marked turns they indexed
+
+	Checkpoints uint64 // WAL checkpoints the background checkpointer ran (checkpoint.go)
 }
 
 // Stats reports the write-behind queue's counters.
@@ -61,6 +63,7 @@ func (s *Store) Stats() Stats {
 	st := s.queue.snapshot()
 	st.SearchBatches = s.search.batches.Load()
 	st.SearchIndexed = s.search.indexed.Load()
+	st.Checkpoints = s.checkpoints.runs.Load()
 	return st
 }
 
@@ -366,7 +369,7 @@ func (q *queue) runGroup(ctx context.Context, group []queuedOp) {
 	if !done {
 		errs, done = q.groupTx(ctx, group, true)
 	}
-	<-q.s.db.writeSem
+	q.s.db.releaseWriter()
 	if !done {
 		q.s.logger.Warn("grouped write failed to start; running the ops one by one", "ops", ops)
 		for i := range group {

@@ -72,6 +72,10 @@ type Store struct {
 	// for it (searchindex.go).
 	search *indexer
 
+	// checkpoints copies the WAL back into the database file off the
+	// writer's path (checkpoint.go).
+	checkpoints *checkpointer
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -99,7 +103,7 @@ func openWith(path string, logger *slog.Logger, migs []migration) (*Store, error
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
 	}
-	db, err := sql.Open("sqlite", dsn(abs))
+	db, err := sql.Open("sqlite", dsn(abs, fmt.Sprintf("wal_autocheckpoint(%d)", walBackstopFrames)))
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
 	}
@@ -115,6 +119,7 @@ func openWith(path string, logger *slog.Logger, migs []migration) (*Store, error
 	}
 	s.queue = newQueue(s)
 	s.search = &indexer{db: s.db, logger: s.logger}
+	s.checkpoints = newCheckpointer(s.db, abs, s.logger)
 	ctx := context.Background()
 	if err := s.db.checkPragmas(ctx); err != nil {
 		db.Close()
@@ -128,14 +133,18 @@ func openWith(path string, logger *slog.Logger, migs []migration) (*Store, error
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
 	}
+	s.db.wrote = s.checkpoints.nudge
+	go s.checkpoints.loop()
 	go s.queue.writer()
 	return s, nil
 }
 
 // dsn builds the driver's connection string. The path goes into a file: URI,
 // escaped, so names holding '?', '#' or '%' survive; the _pragma and
-// _txlock parameters are applied by the driver on every new connection.
-func dsn(abs string) string {
+// _txlock parameters are applied by the driver on every new connection:
+// the durability pragmas every connection to the file keeps, then extra
+// ones.
+func dsn(abs string, extra ...string) string {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
@@ -145,6 +154,9 @@ func dsn(abs string) string {
 	// up front instead of upgrading a read lock later, which in WAL mode can
 	// fail with SQLITE_BUSY without waiting. Read-only transactions still use
 	// a plain BEGIN (the driver honours sql.TxOptions.ReadOnly).
+	for _, p := range extra {
+		q.Add("_pragma", p)
+	}
 	q.Set("_txlock", "immediate")
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: q.Encode()}
 	return u.String()
@@ -159,6 +171,7 @@ func (s *Store) Path() string { return s.path }
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.queue.close()
+		s.checkpoints.close()
 		if st := s.Stats(); st.WriteErrors > 0 {
 			s.logger.Warn("store closed after write errors", "write_errors", st.WriteErrors, "written", st.Written)
 		}
