@@ -23,7 +23,6 @@ import (
 	"github.com/ahpd/ahpd/internal/agent"
 	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/attach"
-	"github.com/ahpd/ahpd/internal/bug"
 	"github.com/ahpd/ahpd/internal/bus"
 	"github.com/ahpd/ahpd/internal/canvas"
 	"github.com/ahpd/ahpd/internal/env"
@@ -337,94 +336,12 @@ func (c *Chat) run(crashed *store.TurnRecord) {
 		// once, with an error saying so.
 		c.eng.Recover()
 	}
-	var batch []func()
-	flush := time.NewTicker(runningEvery)
-	defer flush.Stop()
-	var idle, agentIdle <-chan time.Time
-	idleTimer := c.idle.timer()
-	if idleTimer != nil {
-		defer idleTimer.Stop()
-		idle = idleTimer.C
-	}
-	agentTimer := c.idle.agentTimer()
-	if agentTimer != nil {
-		defer agentTimer.Stop()
-		agentIdle = agentTimer.C
-	}
+	l := newLoop(c)
+	defer l.timers.stop()
 	for {
-		// What the agent process slots know of this chat follows what the
-		// last step did (slots.go), and so do the turns it keeps in memory
-		// (window.go).
-		c.slot.settle()
-		c.window.settle()
-		var events, shellEvents, hostEvents <-chan agent.Event
-		if c.backends.conv != nil {
-			events = c.backends.conv.Events()
-		}
-		if c.backends.shell != nil {
-			shellEvents = c.backends.shell.Events()
-		}
-		if c.backends.hostCmds != nil {
-			hostEvents = c.backends.hostCmds.Events()
-		}
-		select {
-		case <-c.stopping:
-			for _, fn := range c.inbox.Pop(batch) {
-				fn()
-			}
-			c.canvases.endAll() // a canvas goes with its chat (canvases.go)
-			c.shutdown()
+		l.settle()
+		if l.handle(l.await()) {
 			return
-		case <-c.inbox.Wake():
-			batch = c.inbox.Pop(batch)
-			for i, fn := range batch {
-				bug.Recover(c.log, "chat actor", fn)
-				batch[i] = nil
-			}
-		case ev, ok := <-events:
-			if !ok {
-				c.backends.gone(errors.New("agent conversation ended"))
-				continue
-			}
-			c.silence.agentSpoke()
-			bug.Recover(c.log, "agent event", func() { c.onAgentEvent(ev) })
-		case ev, ok := <-shellEvents:
-			if !ok {
-				c.eng.Forget(localConv{c.backends.shell})
-				c.backends.shell = nil
-				continue
-			}
-			bug.Recover(c.log, "command event", func() { c.eng.Event(localConv{c.backends.shell}, ev) })
-		case ev, ok := <-hostEvents:
-			if !ok {
-				c.eng.Forget(c.backends.hostCmds)
-				c.backends.hostCmds = nil
-				continue
-			}
-			bug.Recover(c.log, "host command event", func() { c.eng.Event(c.backends.hostCmds, ev) })
-		case <-flush.C:
-			c.durable.flushRunning()
-			c.silence.check()
-			// The ticker is not activity: it must not keep an idle
-			// chat loaded by resetting the idle timer.
-			continue
-		case <-idle:
-			if c.idle.unloadIfIdle() {
-				return
-			}
-			// A timer is not activity: the agent's keeps running.
-			idleTimer.Reset(c.idle.timeout())
-			continue
-		case <-agentIdle:
-			// Armed again by the next activity, not by itself.
-			c.idle.endIdleAgent()
-			continue
-		}
-		if idleTimer != nil {
-			idleTimer.Reset(c.idle.timeout())
-		}
-		if agentTimer != nil {
-			agentTimer.Reset(c.idle.agentTimeout())
 		}
 	}
 }
