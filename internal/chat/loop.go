@@ -112,7 +112,8 @@ func (l *loop) awaitQuiet() wakeKind {
 }
 
 // awaitEvents is await with the conversations' events, received into
-// l.woke.
+// l.woke. Its other cases are awaitQuiet's: one select each, since a
+// select's frame holds room for every case it has.
 //
 //go:noinline
 func (l *loop) awaitEvents() wakeKind {

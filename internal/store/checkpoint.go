@@ -22,16 +22,16 @@ import (
 // a goroutine of their own: each write nudges it when it lets the writer
 // token go, and it checkpoints (PASSIVE: it never waits for, nor blocks, a
 // writer or a reader) once the WAL holds walCheckpointFrames not yet copied.
+// How many frames wait is read from the WAL index (the -shm file) that
+// SQLite keeps for every connection, in its documented format.
+//
 // Under a steady stream of commits the WAL is not started over (SQLite
 // does that at a write that finds every frame copied back), so it grows to
 // walBackstopFrames, where a commit's own checkpoint copies the few frames
 // left and the next write starts it over; copying those last frames from
 // here, holding the writer token, cost the commits more than it saved
-// (measured).
-// How many frames wait is read from the WAL index (the -shm file) that
-// SQLite keeps for every connection, in its documented format. Should that
-// ever be unreadable, SQLite's own checkpoint after walBackstopFrames still
-// bounds the WAL: the connections keep it, only higher.
+// (measured). The same backstop bounds the WAL should the index ever be
+// unreadable.
 
 const (
 	// walCheckpointFrames is the backlog the checkpointer copies back at:
@@ -144,7 +144,7 @@ const (
 	walIndexVersion    = 3007000
 	walMxFrameAt       = 16 // frames in the WAL
 	walIsInitAt        = 12
-	walBackfillAt      = 2*walIndexHeaderSize + 0 // nBackfill: frames copied back
+	walBackfillAt      = 2 * walIndexHeaderSize // nBackfill, the checkpoint information's first field: frames copied back
 	walIndexReadSize   = walBackfillAt + 4
 )
 

@@ -150,13 +150,13 @@ func dsn(abs string, extra ...string) string {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "foreign_keys(ON)")
+	for _, p := range extra {
+		q.Add("_pragma", p)
+	}
 	// Write transactions start with BEGIN IMMEDIATE: they take the write lock
 	// up front instead of upgrading a read lock later, which in WAL mode can
 	// fail with SQLITE_BUSY without waiting. Read-only transactions still use
 	// a plain BEGIN (the driver honours sql.TxOptions.ReadOnly).
-	for _, p := range extra {
-		q.Add("_pragma", p)
-	}
 	q.Set("_txlock", "immediate")
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: q.Encode()}
 	return u.String()
