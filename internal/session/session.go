@@ -390,6 +390,13 @@ func (s *Session) apply(a ahp.Action, origin *ahp.ActionOrigin) {
 	if storedInRecord(a) {
 		s.commitRecord(a.ActionType())
 	}
+	// The host's catalogue takes the summary before the action goes out:
+	// a client that saw the action and lists the sessions at once finds
+	// it there (VS Code's "listSessions reflects live title and status
+	// changes" listed the flags as they were before).
+	if after := s.summary(); s.cfg.OnSummary != nil && !reflect.DeepEqual(before, after) {
+		s.cfg.OnSummary(after)
+	}
 	s.cfg.Env.Bus.Publish(s.uri, a, origin)
 	switch a.(type) {
 	case ahp.SessionWorkingDirectorySet, ahp.SessionWorkingDirectoryRemoved,
@@ -397,9 +404,6 @@ func (s *Session) apply(a ahp.Action, origin *ahp.ActionOrigin) {
 		// Only these change what publishDirs copies; every turn's chat
 		// updates cloned both for nothing.
 		s.publishDirs()
-	}
-	if after := s.summary(); s.cfg.OnSummary != nil && !reflect.DeepEqual(before, after) {
-		s.cfg.OnSummary(after)
 	}
 }
 
