@@ -680,6 +680,16 @@ function renderChangeset() {
 function renderPending() {
   const st = app.chatState;
   const box = $('pending');
+  // Drawn again only when what it shows changed: the chat redraws on every
+  // action, and a list replaced between a button's press and its release
+  // ate the click (a person's "Take back" did nothing).
+  const shown = JSON.stringify([
+    st.steeringMessage ? [st.steeringMessage.id, st.steeringMessage.message.text] : null,
+    (st.queuedMessages || []).map((m) => [m.id, m.message.text]),
+    !!st.activeTurn,
+  ]);
+  if (box.dataset.shown === shown) return;
+  box.dataset.shown = shown;
   const items = [];
   if (st.steeringMessage) {
     items.push(
