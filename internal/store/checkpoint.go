@@ -19,9 +19,10 @@ import (
 // the copy and two fsyncs, milliseconds that land on whichever turn
 // committed then (about two fifths of a 200-part turn's commit time on
 // average, docs/PERFORMANCE.md). Here the store's connections leave that to
-// a goroutine of their own: each write nudges it when it lets the writer
-// token go, and it checkpoints (PASSIVE: it never waits for, nor blocks, a
-// writer or a reader) once the WAL holds walCheckpointFrames not yet copied.
+// a goroutine of their own: writes nudge it as they let the writer token
+// go (one in walNudgeEvery), and it checkpoints (PASSIVE: it never waits
+// for, nor blocks, a writer or a reader) once the WAL holds
+// walCheckpointFrames not yet copied.
 // How many frames wait is read from the WAL index (the -shm file) that
 // SQLite keeps for every connection, in its documented format.
 //
@@ -41,6 +42,11 @@ const (
 	// connection checkpoints itself, as SQLite does by default, when the
 	// checkpointer has not kept up or cannot read the WAL index.
 	walBackstopFrames = 4 * walCheckpointFrames
+	// walNudgeEvery is how many writes pass between two looks at the WAL
+	// index: a write adds a frame at least, so the checkpointer lags the
+	// threshold by a few writes at most, and a busy store does not wake
+	// it (and read the index) for every commit.
+	walNudgeEvery = 8
 )
 
 // checkpointer copies the WAL into the database file in the background.
@@ -55,6 +61,9 @@ type checkpointer struct {
 	stop   chan struct{}
 	done   chan struct{}
 
+	// writes counts the nudges, of which one in walNudgeEvery wakes the
+	// loop.
+	writes atomic.Uint64
 	// runs counts the checkpoints run (Stats).
 	runs atomic.Uint64
 }
@@ -70,9 +79,12 @@ func newCheckpointer(db *database, path string, logger *slog.Logger) *checkpoint
 	}
 }
 
-// nudge tells the loop a write committed; it never blocks (a nudge
-// pending already covers this one).
+// nudge tells the loop a write committed, one write in walNudgeEvery; it
+// never blocks (a nudge pending already covers this one).
 func (c *checkpointer) nudge() {
+	if c.writes.Add(1)%walNudgeEvery != 0 {
+		return
+	}
 	select {
 	case c.nudged <- struct{}{}:
 	default:
