@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -13,6 +14,12 @@ import (
 // fanoutPrompt is the turn of the fan-out figure (issue 37): reasoning
 // deltas, then the answer, from the script agent.
 const fanoutPrompt = "[think] hello"
+
+// fanoutCalls numbers the sub-benchmarks' runs: the testing package runs
+// each more than once under -benchtime=Nx (N > 1) or -count, against the
+// same servers, and a run in the chat of the one before found its turn
+// ids taken and waited for endings that never came.
+var fanoutCalls atomic.Int64
 
 // BenchmarkFanoutVsRaw: one chat's turns of fanoutPrompt, the driver
 // keeping four in flight (one running, the others waiting as pending
@@ -39,7 +46,7 @@ func BenchmarkFanoutVsRaw(b *testing.B) {
 			servers := []*perfServer{ahpd, bare}
 			chats := map[*perfServer]*perfChats{}
 			for _, s := range servers {
-				chats[s] = joinChats(b, s, fmt.Sprintf("fan%d", n), 1, n+1)
+				chats[s] = joinChats(b, s, fmt.Sprintf("fan%d-%d", n, fanoutCalls.Add(1)), 1, n+1)
 				fanoutRound(b, chats[s], "warm", inFlight, inFlight, s == bare) // warm up
 			}
 			tally := map[*perfServer]*fanoutTally{ahpd: {}, bare: {}}
