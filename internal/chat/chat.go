@@ -137,6 +137,8 @@ type Chat struct {
 	eng         *turns.Engine
 	lastSummary ahp.ChatSummary
 	record      store.ChatRecord
+	// meta is record.Meta parsed, for the readers on every turn (fork.go).
+	meta metaCache
 	// points are the backend's fork/rewind points of the turns the state
 	// holds, by turn id; the store keeps every turn's.
 	points map[string]string

@@ -152,7 +152,7 @@ func (be *backends) ensure() error {
 // backend now holds a conversation under ConversationID.
 func (be *backends) used() {
 	c := be.c
-	meta := ParseRecordMeta(c.record.Meta)
+	meta := c.meta.of(c.record.Meta)
 	if meta.PendingOpen == nil && meta.BackendStarted {
 		return
 	}

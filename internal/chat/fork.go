@@ -68,6 +68,26 @@ func ParseRecordMeta(raw json.RawMessage) RecordMeta {
 	return m
 }
 
+// metaCache is the chat record's Meta as last parsed, with the bytes it
+// was parsed from: the hot readers (what waits, on every message queued
+// or taken; the backend's first use and the host's context, on every turn
+// sent) read it parsed once per change, not once per call (the parse was
+// 5% of a streamed turn's CPU, issue 37). A new Meta is a new slice
+// (RecordMeta.Raw), so the bytes' identity says whether it changed.
+type metaCache struct {
+	raw  json.RawMessage
+	meta RecordMeta
+}
+
+// of returns raw parsed. The copy shares its slices, maps and pointers
+// with the cache: a caller replaces a field, never what one points to.
+func (mc *metaCache) of(raw json.RawMessage) RecordMeta {
+	if len(raw) != len(mc.raw) || (len(raw) > 0 && &raw[0] != &mc.raw[0]) {
+		mc.raw, mc.meta = raw, ParseRecordMeta(raw)
+	}
+	return mc.meta
+}
+
 // Raw encodes the meta for a record.
 func (m RecordMeta) Raw() json.RawMessage {
 	if m.PendingOpen == nil && m.FirstPromptContext == "" && !m.BackendStarted && !m.Cleared && m.Steering == nil && len(m.Queued) == 0 && len(m.PendingSenders) == 0 && len(m.Behind) == 0 && len(m.Canvases) == 0 {

@@ -44,7 +44,7 @@ func (h engineHost) Open(r turns.Route) (agent.Conversation, agent.Capabilities,
 // (C-TURN-109): consumed once it is handed out.
 func (h engineHost) HostContext() string {
 	c := h.c
-	meta := ParseRecordMeta(c.record.Meta)
+	meta := c.meta.of(c.record.Meta)
 	if meta.FirstPromptContext == "" {
 		return ""
 	}

@@ -19,7 +19,7 @@ func (du *durable) persistPending() {
 // turn engine, up to date and reports whether it changed.
 func (du *durable) pendingChanged() bool {
 	c := du.c
-	meta := ParseRecordMeta(c.record.Meta)
+	meta := c.meta.of(c.record.Meta)
 	st := c.st()
 	senders, waiting := c.eng.Waiting()
 	behind := make([]BehindStart, 0, len(waiting))
