@@ -31,6 +31,11 @@ type client struct {
 	mu      lockorder.Mutex
 	id      string
 	version string
+	// known caches Knows by action type for version (every published
+	// action asks it for every subscriber, and comparing versions parses
+	// both); guarded by mu, emptied when version changes, bounded by
+	// knownMax.
+	known map[string]bool
 
 	// awaiting are the snapshots this connection's pending replies will
 	// carry, by channel (awaitSnapshot); guarded by mu.
@@ -134,10 +139,26 @@ func (c *client) Deliver(method string, params json.RawMessage) {
 // Knows reports whether the connection's version knows the action type.
 func (c *client) Knows(actionType string) bool {
 	c.mu.Lock()
-	v := c.version
-	c.mu.Unlock()
-	return v == "" || ahp.ActionKnownTo(actionType, v)
+	defer c.mu.Unlock()
+	if c.version == "" {
+		return true
+	}
+	if k, ok := c.known[actionType]; ok {
+		return k
+	}
+	k := ahp.ActionKnownTo(actionType, c.version)
+	if c.known == nil {
+		c.known = make(map[string]bool)
+	}
+	if len(c.known) < knownMax {
+		c.known[actionType] = k
+	}
+	return k
 }
+
+// knownMax bounds a client's Knows cache: more than the protocol's action
+// types, so only a flood of made-up types goes uncached.
+const knownMax = 256
 
 // ClientID is the clientId the connection gave.
 func (c *client) ClientID() string {
@@ -151,6 +172,9 @@ func (c *client) ClientID() string {
 func (c *client) setIdentity(id, version string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if version != c.version {
+		c.known = nil
+	}
 	c.id, c.version = id, version
 }
 
