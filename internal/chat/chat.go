@@ -323,10 +323,25 @@ func (c *Chat) Done() <-chan struct{} { return c.inbox.Done() }
 // without a goroutine parked on Done for each loaded chat.
 func (c *Chat) AfterDone(f func()) { c.inbox.AfterStopped(f) }
 
-func (c *Chat) do(fn func()) error { return c.inbox.Do(fn) }
+// do runs fn on the actor's goroutine without waiting for it. fn runs once
+// the chat's commits in flight landed and what waited for them is told (durable.drain): whatever asks the actor sees only what is
+// stored, and everything it says goes out after what the chat said before.
+func (c *Chat) do(fn func()) error {
+	return c.inbox.Do(func() {
+		c.durable.drain()
+		fn()
+	})
+}
 
-// call runs fn on the actor's goroutine and waits for it.
-func (c *Chat) call(ctx context.Context, fn func()) error { return c.inbox.Call(ctx, fn) }
+// call runs fn on the actor's goroutine, like do, and waits until fn ran
+// and what it said is stored and told.
+func (c *Chat) call(ctx context.Context, fn func()) error {
+	return c.inbox.Call(ctx, func() {
+		c.durable.drain()
+		fn()
+		c.durable.drain()
+	})
+}
 
 // run is the chat actor's loop; only it touches the fields documented as
 // owned by run.
@@ -368,6 +383,7 @@ func (c *Chat) Close(ctx context.Context, deleteConversation bool) error {
 }
 
 func (c *Chat) shutdown() {
+	c.durable.drain()
 	if c.eng.Active() != nil {
 		c.durable.persistRunning()
 	}
@@ -537,7 +553,25 @@ func (c *Chat) State(ctx context.Context) (ahp.ChatState, error) {
 // means the action was not taken (the chat is closed or overloaded).
 func (c *Chat) Dispatch(cl Client, clientSeq int64, a ahp.Action) error {
 	origin := &ahp.ActionOrigin{ClientID: cl.ID, ClientSeq: clientSeq}
-	return c.do(func() { c.onClientAction(cl, origin, a) })
+	return c.inbox.Do(func() {
+		if !pipelinable(a) {
+			c.durable.drain()
+		}
+		c.onClientAction(cl, origin, a)
+	})
+}
+
+// pipelinable reports whether a client's action a may be handled while
+// the chat's commits are in flight (durable.go): it reaches no backend
+// but through engineHost.Open, which waits for them, and what it says
+// goes out behind them. A turn sent (behind the running one, or started),
+// the draft, the read and archived flags.
+func pipelinable(a ahp.Action) bool {
+	switch a.(type) {
+	case ahp.ChatTurnStarted, ahp.ChatDraftChanged, ahp.ChatIsReadChanged, ahp.ChatIsArchivedChanged:
+		return true
+	}
+	return false
 }
 
 func parseISO(s string) time.Time {

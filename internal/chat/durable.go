@@ -2,6 +2,8 @@ package chat
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,10 +42,30 @@ const (
 // behind it and what waits then were three commits in a row, each awaited
 // by the actor, and one chat's turns ran at the pace of its commits
 // (issue 37, fan-out of one chat's turns).
+//
+// Commits are pipelined: what the actor commits on its own (a client's
+// turn sent behind the running one, a held step's writes at release) goes
+// to the store without the actor waiting for it; the publications behind
+// it wait in inflight, in order, and go out when the store says the
+// commit landed (the loop wakes on it, loop.go). Whatever lets something
+// outside the chat see the chat first waits for every commit in flight
+// (drain): a backend opened or sent to (a backend sees only what is
+// stored), a client refused or answered, another chat or the session told,
+// every other message the actor takes but a client's action that touches
+// no backend (pipelinable). A chat's turn paid for its queued message's
+// commit twice: the actor waited for it, then the turn's events waited for
+// the actor (issue 37, fan-out).
 type durable struct {
 	c *Chat
 	// runningDirty: the active turn streamed since it was last written.
 	runningDirty bool
+
+	// inflight are the commits the store runs for this chat, oldest first,
+	// each with the publications that wait for it; waitingTells counts
+	// those publications. Both are bounded (maxInflight,
+	// maxWaitingTells): past a bound the actor waits for the oldest.
+	inflight     []inflight
+	waitingTells int
 
 	// holding: commits and publications gather in held until release.
 	holding bool
@@ -70,18 +92,164 @@ type heldTell struct {
 	stored bool
 }
 
+// inflight is one commit in the store's hands: its result comes on done,
+// then its publications go out, then the chat's summary as it stood once
+// they were reduced (nil: none to tell).
+type inflight struct {
+	done    <-chan error
+	what    string
+	tells   []heldTell
+	summary *ahp.ChatSummary
+}
+
+const (
+	// maxInflight bounds the commits one chat has in flight, and
+	// maxWaitingTells the publications waiting behind them: a stalled disk
+	// holds the chat back (its agent's events wait in their channel), not
+	// its memory.
+	maxInflight     = 8
+	maxWaitingTells = 1024
+)
+
 // hold starts gathering commits and publications.
 func (du *durable) hold() { du.holding = true }
 
-// release writes and publishes what was gathered and stops gathering.
+// release stops gathering and hands what was gathered to the store, its
+// publications waiting for the commit in flight.
 func (du *durable) release() {
-	du.flush()
 	du.holding = false
+	h := &du.held
+	if len(h.ops) == 0 && len(h.tells) == 0 && !du.summaryDue {
+		return
+	}
+	summary := du.summaryDue
+	du.summaryDue = false
+	for _, t := range h.tells {
+		summary = summary || t.stored
+	}
+	// The held slices are kept for the next step; the batch gets copies.
+	ops, tells, what := slices.Clone(h.ops), slices.Clone(h.tells), strings.Join(h.what, ", ")
+	clear(h.ops)
+	clear(h.tells)
+	h.ops, h.tells, h.what = h.ops[:0], h.tells[:0], h.what[:0]
+	du.submit(what, ops, tells, summary)
 }
 
-// flush commits what was gathered, in one transaction, then publishes
-// what waited for it, in order, and tells the chat's summary once.
+// submit hands ops to the store and puts tells, and the chat's summary
+// when summary is set, behind their commit. With no ops they go behind the
+// newest commit in flight, or out at once when none is.
+func (du *durable) submit(what string, ops []store.Op, tells []heldTell, summary bool) {
+	c := du.c
+	var sum *ahp.ChatSummary
+	if summary {
+		s := reduce.ChatSummaryOf(c.st())
+		sum = &s
+	}
+	if len(ops) == 0 {
+		n := len(du.inflight)
+		if n == 0 {
+			du.publish(tells, sum)
+			return
+		}
+		last := &du.inflight[n-1]
+		last.tells = append(last.tells, tells...)
+		if sum != nil {
+			last.summary = sum
+		}
+		du.waitingTells += len(tells)
+		du.bound()
+		return
+	}
+	for len(du.inflight) >= maxInflight {
+		du.awaitOldest()
+	}
+	du.inflight = append(du.inflight, inflight{done: c.cfg.Env.Store.CommitAsync(ops...), what: what, tells: tells, summary: sum})
+	du.waitingTells += len(tells)
+	du.bound()
+}
+
+// bound waits for the oldest commits while too many publications wait.
+func (du *durable) bound() {
+	for du.waitingTells > maxWaitingTells && len(du.inflight) > 0 {
+		du.awaitOldest()
+	}
+}
+
+// oldest is the channel the oldest commit in flight lands on; nil (never
+// ready) when none is.
+func (du *durable) oldest() <-chan error {
+	if len(du.inflight) == 0 {
+		return nil
+	}
+	return du.inflight[0].done
+}
+
+// awaitOldest waits for the oldest commit in flight to land, up to
+// store.CommitWait, and publishes what waited for it.
+func (du *durable) awaitOldest() {
+	t := time.NewTimer(store.CommitWait)
+	defer t.Stop()
+	select {
+	case err := <-du.inflight[0].done:
+		du.landed(err)
+	case <-t.C:
+		du.landed(fmt.Errorf("commit: no answer from the store in %s", store.CommitWait))
+	}
+}
+
+// landed publishes what waited for the oldest commit in flight, which
+// ended with err, then what waited for any later one that landed too. A
+// failure is logged: the state already moved on, and a client is told
+// what the chat now holds (as commitNow does).
+func (du *durable) landed(err error) {
+	for {
+		h := du.inflight[0]
+		du.inflight[0] = inflight{}
+		du.inflight = du.inflight[1:]
+		if len(du.inflight) == 0 {
+			du.inflight = nil
+		}
+		du.waitingTells -= len(h.tells)
+		if err != nil {
+			du.c.log.Error("commit before telling clients", "what", h.what, "err", err)
+		}
+		du.publish(h.tells, h.summary)
+		if len(du.inflight) == 0 {
+			return
+		}
+		select {
+		case err = <-du.inflight[0].done:
+		default:
+			return
+		}
+	}
+}
+
+// drain waits for every commit in flight and publishes what waited for
+// them: after it, everything the chat said is stored and told.
+func (du *durable) drain() {
+	for len(du.inflight) > 0 {
+		du.awaitOldest()
+	}
+}
+
+// publish tells clients tells, in order, then the session sum.
+func (du *durable) publish(tells []heldTell, sum *ahp.ChatSummary) {
+	c := du.c
+	for _, t := range tells {
+		c.cfg.Env.Bus.Publish(c.cfg.URI, t.a, t.origin)
+	}
+	if sum != nil {
+		du.tellSummaryOf(*sum)
+	}
+}
+
+// flush waits for the commits in flight (drain), then commits what was
+// gathered, in one transaction, publishes what waited for it, in order,
+// and tells the chat's summary once: what the chat said is all stored and
+// told when it returns.
 func (du *durable) flush() {
+	du.drain()
 	h := &du.held
 	if len(h.ops) == 0 && len(h.tells) == 0 && !du.summaryDue {
 		return
@@ -111,7 +279,6 @@ func (du *durable) pending() bool { return len(du.held.tells) > 0 }
 // tell commits what a makes durable and publishes a, or gathers both while
 // holding.
 func (du *durable) tell(a ahp.Action, origin *ahp.ActionOrigin) {
-	c := du.c
 	ops := du.opsFor(a)
 	if du.holding {
 		if len(ops) > 0 {
@@ -121,9 +288,7 @@ func (du *durable) tell(a ahp.Action, origin *ahp.ActionOrigin) {
 		du.held.tells = append(du.held.tells, heldTell{a: a, origin: origin, stored: true})
 		return
 	}
-	du.commitNow(a.ActionType(), ops...)
-	c.cfg.Env.Bus.Publish(c.cfg.URI, a, origin)
-	du.summaryChanged()
+	du.submit(a.ActionType(), ops, []heldTell{{a: a, origin: origin, stored: true}}, true)
 }
 
 // tellStreamed publishes a streaming action, behind what waits for a
@@ -131,6 +296,13 @@ func (du *durable) tell(a ahp.Action, origin *ahp.ActionOrigin) {
 func (du *durable) tellStreamed(a ahp.Action, origin *ahp.ActionOrigin) {
 	if du.holding && du.pending() {
 		du.held.tells = append(du.held.tells, heldTell{a: a, origin: origin})
+		return
+	}
+	if n := len(du.inflight); n > 0 {
+		last := &du.inflight[n-1]
+		last.tells = append(last.tells, heldTell{a: a, origin: origin})
+		du.waitingTells++
+		du.bound()
 		return
 	}
 	du.c.cfg.Env.Bus.Publish(du.c.cfg.URI, a, origin)
@@ -221,7 +393,7 @@ func (du *durable) commit(what string, ops ...store.Op) {
 		du.held.what = append(du.held.what, what)
 		return
 	}
-	du.commitNow(what, ops...)
+	du.submit(what, ops, nil, false)
 }
 
 // commitNow runs ops in one committed write and waits for it (the store
@@ -248,13 +420,15 @@ func (du *durable) summaryChanged() {
 		du.summaryDue = true
 		return
 	}
-	du.tellSummary()
+	du.submit("", nil, nil, true)
 }
 
 // tellSummary tells the session the chat's summary when it changed.
-func (du *durable) tellSummary() {
+func (du *durable) tellSummary() { du.tellSummaryOf(reduce.ChatSummaryOf(du.c.st())) }
+
+// tellSummaryOf tells the session s when it is not what it was last told.
+func (du *durable) tellSummaryOf(s ahp.ChatSummary) {
 	c := du.c
-	s := reduce.ChatSummaryOf(c.st())
 	if summaryEqual(s, c.lastSummary) {
 		return
 	}

@@ -23,6 +23,8 @@ type loop struct {
 	batch  []func()
 	// woke is the event await received, until handle takes it.
 	woke wokenEvent
+	// landed is the result of the commit whose landing woke the actor.
+	landed error
 }
 
 // actorTimers are the loop's timers: the flush of a running turn, and the
@@ -52,6 +54,7 @@ const (
 	wokeFlush
 	wokeIdle
 	wokeAgentIdle
+	wokeLanded
 )
 
 func newLoop(c *Chat) *loop {
@@ -102,6 +105,8 @@ func (l *loop) awaitQuiet() wakeKind {
 		return wokeStopping
 	case <-l.c.inbox.Wake():
 		return wokeInbox
+	case l.landed = <-l.c.durable.oldest():
+		return wokeLanded
 	case <-l.timers.flush.C:
 		return wokeFlush
 	case <-l.timers.idle:
@@ -134,6 +139,8 @@ func (l *loop) awaitEvents() wakeKind {
 		return wokeStopping
 	case <-l.c.inbox.Wake():
 		return wokeInbox
+	case l.landed = <-l.c.durable.oldest():
+		return wokeLanded
 	case w.ev, w.ok = <-events:
 		return wokeAgent
 	case w.ev, w.ok = <-shellEvents:
@@ -163,6 +170,7 @@ func (l *loop) handle(kind wakeKind) (done bool) {
 		for _, fn := range c.inbox.Pop(l.batch) {
 			fn()
 		}
+		c.durable.drain()
 		c.canvases.endAll() // a canvas goes with its chat (canvases.go)
 		c.shutdown()
 		return true
@@ -199,7 +207,16 @@ func (l *loop) handle(kind wakeKind) (done bool) {
 		// The ticker is not activity: it must not keep an idle chat
 		// loaded by resetting the idle timer.
 		return false
+	case wokeLanded:
+		err := l.landed
+		l.landed = nil
+		c.durable.landed(err)
+		// A commit landing is not activity: the idle timers run on.
+		return false
 	case wokeIdle:
+		// An idle chat has nothing in flight: what it said is stored and
+		// told before it can unload.
+		c.durable.drain()
 		if c.idle.unloadIfIdle() {
 			return true
 		}

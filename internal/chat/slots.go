@@ -35,7 +35,7 @@ func (s *agentSlot) join() {
 	if !c.backends.caps.Process || c.cfg.Env.AgentSlots == nil {
 		return
 	}
-	s.m = c.cfg.Env.AgentSlots.Join(c.cfg.URI, c.inbox.Do, s.granted, s.closeRequested)
+	s.m = c.cfg.Env.AgentSlots.Join(c.cfg.URI, c.do, s.granted, s.closeRequested)
 }
 
 // acquire takes a slot before the agent conversation opens; a *turns.Wait

@@ -5,13 +5,14 @@ import (
 	"testing"
 
 	"github.com/ahpd/ahpd/internal/ahp"
+	"github.com/ahpd/ahpd/internal/lockorder"
 )
 
 // TestClientKnowsFollowsItsVersion: what a connection is sent follows the
 // version it speaks, through the cache of answers, when the version
 // changes (a reconnect can speak another), and beyond the cache's bound.
 func TestClientKnowsFollowsItsVersion(t *testing.T) {
-	c := &client{}
+	c := &client{mu: lockorder.Mutex{Rank: lockorder.HostClient}}
 	if !c.Knows(ahp.ActionChatCanvasesChanged) {
 		t.Fatal("a connection that named no version is sent every action")
 	}

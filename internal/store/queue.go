@@ -25,6 +25,9 @@ type queuedOp struct {
 	result chan error
 	caller uintptr // the program counter of Enqueue's caller, for error logs
 	queued time.Time
+	// observe: the writer tells commitSeen how long the op waited (a
+	// CommitAsync, whose caller does not wait to see it).
+	observe bool
 }
 
 // maxBatchOps bounds the ops one grouped transaction holds, so a waiting
@@ -128,6 +131,30 @@ func (s *Store) CommitAll(ctx context.Context, ops ...Op) error {
 		}
 		return nil
 	})
+}
+
+// CommitAsync is CommitAll without the wait: ops go to the writer at once,
+// in order with everything pushed before, and the returned channel
+// (1-buffered) receives the result once their transaction is committed,
+// or ErrClosed at once when the store no longer writes. A chat actor
+// goes on with its next work while its commit is in flight, and publishes
+// what waited for it when the result comes (chat/durable.go).
+func (s *Store) CommitAsync(ops ...Op) <-chan error {
+	result := make(chan error, 1)
+	op := func(ctx context.Context, st *Store) error {
+		for _, op := range ops {
+			if err := op(ctx, st); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var pc [1]uintptr
+	runtime.Callers(2, pc[:])
+	if !s.queue.push(queuedOp{op: op, result: result, caller: pc[0], queued: time.Now(), observe: true}) {
+		result <- ErrClosed
+	}
+	return result
 }
 
 // Flush waits until every op enqueued before the call has run (successfully
@@ -458,6 +485,9 @@ func (q *queue) finish(it queuedOp, err error) {
 	case it.op == nil:
 		close(it.done)
 	case it.result != nil:
+		if f := q.commitSeen.Load(); f != nil && it.observe {
+			(*f)(time.Since(it.queued))
+		}
 		it.result <- err
 	}
 }

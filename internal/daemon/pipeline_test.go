@@ -1,0 +1,92 @@
+package daemon_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/ahpd/ahpd/internal/store"
+)
+
+// TestPipelinedCommitsTellOnlyWhatIsStored: a chat's actor goes on while
+// its commits are in flight (internal/chat/durable.go), and still tells
+// nothing a commit has not stored. With the store's writer stalled, a turn
+// sent behind the running one and a draft are not told, and a client
+// subscribing waits for its snapshot (which would show them); once the
+// store writes again the draft is told, the snapshot holds it (and the
+// draft is not told to that client again), and the turn that waited
+// starts for both.
+func TestPipelinedCommitsTellOnlyWhatIsStored(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a := e.client("a")
+	_, def := e.createSession(a, "ahp-session:/919e0000-0000-4000-8000-000000000001")
+	a.Subscribe(def)
+	a.Dispatch(def, turnStarted("t1", "keep going [hold]"))
+	awaitTyped(t, a, def, "chat/turnStarted", "t1")
+
+	stalled, release := make(chan struct{}), make(chan struct{})
+	e.d.Store().Enqueue(func(context.Context, *store.Store) error {
+		close(stalled)
+		<-release
+		return nil
+	})
+	<-stalled
+	released := false
+	defer func() {
+		if !released {
+			close(release) // so the daemon can close
+		}
+	}()
+
+	mark := len(a.Envelopes())
+	startTurn(a, def, "t2", "behind the first")
+	draftSeq := a.Dispatch(def, map[string]any{"type": "chat/draftChanged", "draft": userMessage("next")})
+	b := e.client("b")
+	sub := b.Request("subscribe", map[string]any{"channel": def})
+
+	time.Sleep(300 * time.Millisecond)
+	for _, env := range a.Envelopes()[mark:] {
+		if env.Channel == def && (env.Type() == "chat/draftChanged" || env.Type() == "chat/turnStarted") {
+			t.Fatalf("told while the store could not write: %s", env.Action)
+		}
+	}
+	for _, f := range b.Frames() {
+		if string(f.ID) == sub {
+			t.Fatalf("a snapshot answered while the store could not write: %s", f.Result)
+		}
+	}
+
+	close(release)
+	released = true
+	a.AwaitEcho(draftSeq)
+	reply := b.Await(sub)
+	if reply.Error != nil {
+		t.Fatalf("subscribe: %v", reply.Error)
+	}
+	var snap struct {
+		Snapshot struct {
+			State struct {
+				Draft *struct {
+					Text string `json:"text"`
+				} `json:"draft"`
+			} `json:"state"`
+		} `json:"snapshot"`
+	}
+	if err := json.Unmarshal(reply.Result, &snap); err != nil {
+		t.Fatal(err)
+	}
+	if d := snap.Snapshot.State.Draft; d == nil || d.Text != "next" {
+		t.Fatalf("the snapshot taken after the stall has draft %+v, want %q", d, "next")
+	}
+
+	a.AwaitEcho(a.Dispatch(def, map[string]any{"type": "chat/turnCancelled", "turnId": "t1"}))
+	awaitTyped(t, a, def, "chat/turnStarted", "t2")
+	awaitTyped(t, b, def, "chat/turnStarted", "t2")
+	for _, env := range b.Envelopes() {
+		if env.Channel == def && env.Type() == "chat/draftChanged" {
+			t.Errorf("the draft its snapshot held was told to the subscriber again: %s", env.Action)
+		}
+	}
+}
