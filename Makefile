@@ -93,8 +93,11 @@ BENCH_LOAD_CHATS ?= 1000
 # The sessions of the idle-memory figure.
 BENCH_SESSIONS ?= 10000
 
+# -p 1: one package's benchmarks at a time (go test runs as many test
+# binaries at once as there are CPUs, and the store's figures ran beside the
+# daemon's).
 bench:
-	ulimit -n 65536 2>/dev/null; AHPD_BENCH_LOAD_CHATS=$(BENCH_LOAD_CHATS) AHPD_BENCH_SESSIONS=$(BENCH_SESSIONS) $(GO) test -run '^$$' -bench '$(PERF_BENCH)' -benchtime=1x -timeout 30m ./internal/daemon ./internal/store | $(GO) run ./internal/perf/benchtable
+	ulimit -n 65536 2>/dev/null; AHPD_BENCH_LOAD_CHATS=$(BENCH_LOAD_CHATS) AHPD_BENCH_SESSIONS=$(BENCH_SESSIONS) $(GO) test -p 1 -run '^$$' -bench '$(PERF_BENCH)' -benchtime=1x -timeout 30m ./internal/daemon ./internal/store | $(GO) run ./internal/perf/benchtable
 
 clean:
 	rm -f ahpd

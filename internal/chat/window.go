@@ -92,10 +92,11 @@ func (w *window) noteEnded(id string, size int) {
 }
 
 // settle trims the window when a turn ended. It runs between the actor's
-// steps, never inside an engine call: an ended turn is committed before it
-// is told (durable.go), so a turn leaves memory only once the store has it.
+// steps, never inside an engine call, and only once no commit is in flight
+// (durable.go: an ending's commit can land after the step that told the
+// engine), so a turn leaves memory only once the store has it.
 func (w *window) settle() {
-	if !w.ended {
+	if !w.ended || len(w.c.durable.inflight) > 0 {
 		return
 	}
 	w.ended = false
