@@ -34,7 +34,7 @@ import (
 )
 
 // Version is the daemon's version, set at build time.
-var Version = "0.4.0"
+var Version = "0.5.0"
 
 // Daemon is one running ahpd: a store, a host and a websocket listener.
 type Daemon struct {
