@@ -556,8 +556,10 @@ func (c *Chat) Dispatch(cl Client, clientSeq int64, a ahp.Action) error {
 	return c.inbox.Do(func() {
 		if !pipelinable(a) {
 			c.durable.drain()
+			c.onClientAction(cl, origin, a)
+			return
 		}
-		c.onClientAction(cl, origin, a)
+		c.durable.pipelined(func() { c.onClientAction(cl, origin, a) })
 	})
 }
 

@@ -52,9 +52,11 @@ const (
 // (drain): a backend opened or sent to (a backend sees only what is
 // stored), a client refused or answered, another chat or the session told,
 // every other message the actor takes but a client's action that touches
-// no backend (pipelinable). A chat's turn paid for its queued message's
-// commit twice: the actor waited for it, then the turn's events waited for
-// the actor (issue 37, fan-out).
+// no backend (pipelinable). Any other commit is waited for where it is
+// made, as what follows it in the step may show it (a steering message
+// handed to the backend, a canvas's channel told). A chat's turn paid for
+// its queued message's commit twice: the actor waited for it, then the
+// turn's events waited for the actor (issue 37, fan-out).
 type durable struct {
 	c *Chat
 	// runningDirty: the active turn streamed since it was last written.
@@ -66,6 +68,11 @@ type durable struct {
 	// maxWaitingTells): past a bound the actor waits for the oldest.
 	inflight     []inflight
 	waitingTells int
+	// pipelining: the step may leave its commits in flight (a held
+	// backend event's release, a pipelinable client action). Anywhere
+	// else a commit is waited for, as what follows it in the step (a
+	// backend steered, a canvas's channel told) may show it.
+	pipelining bool
 
 	// holding: commits and publications gather in held until release.
 	holding bool
@@ -132,13 +139,32 @@ func (du *durable) release() {
 	clear(h.ops)
 	clear(h.tells)
 	h.ops, h.tells, h.what = h.ops[:0], h.tells[:0], h.what[:0]
-	du.submit(what, ops, tells, summary)
+	// The event's step ends here: nothing after it in the step shows
+	// the chat.
+	du.pipelined(func() { du.submit(what, ops, tells, summary) })
+}
+
+// pipelined runs fn with its commits left in flight (pipelining).
+func (du *durable) pipelined(fn func()) {
+	was := du.pipelining
+	du.pipelining = true
+	defer func() { du.pipelining = was }()
+	fn()
 }
 
 // submit hands ops to the store and puts tells, and the chat's summary
 // when summary is set, behind their commit. With no ops they go behind the
-// newest commit in flight, or out at once when none is.
+// newest commit in flight, or out at once when none is. Unless pipelining,
+// it returns once they are stored and told.
 func (du *durable) submit(what string, ops []store.Op, tells []heldTell, summary bool) {
+	du.enter(what, ops, tells, summary)
+	if !du.pipelining {
+		du.drain()
+	}
+}
+
+// enter is submit without the wait.
+func (du *durable) enter(what string, ops []store.Op, tells []heldTell, summary bool) {
 	c := du.c
 	var sum *ahp.ChatSummary
 	if summary {

@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,19 +27,7 @@ func TestPipelinedCommitsTellOnlyWhatIsStored(t *testing.T) {
 	a.Dispatch(def, turnStarted("t1", "keep going [hold]"))
 	awaitTyped(t, a, def, "chat/turnStarted", "t1")
 
-	stalled, release := make(chan struct{}), make(chan struct{})
-	e.d.Store().Enqueue(func(context.Context, *store.Store) error {
-		close(stalled)
-		<-release
-		return nil
-	})
-	<-stalled
-	released := false
-	defer func() {
-		if !released {
-			close(release) // so the daemon can close
-		}
-	}()
+	release := stallStore(t, e)
 
 	mark := len(a.Envelopes())
 	startTurn(a, def, "t2", "behind the first")
@@ -58,8 +47,7 @@ func TestPipelinedCommitsTellOnlyWhatIsStored(t *testing.T) {
 		}
 	}
 
-	close(release)
-	released = true
+	release()
 	a.AwaitEcho(draftSeq)
 	reply := b.Await(sub)
 	if reply.Error != nil {
@@ -89,4 +77,54 @@ func TestPipelinedCommitsTellOnlyWhatIsStored(t *testing.T) {
 			t.Errorf("the draft its snapshot held was told to the subscriber again: %s", env.Action)
 		}
 	}
+}
+
+// TestSteeringReachesTheBackendOnlyOnceStored: a client's action that is
+// not pipelined waits for its own commit before what follows it in the
+// step: a steering message is handed to the running turn's backend only
+// once the chat's record holding it is stored.
+func TestSteeringReachesTheBackendOnlyOnceStored(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a := e.client("a")
+	_, def := e.createSession(a, "ahp-session:/919e0000-0000-4000-8000-000000000002")
+	a.Subscribe(def)
+	a.Dispatch(def, turnStarted("t1", "keep going [hold]"))
+	awaitTyped(t, a, def, "chat/turnStarted", "t1")
+
+	release := stallStore(t, e)
+	seq := a.Dispatch(def, map[string]any{"type": "chat/pendingMessageSet", "kind": "steering", "id": "s1", "message": userMessage("turn left")})
+	time.Sleep(300 * time.Millisecond)
+	for _, st := range e.script.Steers() {
+		if st.Steering.ID == "s1" {
+			t.Fatal("the backend was handed a steering message the store did not hold")
+		}
+	}
+	release()
+	a.AwaitEcho(seq)
+	a.WaitFor("the steering message handed to the backend", func() bool {
+		for _, st := range e.script.Steers() {
+			if st.Steering.ID == "s1" {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// stallStore stops the store's writer until the returned func is called
+// (or the test ends): an op queued behind everything waits on it.
+func stallStore(t *testing.T, e *testEnv) (release func()) {
+	t.Helper()
+	stalled, gate := make(chan struct{}), make(chan struct{})
+	e.d.Store().Enqueue(func(context.Context, *store.Store) error {
+		close(stalled)
+		<-gate
+		return nil
+	})
+	<-stalled
+	var once sync.Once
+	release = func() { once.Do(func() { close(gate) }) }
+	t.Cleanup(release) // so the daemon can close
+	return release
 }
