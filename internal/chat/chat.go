@@ -324,8 +324,9 @@ func (c *Chat) Done() <-chan struct{} { return c.inbox.Done() }
 func (c *Chat) AfterDone(f func()) { c.inbox.AfterStopped(f) }
 
 // do runs fn on the actor's goroutine without waiting for it. fn runs once
-// the chat's commits in flight landed and what waited for them is told (durable.drain): whatever asks the actor sees only what is
-// stored, and everything it says goes out after what the chat said before.
+// the chat's commits in flight landed and what waited for them is told
+// (durable.drain): whatever asks the actor sees only what is stored, and
+// everything it says goes out after what the chat said before.
 func (c *Chat) do(fn func()) error {
 	return c.inbox.Do(func() {
 		c.durable.drain()
