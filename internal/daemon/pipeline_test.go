@@ -3,11 +3,14 @@ package daemon_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/ahpd/ahpd/internal/ahp"
 	"github.com/ahpd/ahpd/internal/store"
+	"github.com/ahpd/ahpd/internal/testutil/ahptest"
 )
 
 // TestPipelinedCommitsTellOnlyWhatIsStored: a chat's actor goes on while
@@ -127,4 +130,38 @@ func stallStore(t *testing.T, e *testEnv) (release func()) {
 	release = func() { once.Do(func() { close(gate) }) }
 	t.Cleanup(release) // so the daemon can close
 	return release
+}
+
+// TestCanvasStateToldOnlyOnceStored: a canvas drawn again is told on its
+// channel only once the chat's record holding its new state is stored
+// (the draw commits outside a pipelined step, so it waits for its commit).
+func TestCanvasStateToldOnlyOnceStored(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a := e.client("a")
+	_, def := e.createSession(a, "ahp-session:/919e0000-0000-4000-8000-000000000003")
+	a.Subscribe(def)
+	tools := toolsOf(t, e, a, def)
+	dev := devServer(t)
+	uri := showPage(t, tools, map[string]any{"url": dev, "title": "Dev"})
+	a.Subscribe(uri)
+
+	release := stallStore(t, e)
+	drawn := make(chan struct{})
+	go func() {
+		defer close(drawn)
+		showPage(t, tools, map[string]any{"url": dev, "canvas": uri, "status": "Rebuilt", "title": "Dev"})
+	}()
+	rebuilt := func(env ahptest.Envelope) bool {
+		return env.Channel == uri && env.Type() == ahp.ActionCanvasStateChanged && strings.Contains(string(env.Action), "Rebuilt")
+	}
+	time.Sleep(300 * time.Millisecond)
+	for _, env := range a.Envelopes() {
+		if rebuilt(env) {
+			t.Fatalf("the canvas's new state was told before it was stored: %s", env.Raw)
+		}
+	}
+	release()
+	<-drawn
+	a.AwaitEnvelope("the canvas drawn again", rebuilt)
 }
