@@ -34,8 +34,10 @@ func TestPipelinedCommitsTellOnlyWhatIsStored(t *testing.T) {
 
 	mark := len(a.Envelopes())
 	startTurn(a, def, "t2", "behind the first")
-	draftSeq := a.Dispatch(def, map[string]any{"type": "chat/draftChanged", "draft": userMessage("next")})
+	// b sends the draft and then subscribes on one connection, so the
+	// chat takes them in that order (two connections' frames race).
 	b := e.client("b")
+	draftSeq := b.Dispatch(def, map[string]any{"type": "chat/draftChanged", "draft": userMessage("next")})
 	sub := b.Request("subscribe", map[string]any{"channel": def})
 
 	time.Sleep(300 * time.Millisecond)
@@ -51,7 +53,9 @@ func TestPipelinedCommitsTellOnlyWhatIsStored(t *testing.T) {
 	}
 
 	release()
-	a.AwaitEcho(draftSeq)
+	a.AwaitEnvelope("the draft", func(env ahptest.Envelope) bool {
+		return env.Channel == def && env.Type() == "chat/draftChanged" && env.Origin != nil && env.Origin.ClientSeq == draftSeq
+	})
 	reply := b.Await(sub)
 	if reply.Error != nil {
 		t.Fatalf("subscribe: %v", reply.Error)
@@ -105,14 +109,18 @@ func TestSteeringReachesTheBackendOnlyOnceStored(t *testing.T) {
 	}
 	release()
 	a.AwaitEcho(seq)
-	a.WaitFor("the steering message handed to the backend", func() bool {
+	// Polled: the backend is handed it after the echo, and no frame need
+	// follow to wake a client's wait.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		for _, st := range e.script.Steers() {
 			if st.Steering.ID == "s1" {
-				return true
+				return
 			}
 		}
-		return false
-	})
+		if time.Now().After(deadline) {
+			t.Fatal("the steering message was never handed to the backend")
+		}
+	}
 }
 
 // stallStore stops the store's writer until the returned func is called
