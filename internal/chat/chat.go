@@ -334,13 +334,13 @@ func (c *Chat) do(fn func()) error {
 	})
 }
 
-// call runs fn on the actor's goroutine, like do, and waits until fn ran
-// and what it said is stored and told.
+// call runs fn on the actor's goroutine, like do, and waits for it. fn's
+// step is not pipelined, so what it said is stored and told when call
+// returns (durable.submit).
 func (c *Chat) call(ctx context.Context, fn func()) error {
 	return c.inbox.Call(ctx, func() {
 		c.durable.drain()
 		fn()
-		c.durable.drain()
 	})
 }
 
@@ -384,6 +384,7 @@ func (c *Chat) Close(ctx context.Context, deleteConversation bool) error {
 }
 
 func (c *Chat) shutdown() {
+	// What the chat said is stored and told before it stops.
 	c.durable.drain()
 	if c.eng.Active() != nil {
 		c.durable.persistRunning()

@@ -63,11 +63,10 @@ type durable struct {
 	runningDirty bool
 
 	// inflight are the commits the store runs for this chat, oldest first,
-	// each with the publications that wait for it; waitingTells counts
-	// those publications. Both are bounded (maxInflight,
-	// maxWaitingTells): past a bound the actor waits for the oldest.
-	inflight     []inflight
-	waitingTells int
+	// each with the publications that wait for it. Both are bounded
+	// (maxInflight, maxWaitingTells): past a bound the actor waits for the
+	// oldest.
+	inflight []inflight
 	// pipelining: the step may leave its commits in flight (a held
 	// backend event's release, a pipelinable client action). Anywhere
 	// else a commit is waited for, as what follows it in the step (a
@@ -122,9 +121,16 @@ const (
 func (du *durable) hold() { du.holding = true }
 
 // release stops gathering and hands what was gathered to the store, its
-// publications waiting for the commit in flight.
+// publications waiting for the commit in flight: the event's step ends
+// here, and nothing after it in the step shows the chat.
 func (du *durable) release() {
 	du.holding = false
+	du.enterHeld()
+}
+
+// enterHeld hands what was gathered to the store (enter), and starts the
+// gathering over.
+func (du *durable) enterHeld() {
 	h := &du.held
 	if len(h.ops) == 0 && len(h.tells) == 0 && !du.summaryDue {
 		return
@@ -139,9 +145,7 @@ func (du *durable) release() {
 	clear(h.ops)
 	clear(h.tells)
 	h.ops, h.tells, h.what = h.ops[:0], h.tells[:0], h.what[:0]
-	// The event's step ends here: nothing after it in the step shows
-	// the chat.
-	du.pipelined(func() { du.submit(what, ops, tells, summary) })
+	du.enter(what, ops, tells, summary)
 }
 
 // pipelined runs fn with its commits left in flight (pipelining).
@@ -182,7 +186,6 @@ func (du *durable) enter(what string, ops []store.Op, tells []heldTell, summary 
 		if sum != nil {
 			last.summary = sum
 		}
-		du.waitingTells += len(tells)
 		du.bound()
 		return
 	}
@@ -190,16 +193,26 @@ func (du *durable) enter(what string, ops []store.Op, tells []heldTell, summary 
 		du.awaitOldest()
 	}
 	du.inflight = append(du.inflight, inflight{done: c.cfg.Env.Store.CommitAsync(ops...), what: what, tells: tells, summary: sum})
-	du.waitingTells += len(tells)
 	du.bound()
 }
 
-// bound waits for the oldest commits while too many publications wait.
+// bound waits for the oldest commits while too many publications wait
+// behind them (counted over at most maxInflight commits).
 func (du *durable) bound() {
-	for du.waitingTells > maxWaitingTells && len(du.inflight) > 0 {
+	for len(du.inflight) > 0 {
+		waiting := 0
+		for _, f := range du.inflight {
+			waiting += len(f.tells)
+		}
+		if waiting <= maxWaitingTells {
+			return
+		}
 		du.awaitOldest()
 	}
 }
+
+// inFlight reports whether a commit of the chat's is in the store's hands.
+func (du *durable) inFlight() bool { return len(du.inflight) > 0 }
 
 // oldest is the channel the oldest commit in flight lands on; nil (never
 // ready) when none is.
@@ -226,7 +239,7 @@ func (du *durable) awaitOldest() {
 // landed publishes what waited for the oldest commit in flight, which
 // ended with err, then what waited for any later one that landed too. A
 // failure is logged: the state already moved on, and a client is told
-// what the chat now holds (as commitNow does).
+// what the chat now holds.
 func (du *durable) landed(err error) {
 	for {
 		h := du.inflight[0]
@@ -235,7 +248,6 @@ func (du *durable) landed(err error) {
 		if len(du.inflight) == 0 {
 			du.inflight = nil
 		}
-		du.waitingTells -= len(h.tells)
 		if err != nil {
 			du.c.log.Error("commit before telling clients", "what", h.what, "err", err)
 		}
@@ -270,32 +282,13 @@ func (du *durable) publish(tells []heldTell, sum *ahp.ChatSummary) {
 	}
 }
 
-// flush waits for the commits in flight (drain), then commits what was
-// gathered, in one transaction, publishes what waited for it, in order,
-// and tells the chat's summary once: what the chat said is all stored and
-// told when it returns.
+// flush commits what was gathered, in one transaction behind the commits
+// in flight, and waits for them all: what the chat said is all stored and
+// told, in order, with the chat's summary once, when it returns (even in a
+// pipelined step).
 func (du *durable) flush() {
+	du.enterHeld()
 	du.drain()
-	h := &du.held
-	if len(h.ops) == 0 && len(h.tells) == 0 && !du.summaryDue {
-		return
-	}
-	c := du.c
-	if len(h.ops) > 0 {
-		du.commitNow(strings.Join(h.what, ", "), h.ops...)
-	}
-	summary := du.summaryDue
-	du.summaryDue = false
-	for _, t := range h.tells {
-		c.cfg.Env.Bus.Publish(c.cfg.URI, t.a, t.origin)
-		summary = summary || t.stored
-	}
-	clear(h.ops)
-	clear(h.tells)
-	h.ops, h.tells, h.what = h.ops[:0], h.tells[:0], h.what[:0]
-	if summary {
-		du.tellSummary() // now, not gathered again
-	}
 }
 
 // pending reports whether publications wait for a flush, so a streaming
@@ -327,7 +320,6 @@ func (du *durable) tellStreamed(a ahp.Action, origin *ahp.ActionOrigin) {
 	if n := len(du.inflight); n > 0 {
 		last := &du.inflight[n-1]
 		last.tells = append(last.tells, heldTell{a: a, origin: origin})
-		du.waitingTells++
 		du.bound()
 		return
 	}
@@ -422,18 +414,6 @@ func (du *durable) commit(what string, ops ...store.Op) {
 	du.submit(what, ops, nil, false)
 }
 
-// commitNow runs ops in one committed write and waits for it (the store
-// groups it with other actors' commits). A failure is logged: the state
-// already moved on, and a client is told what the chat now holds.
-func (du *durable) commitNow(what string, ops ...store.Op) {
-	c := du.c
-	ctx, cancel := context.WithTimeout(context.Background(), store.CommitWait)
-	defer cancel()
-	if err := c.cfg.Env.Store.CommitAll(ctx, ops...); err != nil {
-		c.log.Error("commit before telling clients", "what", what, "err", err)
-	}
-}
-
 func putTurnOp(rec store.TurnRecord) store.Op {
 	return func(ctx context.Context, s *store.Store) error { return s.PutTurn(ctx, rec) }
 }
@@ -448,9 +428,6 @@ func (du *durable) summaryChanged() {
 	}
 	du.submit("", nil, nil, true)
 }
-
-// tellSummary tells the session the chat's summary when it changed.
-func (du *durable) tellSummary() { du.tellSummaryOf(reduce.ChatSummaryOf(du.c.st())) }
 
 // tellSummaryOf tells the session s when it is not what it was last told.
 func (du *durable) tellSummaryOf(s ahp.ChatSummary) {

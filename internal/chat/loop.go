@@ -170,7 +170,6 @@ func (l *loop) handle(kind wakeKind) (done bool) {
 		for _, fn := range c.inbox.Pop(l.batch) {
 			fn()
 		}
-		c.durable.drain()
 		c.canvases.endAll() // a canvas goes with its chat (canvases.go)
 		c.shutdown()
 		return true
@@ -214,9 +213,6 @@ func (l *loop) handle(kind wakeKind) (done bool) {
 		// A commit landing is not activity: the idle timers run on.
 		return false
 	case wokeIdle:
-		// An idle chat has nothing in flight: what it said is stored and
-		// told before it can unload.
-		c.durable.drain()
 		if c.idle.unloadIfIdle() {
 			return true
 		}

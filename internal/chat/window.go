@@ -96,7 +96,7 @@ func (w *window) noteEnded(id string, size int) {
 // (durable.go: an ending's commit can land after the step that told the
 // engine), so a turn leaves memory only once the store has it.
 func (w *window) settle() {
-	if !w.ended || len(w.c.durable.inflight) > 0 {
+	if !w.ended || w.c.durable.inFlight() {
 		return
 	}
 	w.ended = false

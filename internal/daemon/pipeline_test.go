@@ -24,11 +24,7 @@ import (
 func TestPipelinedCommitsTellOnlyWhatIsStored(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	a := e.client("a")
-	_, def := e.createSession(a, "ahp-session:/919e0000-0000-4000-8000-000000000001")
-	a.Subscribe(def)
-	a.Dispatch(def, turnStarted("t1", "keep going [hold]"))
-	awaitTyped(t, a, def, "chat/turnStarted", "t1")
+	a, def := chatWithHeldTurn(t, e, "ahp-session:/919e0000-0000-4000-8000-000000000001")
 
 	release := stallStore(t, e)
 
@@ -93,11 +89,7 @@ func TestPipelinedCommitsTellOnlyWhatIsStored(t *testing.T) {
 func TestSteeringReachesTheBackendOnlyOnceStored(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	a := e.client("a")
-	_, def := e.createSession(a, "ahp-session:/919e0000-0000-4000-8000-000000000002")
-	a.Subscribe(def)
-	a.Dispatch(def, turnStarted("t1", "keep going [hold]"))
-	awaitTyped(t, a, def, "chat/turnStarted", "t1")
+	a, def := chatWithHeldTurn(t, e, "ahp-session:/919e0000-0000-4000-8000-000000000002")
 
 	release := stallStore(t, e)
 	seq := a.Dispatch(def, map[string]any{"type": "chat/pendingMessageSet", "kind": "steering", "id": "s1", "message": userMessage("turn left")})
@@ -121,6 +113,18 @@ func TestSteeringReachesTheBackendOnlyOnceStored(t *testing.T) {
 			t.Fatal("the steering message was never handed to the backend")
 		}
 	}
+}
+
+// chatWithHeldTurn is client a watching the default chat of a new session
+// whose turn t1 runs until it is stopped.
+func chatWithHeldTurn(t *testing.T, e *testEnv, session string) (a *ahptest.Client, def string) {
+	t.Helper()
+	a = e.client("a")
+	_, def = e.createSession(a, session)
+	a.Subscribe(def)
+	a.Dispatch(def, turnStarted("t1", "keep going [hold]"))
+	awaitTyped(t, a, def, "chat/turnStarted", "t1")
+	return a, def
 }
 
 // stallStore stops the store's writer until the returned func is called

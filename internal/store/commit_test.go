@@ -153,3 +153,68 @@ func TestCommitAllLandsTogether(t *testing.T) {
 	}
 	must(t, s.CommitAll(ctx))
 }
+
+// TestCommitAsyncLandsInOrder: CommitAsync's ops run as one write, in order
+// with what was pushed before them, and its result comes once the
+// transaction is committed (a second connection reads it then); a failing
+// op rolls the whole back and is the result; the commit's wait is told to
+// ObserveCommits; after Close the result is ErrClosed at once.
+func TestCommitAsyncLandsInOrder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ahpd.db")
+	s, _ := openAt(t, path)
+	_, chat := seed(t, s, "ahp://s/1")
+	var mu sync.Mutex
+	observed := 0
+	s.ObserveCommits(func(time.Duration) {
+		mu.Lock()
+		observed++
+		mu.Unlock()
+	})
+
+	release := make(chan struct{})
+	s.Enqueue(func(context.Context, *Store) error { <-release; return nil })
+	put := func(seq int) Op {
+		return func(ctx context.Context, s *Store) error { return s.PutTurn(ctx, sampleTurn(chat, seq)) }
+	}
+	first := s.CommitAsync(put(0), put(1))
+	failing := s.CommitAsync(put(2), func(context.Context, *Store) error { return errors.New("refused") })
+	select {
+	case err := <-first:
+		t.Fatalf("a commit behind a stalled write landed: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatalf("first: %v", err)
+	}
+	other, err := sql.Open("sqlite", dsn(path))
+	must(t, err)
+	defer other.Close()
+	var n int
+	must(t, other.QueryRow(`SELECT count(*) FROM turns WHERE chat = ?`, chat).Scan(&n))
+	if n != 2 {
+		t.Fatalf("a second connection reads %d turns once the commit landed, want 2", n)
+	}
+	if err := <-failing; err == nil || err.Error() != "refused" {
+		t.Fatalf("failing commit: %v, want its op's error", err)
+	}
+	must(t, other.QueryRow(`SELECT count(*) FROM turns WHERE chat = ?`, chat).Scan(&n))
+	if n != 2 {
+		t.Fatalf("%d turns after a failing commit, want its first op rolled back (2)", n)
+	}
+	mu.Lock()
+	if observed != 2 {
+		t.Errorf("ObserveCommits told of %d commits, want 2", observed)
+	}
+	mu.Unlock()
+
+	must(t, s.Close())
+	select {
+	case err := <-s.CommitAsync(put(3)):
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("after Close: %v, want ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a commit after Close never answered")
+	}
+}
